@@ -1,0 +1,106 @@
+"""Read the scope files, check them, substitute, merge, and project: `load`.
+
+Each file is checked on its own before anything merges, so every error names the one
+file (and scope) at fault; the first problem found stops the load. Merging: tables
+merge key by key and the higher scope wins a scalar or a plain array; an array of
+tables (`[[contract.verify]]`, `[[mcp]]`, `[[provider.fallback]]`) is replaced
+wholesale by the highest scope that sets it; the `[policy]` rule lists are not merged
+at all, every scope keeps its own. This module never writes anything and reads the
+environment only from the mapping passed in.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness_core.config._project import Config, project
+from harness_core.config._schema import RULE_KEYS, Node, annotate, check_shape
+from harness_core.config._scopes import ConfigFile, discover
+from harness_core.config._substitute import Substituter
+from harness_core.errors import ConfigError
+
+__all__ = ["load", "merge", "parse_file"]
+
+_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def parse_file(cf: ConfigFile) -> dict[str, Any]:
+    """Read and parse one scope file (no schema check).
+
+    Raises:
+        ConfigError: The file cannot be read, is not UTF-8, or is not valid TOML
+            (the message names the file, line and column).
+    """
+    try:
+        data = cf.path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {cf.describe()}: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{cf.describe()} is not UTF-8 text (byte {exc.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        position = _POSITION.search(message)
+        if position is not None:
+            line, column = position.groups()
+            detail = message[: position.start()]
+            raise ConfigError(
+                f"malformed TOML in {cf.describe()} at line {line}, column {column}: {detail}"
+            ) from exc
+        raise ConfigError(f"malformed TOML in {cf.describe()}: {message}") from exc
+
+
+def merge(low: Mapping[str, Node], high: Mapping[str, Node]) -> dict[str, Node]:
+    """`low` overlaid with `high`: tables merge key by key, anything else is replaced."""
+    out: dict[str, Node] = dict(low)
+    for key, value in high.items():
+        below = out.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            out[key] = merge(below, value)
+        else:
+            out[key] = value
+    return out
+
+
+def load(workspace: Path, *, config_file: Path | None = None, env: Mapping[str, str]) -> Config:
+    """Discover, read, check and merge the four scopes and project them onto types.
+
+    The caller reads the configuration once, before a run; nothing in `harness_core`
+    reads it again.
+
+    Args:
+        workspace: The workspace root.
+        config_file: The `--config FILE` flag (replaces the project scope's file).
+        env: The environment: substitutions, `IO_SYSTEM_CONFIG`, `XDG_CONFIG_HOME`,
+            `XDG_STATE_HOME`, `HOME`, `IO_STORE`. The CLI passes `os.environ`.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: The first problem found: a missing `--config` file, malformed
+            TOML, an unknown key, a wrong type, a failed substitution, a value out of
+            range, a missing required key. Messages never contain a substituted value.
+    """
+    files = discover(workspace, config_file=config_file, env=env)
+    subst = Substituter(env)
+    merged: dict[str, Node] = {}
+    rule_sets: list[tuple[ConfigFile, dict[str, Node]]] = []
+    for cf in files:
+        raw = parse_file(cf)
+        check_shape(raw, cf)
+        tree = annotate(raw, cf, subst)
+        policy = tree.get("policy")
+        if isinstance(policy, dict):
+            rules = {k: policy.pop(k) for k in RULE_KEYS if k in policy}
+            if rules:
+                rule_sets.append((cf, rules))
+        merged = merge(merged, tree)
+    return project(workspace, files, merged, rule_sets, frozenset(subst.secrets), env)

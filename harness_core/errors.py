@@ -1,0 +1,220 @@
+"""The one exception tree of `io`; every error the library raises is a `HarnessError`.
+
+The branches map to outcomes (the CLI turns each into an exit code)::
+
+    HarnessError
+    ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
+    │   └── UsageError         a bad argument on the command line             → exit 2
+    ├── WorkspaceError         a path the workspace cannot serve
+    │   └── PathEscape         a path that would leave the workspace root
+    ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
+    ├── StateError             the store failed; wraps sqlite3.Error, never exposes it
+    │   ├── CheckpointFormatError  a store written with another CHECKPOINT_FORMAT
+    │   ├── RunNotFound        an unknown run id
+    │   ├── RunInUse           another live process drives this run
+    │   └── SessionInUse       another live process takes a turn on this session
+    ├── ProviderError          a model provider failed (.retryable, .status)
+    │   └── ScriptExhausted    the scripted replay has no line for this step
+    ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
+    ├── ToolError              a tool could not run (bad arguments, unknown tool)
+    │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
+    │   └── ShellRefused       a shell line construct refused by name (.construct, .column)
+    └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
+
+Refusals and failing checks sent back to the model are not exceptions: they are
+observations recorded in the ledger. This module imports nothing from `harness_core`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceeded",
+    "CheckpointFormatError",
+    "ConfigError",
+    "HarnessError",
+    "InvalidToolArguments",
+    "PathEscape",
+    "PolicyError",
+    "ProviderError",
+    "RunInUse",
+    "RunNotFound",
+    "SandboxUnavailable",
+    "ScriptExhausted",
+    "SessionInUse",
+    "ShellRefused",
+    "StateError",
+    "ToolError",
+    "UsageError",
+    "WorkspaceError",
+]
+
+
+class HarnessError(Exception):
+    """Root of every error `io` raises.
+
+    Attributes:
+        message: One line saying what went wrong.
+        hint: Optional line saying what to do about it.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigError(HarnessError):
+    """The configuration (io.toml, a flag, an environment substitution) is wrong."""
+
+
+class UsageError(ConfigError):
+    """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
+
+
+class WorkspaceError(HarnessError):
+    """A path inside the workspace cannot be read or written as asked."""
+
+
+class PathEscape(WorkspaceError):
+    """A path resolves outside the workspace root; no rule can allow it.
+
+    Attributes:
+        path: The path as it was given.
+    """
+
+    def __init__(self, path: str, reason: str = "resolves outside the workspace root") -> None:
+        super().__init__(f"path {path!r} {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class PolicyError(HarnessError):
+    """A policy or a rule is malformed (an empty pattern, an unknown tier)."""
+
+
+class StateError(HarnessError):
+    """The store failed.
+
+    The underlying `sqlite3.Error` is chained as `__cause__` for debugging but is not
+    part of the public interface: match on `StateError`, never on its cause.
+    """
+
+
+class CheckpointFormatError(StateError):
+    """The store was written with a checkpoint format this version does not read.
+
+    Attributes:
+        found: The format recorded in the store.
+        expected: The format this version writes.
+    """
+
+    def __init__(self, found: int, expected: int) -> None:
+        super().__init__(
+            f"store checkpoint format is {found}, this version reads only {expected}",
+            hint="use the io version that wrote this store, or point --store elsewhere",
+        )
+        self.found = found
+        self.expected = expected
+
+
+class RunNotFound(StateError):
+    """No run with the given id is in the store."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"no run {run_id!r} in the store", hint="`io runs` lists recorded runs")
+        self.run_id = run_id
+
+
+class RunInUse(StateError):
+    """Another live process is driving this run."""
+
+    def __init__(self, run_id: str, owner_pid: int) -> None:
+        super().__init__(
+            f"run {run_id} is in use by process {owner_pid}",
+            hint="wait for it to finish, or stop that process first",
+        )
+        self.run_id = run_id
+        self.owner_pid = owner_pid
+
+
+class SessionInUse(StateError):
+    """Another live process is taking a turn on this session."""
+
+    def __init__(self, session_id: str, run_id: str) -> None:
+        super().__init__(
+            f"session {session_id} has a turn in flight (run {run_id})",
+            hint="wait for that turn to finish, or `io interrupt` it",
+        )
+        self.session_id = session_id
+        self.run_id = run_id
+
+
+class ProviderError(HarnessError):
+    """A model provider failed.
+
+    Attributes:
+        retryable: Whether trying again may succeed (429, 5xx, overload, timeouts).
+        status: The HTTP status, when there was one.
+        retry_after: Seconds the vendor asked us to wait, when it said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        retry_after: float | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.retryable = retryable
+        self.status = status
+        self.retry_after = retry_after
+
+
+class ScriptExhausted(ProviderError):
+    """The scripted provider was asked for a completion past its last line."""
+
+
+class SandboxUnavailable(HarnessError):
+    """The sandbox backend could not be started; the command never ran."""
+
+
+class ToolError(HarnessError):
+    """A tool could not run as called (unknown tool, bad arguments)."""
+
+
+class InvalidToolArguments(ToolError):
+    """A tool's arguments are not the JSON object it expects."""
+
+
+class ShellRefused(ToolError):
+    """A shell line uses a construct the lexer refuses.
+
+    Attributes:
+        construct: The construct's name, e.g. ``command substitution``.
+        column: 1-based column where it starts.
+        reason: Why it is refused.
+    """
+
+    def __init__(self, construct: str, column: int, reason: str) -> None:
+        super().__init__(f"refused {construct} at column {column}: {reason}")
+        self.construct = construct
+        self.column = column
+        self.reason = reason
+
+
+class BudgetExceeded(HarnessError):
+    """A budget ceiling was reached.
+
+    Attributes:
+        budget: Which ceiling: ``steps``, ``tokens``, ``cost`` or ``wall``.
+    """
+
+    def __init__(self, budget: str, message: str) -> None:
+        super().__init__(message)
+        self.budget = budget

@@ -1,0 +1,81 @@
+"""What a run reports while it goes: `EventKind` and `Event`.
+
+The loop calls an `EventSink` with each event; the CLI renders them (a live trace or
+JSON lines). This module never writes to the terminal. `EventKind` may grow: consumers
+must ignore kinds they do not know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+__all__ = ["EVENT_SCHEMA", "Event", "EventKind", "EventSink"]
+
+EVENT_SCHEMA = 1
+"""Version of the JSON-lines event shape; bumped only on an incompatible change."""
+
+
+class EventKind(Enum):
+    """Kinds of event. This set may grow; ignore unknown kinds."""
+
+    RUN_STARTED = "run_started"
+    """A run began or resumed (data: goal, resumed, workspace, sandbox)."""
+    STEP_STARTED = "step_started"
+    """A step is about to ask the provider (data: step)."""
+    TOKEN = "token"
+    """A provisional streamed text delta (data: text). Render it; do not act on it."""
+    COMPLETION = "completion"
+    """The provider answered (data: model, usage, latency_ms, ttft_ms)."""
+    TOOL_CALL = "tool_call"
+    """A tool call is about to run (data: call_id, name, arguments)."""
+    TOOL_RESULT = "tool_result"
+    """A tool call's observation (data: call_id, name, output, is_error)."""
+    REFUSAL = "refusal"
+    """The policy refused an act (data: act, target, reason, rule, layer)."""
+    APPROVAL = "approval"
+    """An approver decided an act (data: act, target, decision, by)."""
+    QUESTION = "question"
+    """The agent asked the operator (data: question, answer?)."""
+    PLAN = "plan"
+    """The agent replaced its plan (data: items)."""
+    STEER = "steer"
+    """An operator message reached the run (data: text)."""
+    CHECKPOINT = "checkpoint"
+    """A step committed (data: step)."""
+    VERIFICATION = "verification"
+    """A verification gate ran (data: command, passed, exit_status, output)."""
+    STALL = "stall"
+    """The stall detector saw repetition (data: call)."""
+    RUN_FINISHED = "run_finished"
+    """The run ended, however it ended (data: status, exit_code, reason)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened in a run.
+
+    Attributes:
+        kind: What happened.
+        run_id: The run it happened in.
+        data: JSON-serialisable details; keys depend on the kind.
+    """
+
+    kind: EventKind
+    run_id: str
+    data: dict[str, Any] = field(default_factory=lambda: {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-lines form: `schema`, `kind`, `run_id`, then the data keys."""
+        out: dict[str, Any] = {"schema": EVENT_SCHEMA, "kind": self.kind.value, "run_id": self.run_id}
+        for key, value in self.data.items():
+            if key not in out:
+                out[key] = value
+        return out
+
+
+class EventSink(Protocol):
+    """Receives events as a run produces them."""
+
+    def __call__(self, event: Event) -> None: ...

@@ -1,0 +1,187 @@
+"""Wire-neutral conversation types shared by providers, tools and the loop.
+
+Providers translate these to and from each vendor's shape; tools never see a vendor
+shape. Everything here is a frozen dataclass, so a message that was recorded cannot be
+changed afterwards. JSON enters only through `from_json` constructors.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = ["Message", "Role", "ToolCall", "ToolResult", "ToolSpec", "Usage"]
+
+
+class Role(Enum):
+    """Who said a message. Closed set."""
+
+    SYSTEM = "system"
+    """The harness's instructions to the model."""
+    USER = "user"
+    """The goal, an operator's steer or answer."""
+    ASSISTANT = "assistant"
+    """What the model said, with the tool calls it asked for."""
+    TOOL = "tool"
+    """The observation of one tool call."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call the model asked for.
+
+    Attributes:
+        id: The call id (the vendor's, or one the harness made).
+        name: The tool's name.
+        arguments: The parsed JSON object of arguments.
+        raw_arguments: The arguments text when it was not valid JSON, else None.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=lambda: {})
+    raw_arguments: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.raw_arguments is not None:
+            out["raw_arguments"] = self.raw_arguments
+        return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> ToolCall:
+        raw = data.get("raw_arguments")
+        args = data.get("arguments") or {}
+        return ToolCall(
+            id=str(data.get("id", "")),
+            name=str(data["name"]),
+            arguments=dict(args) if isinstance(args, dict) else {},
+            raw_arguments=raw if isinstance(raw, str) else None,
+        )
+
+    def key(self) -> str:
+        """A stable text form of name and arguments, for repetition detection."""
+        return self.name + ":" + json.dumps(self.arguments, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The observation of one tool call, as the model will see it.
+
+    Attributes:
+        call_id: The id of the call this answers.
+        name: The tool's name.
+        output: The text the model sees.
+        is_error: True when the call failed or was refused.
+    """
+
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as advertised to a model: a name, a description, a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of the conversation.
+
+    Attributes:
+        role: Who said it.
+        content: Its text (may be empty for an assistant turn that only calls tools).
+        tool_calls: The calls an assistant message asked for.
+        tool_call_id: For a tool message, the call it answers.
+        name: For a tool message, the tool's name.
+        is_error: For a tool message, whether it reports a failure or refusal.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    is_error: bool = False
+
+    @staticmethod
+    def system(text: str) -> Message:
+        return Message(Role.SYSTEM, text)
+
+    @staticmethod
+    def user(text: str) -> Message:
+        return Message(Role.USER, text)
+
+    @staticmethod
+    def assistant(text: str, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        return Message(Role.ASSISTANT, text, tool_calls)
+
+    @staticmethod
+    def tool(result: ToolResult) -> Message:
+        return Message(
+            Role.TOOL, result.output, (), result.call_id, result.name, result.is_error
+        )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as the provider reported them; None means "not reported", not zero.
+
+    Attributes:
+        prompt_tokens: Input tokens, cache reads and writes included.
+        completion_tokens: Output tokens, reasoning included.
+        total_tokens: The total as reported (never re-derived from the parts).
+        cache_read_tokens: Of prompt_tokens, those read from the cache.
+        cache_write_tokens: Of prompt_tokens, those written to the cache.
+        reasoning_tokens: Of completion_tokens, those spent reasoning.
+        server_tool_requests: Provider-executed tool requests the vendor reported.
+    """
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    server_tool_requests: int | None = None
+
+    def billed_tokens(self) -> int:
+        """Tokens to draw from a token budget: the total, else the sum of known parts."""
+        if self.total_tokens is not None:
+            return self.total_tokens
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+
+    def to_json(self) -> dict[str, int | None]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "server_tool_requests": self.server_tool_requests,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Usage:
+        def opt(name: str) -> int | None:
+            value = data.get(name)
+            return int(value) if isinstance(value, (int, float)) else None
+
+        return Usage(
+            prompt_tokens=opt("prompt_tokens"),
+            completion_tokens=opt("completion_tokens"),
+            total_tokens=opt("total_tokens"),
+            cache_read_tokens=opt("cache_read_tokens"),
+            cache_write_tokens=opt("cache_write_tokens"),
+            reasoning_tokens=opt("reasoning_tokens"),
+            server_tool_requests=opt("server_tool_requests"),
+        )

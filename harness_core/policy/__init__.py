@@ -1,0 +1,43 @@
+"""Policy: decide each `Act` (read, write, exec, net) from rules, a tier and a mode.
+
+Pure data and pure functions: nothing here touches the filesystem, the network or the
+terminal, and nothing here confines a process (that is the sandbox's job, from a spec
+the run derives). See `harness_core.policy._policy` for the order in which a decision
+is taken.
+"""
+
+from harness_core.policy._act import Act, ActKind
+from harness_core.policy._approver import ApprovalDecision, ApproveAll, Approver, DenyAll
+from harness_core.policy._policy import (
+    BUILTIN_LAYER,
+    POLICY_FORMAT,
+    PROTECTED_WRITE_PATTERNS,
+    TIER_LAYER,
+    ApprovalMode,
+    Decision,
+    Effect,
+    Policy,
+    Rule,
+    Tier,
+    Verdict,
+)
+
+__all__ = [
+    "BUILTIN_LAYER",
+    "POLICY_FORMAT",
+    "PROTECTED_WRITE_PATTERNS",
+    "TIER_LAYER",
+    "Act",
+    "ActKind",
+    "ApprovalDecision",
+    "ApprovalMode",
+    "ApproveAll",
+    "Approver",
+    "Decision",
+    "DenyAll",
+    "Effect",
+    "Policy",
+    "Rule",
+    "Tier",
+    "Verdict",
+]

@@ -1,0 +1,572 @@
+"""`Policy`: rules, a tier and an approval mode that turn an `Act` into a `Decision`.
+
+How `Policy.check` decides, in order (the first step that speaks wins):
+
+1. **Built-in layer** (``builtin``), read and write only. A path that is absolute or
+   climbs above the root after normalisation is denied as outside the workspace root
+   (the workspace resolver already refuses these; this is defence in depth). A write
+   to a protected path — `PROTECTED_WRITE_PATTERNS` (the scope files ``io.toml`` and
+   ``io.local.toml``, git hooks, git config, ``.gitmodules``) and the policy's own
+   `protected` paths (the store, when it lies inside the workspace) — is denied unless
+   an allow-write rule's pattern is exactly that path, with no glob: an agent must not
+   widen the boundary of its next run by editing the file it is loaded from.
+   Protected paths are matched case-insensitively, so ``IO.TOML`` on a case-folding
+   filesystem is caught too.
+2. **Deny rules**: any deny rule of the act's kind that matches denies. A deny in any
+   layer beats an allow in any layer; the decision records that rule and its layer.
+3. **Allow rules**: any allow rule of the act's kind that matches allows.
+4. **Tier default** (layer ``tier``) for acts no rule names: reads are allowed in
+   every tier, writes in ``workspace-write`` and ``full``, commands and network only
+   in ``full``. Anything else is ``ask`` when the approval mode is ``ask`` and ``deny``
+   when it is ``deny``.
+
+A policy made by `Policy.contain` is additionally bounded by the policies it was
+contained in (`Policy.within`): its verdict is the strictest of its own and theirs.
+
+Pattern dialects (see `_patterns`): path patterns match the **whole** path relative to
+the root (``*.pem`` matches only at the root; write ``**/*.pem`` for any depth; ``dir/**``
+matches ``dir`` and everything under it). Command patterns match the command line
+``" ".join(argv)`` with ``*`` matching anything; a deny also matches the program alone
+(``argv[0]`` or its basename) and the line with ``argv[0]`` replaced by its basename, so
+``/usr/bin/git push`` is caught by ``git push*``. An allow must match the literal line:
+widening an allow to the basename would let ``./pytest`` — a file the agent can write —
+pass as ``pytest*``. Host patterns are case-insensitive and ignore a port.
+Command patterns are textual: ``git -C . push`` is not ``git push*``.
+
+`check` is pure and does no I/O; patterns are compiled once, when the policy is built.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from harness_core.errors import PolicyError
+from harness_core.policy._act import Act, ActKind
+from harness_core.policy._patterns import (
+    GLOB_CHARS,
+    compile_command,
+    compile_host,
+    compile_path,
+    normalise_host,
+    normalise_path_pattern,
+    normalise_target_path,
+)
+
+__all__ = [
+    "BUILTIN_LAYER",
+    "POLICY_FORMAT",
+    "PROTECTED_WRITE_PATTERNS",
+    "TIER_LAYER",
+    "ApprovalMode",
+    "Decision",
+    "Effect",
+    "Policy",
+    "Rule",
+    "Tier",
+    "Verdict",
+]
+
+BUILTIN_LAYER = "builtin"
+"""Layer name of decisions the policy takes before any rule (root escape, protected paths)."""
+TIER_LAYER = "tier"
+"""Layer name of decisions taken by the tier default."""
+PROTECTED_WRITE_PATTERNS: tuple[str, ...] = (
+    "io.toml",
+    "io.local.toml",
+    ".git/hooks/**",
+    ".git/config",
+    ".gitmodules",
+)
+"""Paths no write reaches unless an allow-write rule names the exact path."""
+POLICY_FORMAT = 1
+"""Version of `Policy.to_json`'s shape."""
+
+
+class Tier(Enum):
+    """What acts no rule names default to."""
+
+    READ_ONLY = "read-only"
+    """Reads are allowed; writes, commands and network need approval."""
+    WORKSPACE_WRITE = "workspace-write"
+    """Reads and writes are allowed; commands and network need approval."""
+    FULL = "full"
+    """Everything is allowed unless a rule or the built-in layer denies it."""
+
+    @staticmethod
+    def parse(value: str) -> Tier:
+        """The tier named `value`.
+
+        Raises:
+            PolicyError: `value` names no tier.
+        """
+        for tier in Tier:
+            if tier.value == value:
+                return tier
+        names = ", ".join(t.value for t in Tier)
+        raise PolicyError(f"unknown policy tier {value!r}", hint=f"use one of: {names}")
+
+    def allows(self, kind: ActKind) -> bool:
+        """Whether this tier allows an act of `kind` that no rule names."""
+        if kind is ActKind.READ:
+            return True
+        if kind is ActKind.WRITE:
+            return self is not Tier.READ_ONLY
+        return self is Tier.FULL
+
+
+_TIER_RANK = {Tier.READ_ONLY: 0, Tier.WORKSPACE_WRITE: 1, Tier.FULL: 2}
+
+
+class Effect(Enum):
+    """What a rule does to the acts it matches."""
+
+    ALLOW = "allow"
+    """Permit the act (unless a deny rule or the built-in layer refuses it)."""
+    DENY = "deny"
+    """Refuse the act, whatever any allow rule says."""
+
+
+class Verdict(Enum):
+    """The outcome of `Policy.check`."""
+
+    ALLOW = "allow"
+    """The act may go ahead."""
+    DENY = "deny"
+    """The act is refused; the refusal is an observation for the model."""
+    ASK = "ask"
+    """An `Approver` must decide; without one able to answer now, the run pauses."""
+
+
+_VERDICT_RANK = {Verdict.DENY: 0, Verdict.ASK: 1, Verdict.ALLOW: 2}
+
+
+class ApprovalMode(Enum):
+    """What happens to an act the tier does not allow and no rule names."""
+
+    ASK = "ask"
+    """Ask an approver (a prompt on a TTY; without one the run pauses)."""
+    DENY = "deny"
+    """Refuse it outright."""
+
+    @staticmethod
+    def parse(value: str) -> ApprovalMode:
+        """The approval mode named `value`.
+
+        Raises:
+            PolicyError: `value` names no mode.
+        """
+        for mode in ApprovalMode:
+            if mode.value == value:
+                return mode
+        raise PolicyError(f"unknown approval mode {value!r}", hint="use 'ask' or 'deny'")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One allow or deny rule.
+
+    Attributes:
+        effect: Allow or deny.
+        kind: The kind of act it applies to.
+        pattern: A glob in the dialect of `kind` (path, command or host).
+        layer: Where it came from: ``system``, ``user``, ``project``, ``local``,
+            ``agent:<name>``, ``cli`` …
+
+    Raises:
+        PolicyError: The pattern is empty or not a valid glob, or the layer is empty.
+    """
+
+    effect: Effect
+    kind: ActKind
+    pattern: str
+    layer: str
+
+    def __post_init__(self) -> None:
+        if not self.layer:
+            raise PolicyError(f"rule {self.pattern!r} has no layer")
+        _compile(self.kind, self.pattern)
+
+    def to_json(self) -> dict[str, str]:
+        """``{"effect", "kind", "pattern", "layer"}``."""
+        return {
+            "effect": self.effect.value,
+            "kind": self.kind.value,
+            "pattern": self.pattern,
+            "layer": self.layer,
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What `Policy.check` concluded about an act, and why.
+
+    Attributes:
+        verdict: Allow, deny or ask.
+        reason: One line a person (and the model) can read.
+        rule: The pattern that decided, when a rule or a protected path did.
+        layer: The layer that decided: a scope name, ``builtin`` or ``tier``.
+    """
+
+    verdict: Verdict
+    reason: str
+    rule: str | None = None
+    layer: str | None = None
+
+    @property
+    def is_allowed(self) -> bool:
+        """Whether the act may go ahead without asking anyone."""
+        return self.verdict is Verdict.ALLOW
+
+    def to_json(self) -> dict[str, str]:
+        """The verdict and reason, with rule and layer when set."""
+        out = {"verdict": self.verdict.value, "reason": self.reason}
+        if self.rule is not None:
+            out["rule"] = self.rule
+        if self.layer is not None:
+            out["layer"] = self.layer
+        return out
+
+
+def _compile(kind: ActKind, pattern: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise PolicyError(f"a {kind.value} pattern must be a string, not {pattern!r}")
+    if kind is ActKind.EXEC:
+        return compile_command(pattern)
+    if kind is ActKind.NET:
+        return compile_host(pattern)
+    return compile_path(pattern)
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    deny: Mapping[ActKind, tuple[tuple[Rule, re.Pattern[str]], ...]]
+    allow: Mapping[ActKind, tuple[tuple[Rule, re.Pattern[str]], ...]]
+    exact_write_allows: frozenset[str]
+    protected: tuple[tuple[str, re.Pattern[str]], ...]
+
+
+def _build(rules: Iterable[Rule], protected: Iterable[str]) -> _Compiled:
+    deny: dict[ActKind, list[tuple[Rule, re.Pattern[str]]]] = {k: [] for k in ActKind}
+    allow: dict[ActKind, list[tuple[Rule, re.Pattern[str]]]] = {k: [] for k in ActKind}
+    exact: set[str] = set()
+    for rule in rules:
+        bucket = deny if rule.effect is Effect.DENY else allow
+        bucket[rule.kind].append((rule, _compile(rule.kind, rule.pattern)))
+        if rule.effect is Effect.ALLOW and rule.kind is ActKind.WRITE:
+            normal = normalise_path_pattern(rule.pattern)
+            if not GLOB_CHARS.intersection(normal):
+                exact.add(normal)
+    guarded = tuple(
+        (pattern, re.compile(compile_path(pattern).pattern, re.DOTALL | re.IGNORECASE))
+        for pattern in (*PROTECTED_WRITE_PATTERNS, *protected)
+    )
+    return _Compiled(
+        deny={k: tuple(v) for k, v in deny.items()},
+        allow={k: tuple(v) for k, v in allow.items()},
+        exact_write_allows=frozenset(exact),
+        protected=guarded,
+    )
+
+
+def _exec_lines(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(candidates a deny may match, candidates an allow may match)."""
+    line = " ".join(argv)
+    program = argv[0]
+    base = re.split(r"[\\/]", program)[-1]
+    names = {program, base}
+    if base.lower().endswith(".exe"):
+        names.add(base[:-4])
+    deny = {line, *names, *(" ".join((name, *argv[1:])) for name in names)}
+    return tuple(deny), (line,)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The boundary: rules, a tier default and an approval mode. Immutable data.
+
+    Attributes:
+        tier: The default for acts no rule names.
+        rules: Allow and deny rules from every layer; order only affects attribution.
+        approval: What an act the tier does not allow becomes: ask or deny.
+        protected: Extra path patterns (relative to the root) protected from writes
+            like `PROTECTED_WRITE_PATTERNS`: the store file and its ``-wal``, ``-shm``
+            and ``-journal`` siblings when the store lies inside the workspace.
+        within: Policies this one was contained in (`contain`); each must also agree.
+
+    Raises:
+        PolicyError: A protected pattern is malformed, or `tier`/`approval` is a string
+            that names no tier or mode.
+    """
+
+    tier: Tier = Tier.WORKSPACE_WRITE
+    rules: tuple[Rule, ...] = ()
+    approval: ApprovalMode = ApprovalMode.ASK
+    protected: tuple[str, ...] = ()
+    within: tuple[Policy, ...] = ()
+    _compiled: _Compiled = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        tier: object = self.tier
+        if isinstance(tier, str):
+            object.__setattr__(self, "tier", Tier.parse(tier))
+        approval: object = self.approval
+        if isinstance(approval, str):
+            object.__setattr__(self, "approval", ApprovalMode.parse(approval))
+        object.__setattr__(self, "rules", tuple(self.rules))
+        object.__setattr__(self, "protected", tuple(self.protected))
+        object.__setattr__(self, "within", tuple(self.within))
+        object.__setattr__(self, "_compiled", _build(self.rules, self.protected))
+
+    def check(self, act: Act) -> Decision:
+        """Decide `act` (see the module docstring for the order of the steps).
+
+        Args:
+            act: The act; a READ/WRITE target should already be resolved by the workspace.
+
+        Returns:
+            The decision with its reason, and the rule and layer that took it.
+        """
+        decision = self._decide(act)
+        for outer in self.within:
+            other = outer.check(act)
+            if _VERDICT_RANK[other.verdict] < _VERDICT_RANK[decision.verdict]:
+                decision = other
+        return decision
+
+    def _decide(self, act: Act) -> Decision:
+        kind = act.kind
+        compiled = self._compiled
+        if kind is ActKind.EXEC:
+            deny_candidates, allow_candidates = _exec_lines(act.command)
+        elif kind is ActKind.NET:
+            host = normalise_host(act.target)
+            deny_candidates = allow_candidates = (host,)
+        else:
+            path = normalise_target_path(act.target)
+            if path is None:
+                return Decision(
+                    Verdict.DENY,
+                    "the path is outside the workspace root",
+                    layer=BUILTIN_LAYER,
+                )
+            if kind is ActKind.WRITE:
+                refusal = self._protected(path)
+                if refusal is not None:
+                    return refusal
+            deny_candidates = allow_candidates = (path,)
+        for rule, regex in compiled.deny[kind]:
+            if any(regex.fullmatch(c) for c in deny_candidates):
+                return Decision(
+                    Verdict.DENY,
+                    f"denied by deny_{kind.value} {rule.pattern!r} ({rule.layer})",
+                    rule.pattern,
+                    rule.layer,
+                )
+        for rule, regex in compiled.allow[kind]:
+            if any(regex.fullmatch(c) for c in allow_candidates):
+                return Decision(
+                    Verdict.ALLOW,
+                    f"allowed by allow_{kind.value} {rule.pattern!r} ({rule.layer})",
+                    rule.pattern,
+                    rule.layer,
+                )
+        return self._tier_default(act)
+
+    def _protected(self, path: str) -> Decision | None:
+        for pattern, regex in self._compiled.protected:
+            if regex.fullmatch(path) and path not in self._compiled.exact_write_allows:
+                return Decision(
+                    Verdict.DENY,
+                    f"{path} is protected (scope files, git hooks and "
+                    "config, the store); only an allow_write rule naming this exact path "
+                    "permits it",
+                    pattern,
+                    BUILTIN_LAYER,
+                )
+        return None
+
+    def _tier_default(self, act: Act) -> Decision:
+        kind, tier = act.kind.value, self.tier.value
+        if self.tier.allows(act.kind):
+            return Decision(Verdict.ALLOW, f"the {tier} tier allows {kind}", None, TIER_LAYER)
+        if self.approval is ApprovalMode.ASK:
+            return Decision(
+                Verdict.ASK,
+                f"the {tier} tier needs approval for {kind}",
+                None,
+                TIER_LAYER,
+            )
+        return Decision(
+            Verdict.DENY,
+            f"the {tier} tier does not allow {kind} and approval is 'deny'",
+            None,
+            TIER_LAYER,
+        )
+
+    def contain(self, child: Policy) -> Policy:
+        """`child`, bounded by this policy: what a spawned child runs under.
+
+        Allows intersect (an act is allowed only if both allow it), denies union, the
+        stricter tier and the stricter approval mode apply, and protected paths add up.
+        The result is never more permissive than either policy for any act, at any
+        depth; it may be stricter than both (its tier default is the stricter one).
+
+        Args:
+            child: The policy the child asked for.
+
+        Returns:
+            The contained policy.
+        """
+        own_denies = tuple(
+            rule for rule in self.rules if rule.effect is Effect.DENY and rule not in child.rules
+        )
+        tier = min(self.tier, child.tier, key=_TIER_RANK.__getitem__)
+        strict = ApprovalMode.DENY in (self.approval, child.approval)
+        return Policy(
+            tier=tier,
+            rules=child.rules + own_denies,
+            approval=ApprovalMode.DENY if strict else ApprovalMode.ASK,
+            protected=_union(child.protected, self.protected),
+            within=child.within + (self,),
+        )
+
+    def narrowed(
+        self,
+        *,
+        deny_write: Sequence[str] = (),
+        deny_net: Sequence[str] = (),
+        layer: str,
+    ) -> Policy:
+        """This policy with extra deny rules: how an agent definition narrows.
+
+        There is no allow counterpart on purpose: a definition can only narrow.
+
+        Args:
+            deny_write: Path patterns the agent may not write.
+            deny_net: Host patterns the agent may not dial.
+            layer: The layer the rules are attributed to, e.g. ``agent:reviewer``.
+
+        Raises:
+            PolicyError: A pattern is empty or malformed.
+        """
+        extra = tuple(Rule(Effect.DENY, ActKind.WRITE, p, layer) for p in deny_write) + tuple(
+            Rule(Effect.DENY, ActKind.NET, p, layer) for p in deny_net
+        )
+        return replace(self, rules=self.rules + extra)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object that `from_json` reads back to an equal policy."""
+        out: dict[str, Any] = {
+            "format": POLICY_FORMAT,
+            "tier": self.tier.value,
+            "approval": self.approval.value,
+            "rules": [rule.to_json() for rule in self.rules],
+            "protected": list(self.protected),
+        }
+        if self.within:
+            out["within"] = [outer.to_json() for outer in self.within]
+        return out
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Policy:
+        """Read a policy written by `to_json` (e.g. recorded in the store).
+
+        Raises:
+            PolicyError: The data is not a policy this version reads.
+        """
+        return _from_json(data)
+
+    @staticmethod
+    def from_lists(
+        *,
+        tier: Tier | str,
+        allow_read: Sequence[str] = (),
+        deny_read: Sequence[str] = (),
+        allow_write: Sequence[str] = (),
+        deny_write: Sequence[str] = (),
+        allow_exec: Sequence[str] = (),
+        deny_exec: Sequence[str] = (),
+        allow_net: Sequence[str] = (),
+        deny_net: Sequence[str] = (),
+        approval: ApprovalMode | str = ApprovalMode.ASK,
+        layer: str = "project",
+    ) -> Policy:
+        """A one-layer policy from pattern lists, as written in ``[policy]``.
+
+        Raises:
+            PolicyError: An unknown tier or approval mode, or a malformed pattern.
+        """
+        lists = (
+            (Effect.ALLOW, ActKind.READ, allow_read),
+            (Effect.DENY, ActKind.READ, deny_read),
+            (Effect.ALLOW, ActKind.WRITE, allow_write),
+            (Effect.DENY, ActKind.WRITE, deny_write),
+            (Effect.ALLOW, ActKind.EXEC, allow_exec),
+            (Effect.DENY, ActKind.EXEC, deny_exec),
+            (Effect.ALLOW, ActKind.NET, allow_net),
+            (Effect.DENY, ActKind.NET, deny_net),
+        )
+        rules: list[Rule] = []
+        for effect, kind, patterns in lists:
+            if isinstance(patterns, str):
+                raise PolicyError(
+                    f"{effect.value}_{kind.value} must be a list of patterns, not a string"
+                )
+            rules.extend(Rule(effect, kind, p, layer) for p in patterns)
+        return Policy(
+            tier=Tier.parse(tier) if isinstance(tier, str) else tier,
+            rules=tuple(rules),
+            approval=ApprovalMode.parse(approval) if isinstance(approval, str) else approval,
+        )
+
+
+def _union(first: Sequence[str], second: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys((*first, *second)))
+
+
+def _enum_value(data: Mapping[str, Any], key: str, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise PolicyError(f"stored policy: {key!r} must be a string")
+    return value
+
+
+def _rule_from_json(item: object) -> Rule:
+    if not isinstance(item, Mapping):
+        raise PolicyError(f"stored policy: a rule must be an object, not {item!r}")
+    try:
+        return Rule(
+            Effect(item["effect"]), ActKind(item["kind"]), str(item["pattern"]), str(item["layer"])
+        )
+    except (KeyError, ValueError, TypeError) as exc:
+        raise PolicyError(f"stored policy: malformed rule {dict(item)!r}") from exc
+
+
+def _from_json(data: Mapping[str, Any]) -> Policy:
+    if not isinstance(data, Mapping):
+        raise PolicyError("stored policy: expected a JSON object")
+    if data.get("format", POLICY_FORMAT) != POLICY_FORMAT:
+        raise PolicyError(
+            f"stored policy has format {data.get('format')!r}; this version reads {POLICY_FORMAT}"
+        )
+    rules, protected, within = (
+        data.get("rules", []),
+        data.get("protected", []),
+        data.get("within", []),
+    )
+    for key, value in (("rules", rules), ("protected", protected), ("within", within)):
+        if not isinstance(value, list):
+            raise PolicyError(f"stored policy: {key!r} must be a list")
+    if not all(isinstance(p, str) for p in protected):
+        raise PolicyError("stored policy: 'protected' must hold strings")
+    return Policy(
+        tier=Tier.parse(_enum_value(data, "tier", Tier.WORKSPACE_WRITE.value)),
+        rules=tuple(_rule_from_json(item) for item in rules),
+        approval=ApprovalMode.parse(_enum_value(data, "approval", ApprovalMode.ASK.value)),
+        protected=tuple(protected),
+        within=tuple(_from_json(outer) for outer in within),
+    )

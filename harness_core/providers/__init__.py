@@ -1,0 +1,60 @@
+"""Model providers: the `Provider` seam and its implementations.
+
+The vendor classes are re-exported lazily (PEP 562): importing this package never
+imports httpx; a vendor module is loaded when its class is first named or built.
+"""
+
+from typing import TYPE_CHECKING
+
+from harness_core.providers._base import (
+    Citation,
+    CompletionRequest,
+    CompletionResponse,
+    Provider,
+    ProviderAttempt,
+    ServerToolCall,
+    TokenCallback,
+    WebAccess,
+)
+from harness_core.providers._config import ProviderConfig
+from harness_core.providers._registry import PROVIDER_KINDS, build_provider, validate_web
+from harness_core.providers.fallback import Fallback
+
+if TYPE_CHECKING:
+    from harness_core.providers.anthropic import AnthropicProvider
+    from harness_core.providers.openai import OpenAIProvider
+    from harness_core.providers.openrouter import OpenRouterProvider
+
+__all__ = [
+    "PROVIDER_KINDS",
+    "AnthropicProvider",
+    "Citation",
+    "CompletionRequest",
+    "CompletionResponse",
+    "Fallback",
+    "OpenAIProvider",
+    "OpenRouterProvider",
+    "Provider",
+    "ProviderAttempt",
+    "ProviderConfig",
+    "ServerToolCall",
+    "TokenCallback",
+    "WebAccess",
+    "build_provider",
+    "validate_web",
+]
+
+_LAZY = {
+    "AnthropicProvider": "harness_core.providers.anthropic",
+    "OpenAIProvider": "harness_core.providers.openai",
+    "OpenRouterProvider": "harness_core.providers.openrouter",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,154 @@
+"""The `Provider` seam: a completion request in, a completion response out.
+
+Providers translate `messages` types to a vendor's wire shape and back. They never touch
+the store, the policy or the terminal; streamed text reaches the caller through the
+`on_token` callback only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness_core.messages import Message, ToolCall, ToolSpec, Usage
+
+__all__ = [
+    "Citation",
+    "CompletionRequest",
+    "CompletionResponse",
+    "Provider",
+    "ProviderAttempt",
+    "ServerToolCall",
+    "TokenCallback",
+    "WebAccess",
+]
+
+TokenCallback = Callable[[str], None]
+"""Called with each provisional streamed text delta."""
+
+
+@dataclass(frozen=True)
+class WebAccess:
+    """A provider-executed search/fetch declaration; the vendor enforces it, not `io`.
+
+    Attributes:
+        search: Ask the vendor to offer its web search tool.
+        fetch: Ask the vendor to offer its web fetch tool.
+        allowed_domains: Domains the vendor may reach (empty: no filter).
+        blocked_domains: Domains the vendor must not reach.
+        max_uses: Cap on provider-executed uses per completion, when set.
+    """
+
+    search: bool = False
+    fetch: bool = False
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    max_uses: int | None = None
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """What the loop asks a provider for.
+
+    Attributes:
+        model: The model string as the caller gave it (a request, not a fact).
+        messages: The conversation the model sees, system message first.
+        tools: The tools it may call.
+        max_tokens: Ceiling on output tokens.
+        web: Provider-executed web access, when declared.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 4096
+    web: WebAccess | None = None
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A citation the provider returned; evidence about the answer, not verified."""
+
+    url: str
+    title: str | None = None
+    cited_text: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerToolCall:
+    """A tool the provider executed itself (web search or fetch)."""
+
+    name: str
+    input: dict[str, Any] = field(default_factory=lambda: {})
+
+
+@dataclass(frozen=True)
+class ProviderAttempt:
+    """One try at a completion, successful or not, for the record.
+
+    Attributes:
+        provider: The provider's name (``anthropic``, ``openai``, ``scripted`` …).
+        model: The model asked for.
+        ok: Whether this attempt produced the completion.
+        error: A redacted one-line error, when it failed.
+        status: The HTTP status, when there was one.
+    """
+
+    provider: str
+    model: str
+    ok: bool
+    error: str | None = None
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class CompletionResponse:
+    """What a provider answered.
+
+    Attributes:
+        text: The assistant's text.
+        tool_calls: The tool calls it asked for; none means it considers itself done.
+        usage: Token counts as reported.
+        model: The model that actually served the call (from the response).
+        provider: The name of the provider that served it.
+        stop_reason: The vendor's stop reason, when given.
+        latency_ms: Harness wall clock around the call (filled by the loop if 0).
+        ttft_ms: Time to first token for a stream; None when nothing measured it.
+        citations: Citations returned with the answer.
+        server_tool_calls: Tools the provider executed itself.
+        attempts: Every attempt made to get this answer, failures included.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+    provider: str = ""
+    stop_reason: str | None = None
+    latency_ms: float = 0.0
+    ttft_ms: float | None = None
+    citations: tuple[Citation, ...] = ()
+    server_tool_calls: tuple[ServerToolCall, ...] = ()
+    attempts: tuple[ProviderAttempt, ...] = ()
+
+
+class Provider(Protocol):
+    """A model provider.
+
+    `complete` raises `ProviderError` on failure (with `.retryable` set truthfully).
+    Streaming providers call `on_token` with each provisional text delta; others may
+    call it once with the whole text or not at all.
+    """
+
+    name: str
+
+    def complete(
+        self, request: CompletionRequest, *, step: int, on_token: TokenCallback | None = None
+    ) -> CompletionResponse:
+        """Answer one request. `step` is the 0-based step index of the run."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...

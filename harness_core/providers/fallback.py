@@ -1,0 +1,117 @@
+"""Fallback: a primary provider, then each `[[provider.fallback]]` in order.
+
+Each provider spends its own retries first; only a failure it gave up on moves the
+request to the next one, with that provider's configured model. The attempts of every
+provider tried are kept on the response (or, when all fail, on `last_attempts`), so the
+store can record which provider served and what failed before it. Text a failed
+provider already streamed is not withdrawn: a `Token` event is provisional. A
+`ConfigError` is a mistake, not an outage, and is never fallen over. This module does
+no I/O of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from harness_core.clock import Clock
+from harness_core.errors import ConfigError, ProviderError
+from harness_core.providers._base import (
+    CompletionRequest,
+    CompletionResponse,
+    Provider,
+    ProviderAttempt,
+    TokenCallback,
+)
+
+__all__ = ["Fallback"]
+
+
+class Fallback:
+    """A `Provider` that tries several providers in order.
+
+    Args:
+        providers: The primary first, then the fallbacks, in the order to try them.
+        models: The model string to ask each provider for (``""`` keeps the request's);
+            the primary is always asked for the request's own model.
+        clock: Time for the latency of the whole call, fallbacks included.
+
+    Raises:
+        ConfigError: No providers, or `models` of another length.
+    """
+
+    name = "fallback"
+
+    def __init__(
+        self, providers: Sequence[Provider], *, models: Sequence[str] = (), clock: Clock
+    ) -> None:
+        if not providers:
+            raise ConfigError("a fallback chain needs at least one provider")
+        if models and len(models) != len(providers):
+            raise ConfigError("a fallback chain needs one model string per provider")
+        self.providers = tuple(providers)
+        self._models = tuple(models) if models else ("",) * len(providers)
+        self._clock = clock
+        self.last_attempts: tuple[ProviderAttempt, ...] = ()
+
+    def __repr__(self) -> str:
+        return "Fallback(" + ", ".join(p.name for p in self.providers) + ")"
+
+    def complete(
+        self, request: CompletionRequest, *, step: int, on_token: TokenCallback | None = None
+    ) -> CompletionResponse:
+        """Answer from the first provider that succeeds.
+
+        Returns:
+            That provider's completion, its `attempts` preceded by every failed one.
+
+        Raises:
+            ConfigError: A provider cannot carry the request (not fallen over).
+            ProviderError: Every provider failed; the last failure, with a message
+                naming each.
+        """
+        start = self._clock.monotonic()
+        attempts: list[ProviderAttempt] = []
+        failures: list[ProviderError] = []
+        self.last_attempts = ()
+        for index, provider in enumerate(self.providers):
+            asked = request
+            if index and self._models[index]:
+                asked = replace(request, model=self._models[index])
+            try:
+                response = provider.complete(asked, step=step, on_token=on_token)
+            except ConfigError:
+                raise
+            except ProviderError as exc:
+                attempts.extend(_attempts_of(provider, asked.model, exc))
+                failures.append(exc)
+                continue
+            attempts.extend(response.attempts or (ProviderAttempt(provider.name, asked.model, True),))
+            self.last_attempts = tuple(attempts)
+            return replace(
+                response,
+                attempts=tuple(attempts),
+                latency_ms=(self._clock.monotonic() - start) * 1000.0,
+            )
+        self.last_attempts = tuple(attempts)
+        last = failures[-1]
+        summary = "; ".join(str(f) for f in failures)
+        raise ProviderError(
+            f"every provider failed: {summary}",
+            retryable=last.retryable,
+            status=last.status,
+            retry_after=last.retry_after,
+            hint="check the vendors' status, keys and quotas; `io trace` lists each attempt",
+        ) from last
+
+    def close(self) -> None:
+        """Close every provider in the chain."""
+        for provider in self.providers:
+            provider.close()
+
+
+def _attempts_of(provider: Provider, model: str, exc: ProviderError) -> tuple[ProviderAttempt, ...]:
+    recorded = getattr(provider, "last_attempts", None)
+    if isinstance(recorded, tuple) and recorded:
+        return tuple(a for a in recorded if isinstance(a, ProviderAttempt))
+    return (ProviderAttempt(provider.name, model, False, str(exc), exc.status),)

@@ -1,0 +1,119 @@
+"""The run's one policy gate: the policy, then the approver, every decision recorded.
+
+Every act of every path (a model's tool call, a shell stage, a redirect, a handle, a
+gate command) reaches `Gate.check`. A refusal and an approver's decision land in
+`policy_events` with the rule and layer that decided; a silent allow writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness_core.events import Event, EventKind
+from harness_core.policy import (
+    BUILTIN_LAYER,
+    Act,
+    ApprovalDecision,
+    Approver,
+    Decision,
+    Policy,
+    Verdict,
+)
+from harness_core.store import Store
+from harness_core.tools import PauseRequested
+
+__all__ = ["ApprovalPending", "Gate"]
+
+
+class ApprovalPending(PauseRequested):
+    """Raised through a tool when an `ask` cannot be answered now: the run pauses.
+
+    Not a `HarnessError`: the loop catches it, records the pause and exits 4.
+    """
+
+    def __init__(self, act: Act, decision: Decision) -> None:
+        super().__init__("approval", {
+            "act": act.kind.value, "target": act.describe(), "reason": decision.reason,
+            "rule": decision.rule, "layer": decision.layer,
+        })
+        self.act = act
+        self.decision = decision
+
+
+@dataclass
+class _Preset:
+    act_key: str
+    approve: bool
+    by: str
+
+
+class Gate:
+    """Implements `tools.ActGate` for one run."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        store: Store | None,
+        run_id: str,
+        approver: Approver | None,
+        emit: Callable[[Event], None],
+    ) -> None:
+        self.policy = policy
+        self._store = store
+        self._run_id = run_id
+        self._approver = approver
+        self._emit = emit
+        self.step: int | None = None
+        self._preset: _Preset | None = None
+
+    def preset(self, act_key: str, *, approve: bool, by: str) -> None:
+        """Answer the next `ask` for this act (an operator's `--approve`/`--deny`)."""
+        self._preset = _Preset(act_key, approve, by)
+
+    def _record(self, act: Act, decision: Decision, by: str) -> None:
+        if self._store is not None and self._run_id:
+            self._store.record_policy_event(
+                self._run_id, self.step, act=act.kind.value, target=act.describe(),
+                verdict=decision.verdict.value, reason=decision.reason, rule=decision.rule,
+                layer=decision.layer, decided_by=by,
+            )
+        kind = EventKind.REFUSAL if decision.verdict is Verdict.DENY else EventKind.APPROVAL
+        self._emit(Event(kind, self._run_id, {
+            "act": act.kind.value, "target": act.describe(), "verdict": decision.verdict.value,
+            "reason": decision.reason, "rule": decision.rule, "layer": decision.layer,
+            "decided_by": by,
+        }))
+
+    def refuse(self, act: Act, reason: str) -> Decision:
+        decision = Decision(Verdict.DENY, reason, None, BUILTIN_LAYER)
+        self._record(act, decision, "policy")
+        return decision
+
+    def check(self, act: Act) -> Decision:
+        decision = self.policy.check(act)
+        if decision.verdict is Verdict.ALLOW:
+            return decision
+        if decision.verdict is Verdict.DENY:
+            self._record(act, decision, "policy")
+            return decision
+        return self._ask(act, decision)
+
+    def _ask(self, act: Act, decision: Decision) -> Decision:
+        preset = self._preset
+        if preset is not None and preset.act_key == act.describe():
+            self._preset = None
+            return self._decided(act, decision, preset.approve, preset.by)
+        answer = self._approver.decide(act, decision) if self._approver is not None else None
+        if answer is None:
+            raise ApprovalPending(act, decision)
+        return self._decided(act, decision, answer is ApprovalDecision.APPROVE, "approver")
+
+    def _decided(self, act: Act, asked: Decision, approve: bool, by: str) -> Decision:
+        if approve:
+            final = Decision(Verdict.ALLOW, f"approved by {by}", asked.rule, asked.layer)
+        else:
+            final = Decision(Verdict.DENY, f"denied by {by}", asked.rule, asked.layer)
+        self._record(act, final, by)
+        return final

@@ -1,0 +1,500 @@
+"""The run loop: steps, the ledger, checkpoints, resume, budgets, gates.
+
+A step is one completion plus the tool calls it asked for. The completion commits
+before any call runs; each call's intent commits before it runs and its observation
+after; the checkpoint (with the budget draw) commits last. On resume a recorded
+completion is never requested again, a call with an observation is replayed from the
+store, and a call with an intent but no observation is NOT re-run: the model is told
+its outcome is unknown (at most once). Nothing here writes to the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from harness_core.clock import Clock, SystemClock
+from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
+from harness_core.events import Event, EventKind, EventSink
+from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.policy import Approver
+from harness_core.providers import CompletionRequest, CompletionResponse, Provider
+from harness_core.run._context import ContextBudget
+from harness_core.run._gate import Gate
+from harness_core.run._launchers import Launchers, build_launchers
+from harness_core.run._progress import Progress
+from harness_core.run._prompt import opening_messages
+from harness_core.run._spec import RunOutcome, RunSpec
+from harness_core.store import LedgerEntry, RunStatus, Store
+from harness_core.tools import PauseRequested, ToolContext, ToolOutcome, Toolbox
+from harness_core.verification import run_gates
+
+__all__ = ["INTERRUPTED_OBSERVATION", "Runner"]
+
+INTERRUPTED_OBSERVATION = (
+    "interrupted: the harness stopped while this call was running, so its outcome is"
+    " unknown. It was not run again. Check the workspace before deciding whether to repeat it."
+)
+
+
+def _process_alive(pid: int, started: float | None) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        if started is None:
+            return proc.is_running()
+        return abs(proc.create_time() - started) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _own_start_time() -> float:
+    return float(psutil.Process(os.getpid()).create_time())
+
+
+class _Stop(Exception):  # noqa: N818 - internal control flow
+    def __init__(self, status: RunStatus, reason: str, pause: dict[str, Any] | None = None):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.pause = pause
+
+
+@dataclass
+class _Drive:
+    run_id: str
+    spec: RunSpec
+    gate: Gate
+    ctx: ToolContext
+    launchers: Launchers
+    context: ContextBudget
+    progress: Progress
+    started: float
+    wall_before: float
+    tokens_used: int
+    changed: set[str] = field(default_factory=lambda: set())
+    verified: bool | None = None
+
+
+class Runner:
+    """Drives runs: `start` a new one, `resume` a recorded one.
+
+    Args:
+        store: Where every step lands.
+        provider: The model provider.
+        clock: Time (injected; tests pass a manual clock).
+        on_event: Receives events as the run goes.
+        approver: Decides `ask` verdicts; None (or an approver answering None) pauses.
+        toolbox: The tools offered; defaults to the built-ins.
+        new_id: Makes run ids (injected where snapshots must be stable).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        provider: Provider,
+        *,
+        clock: Clock | None = None,
+        on_event: EventSink | None = None,
+        approver: Approver | None = None,
+        toolbox: Toolbox | None = None,
+        new_id: Callable[[], str] | None = None,
+        extras: Callable[[str, ToolContext], dict[str, Any]] | None = None,
+    ) -> None:
+        self.store = store
+        self.provider = provider
+        self.clock = clock or SystemClock()
+        self._emit_fn = on_event
+        self.approver = approver
+        self.toolbox = toolbox or Toolbox.builtins()
+        self._new_id = new_id or (lambda: uuid.uuid4().hex[:12])
+        self._extras = extras
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask the run to stop at the next step boundary (thread-safe)."""
+        self._cancel.set()
+
+    def _emit(self, event: Event) -> None:
+        if self._emit_fn is not None:
+            self._emit_fn(event)
+
+    # ---- entry points -------------------------------------------------------------
+
+    def start(self, spec: RunSpec) -> RunOutcome:
+        """Start a new run of `spec` and drive it until it finishes, stops or pauses."""
+        launchers = build_launchers(spec)
+        run_id = self._new_id()
+        self.store.create_run(
+            run_id, goal=spec.contract.goal, workspace=str(spec.workspace.root),
+            model=spec.model, settings=spec.settings_json(), policy=spec.policy.to_json(),
+            sandbox=_sandbox_json(launchers), messages=opening_messages(spec),
+            session_id=spec.session_id, parent_run_id=spec.parent_run_id,
+            owner_pid=os.getpid(), owner_started=_own_start_time(),
+        )
+        self._emit(Event(EventKind.RUN_STARTED, run_id, {
+            "goal": spec.contract.goal, "resumed": False, "workspace": str(spec.workspace.root),
+            "sandbox": _sandbox_json(launchers),
+        }))
+        return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
+
+    def resume(
+        self,
+        run_id: str,
+        spec: RunSpec,
+        *,
+        approve: bool | None = None,
+        answer: str | None = None,
+    ) -> RunOutcome:
+        """Resume a crashed, interrupted or paused run under `spec`'s policy.
+
+        Raises:
+            RunNotFound: No such run.
+            RunInUse: Another live process drives it.
+            UsageError: A paused run resumed without what it waits for (or with the wrong one).
+        """
+        record = self.store.run(run_id)
+        if record.status.is_terminal:
+            return RunOutcome(run_id, record.status, record.reason or record.status.value,
+                              record.steps_used, verified=record.status is RunStatus.FINISHED)
+        pause = record.pause if record.status is RunStatus.PAUSED else None
+        _check_resume_args(pause, approve, answer)
+        seq = self.store.acquire_run(run_id, os.getpid(), _own_start_time(), alive=_process_alive)
+        launchers = build_launchers(spec)
+        self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
+                                _sandbox_json(launchers))
+        self.store.mark_orphaned_handles(run_id)
+        self._emit(Event(EventKind.RUN_STARTED, run_id, {
+            "goal": record.goal, "resumed": True, "workspace": record.workspace,
+            "sandbox": _sandbox_json(launchers),
+        }))
+        return self._drive(run_id, spec, launchers, resumed=True, approve=approve, answer=answer,
+                           pause=pause, wall_before=record.wall_used,
+                           tokens_before=record.tokens_used)
+
+    # ---- the drive ------------------------------------------------------------------
+
+    def _drive(
+        self,
+        run_id: str,
+        spec: RunSpec,
+        launchers: Launchers,
+        *,
+        resumed: bool,
+        approve: bool | None,
+        answer: str | None,
+        pause: dict[str, Any] | None = None,
+        wall_before: float = 0.0,
+        tokens_before: int = 0,
+    ) -> RunOutcome:
+        gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
+                    emit=self._emit)
+        ctx = ToolContext(
+            workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
+            run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
+        )
+        context = ContextBudget(spec.context_max_tokens)
+        context.extend(self.store.messages(run_id))
+        drive = _Drive(run_id, spec, gate, ctx, launchers, context,
+                       Progress(spec.stall_window, spec.workspace.fingerprint),
+                       self.clock.monotonic(), wall_before, tokens_before)
+        handles = self._open_extras(drive)
+        try:
+            outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
+                                 answer=answer)
+        except KeyboardInterrupt:
+            outcome = self._end(drive, _Stop(RunStatus.INTERRUPTED, "interrupted (Ctrl-C)"))
+        except BaseException as exc:
+            reason = str(exc) if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+            self._end(drive, _Stop(RunStatus.ERRORED, reason))
+            raise
+        finally:
+            _close_extras(handles)
+            self.store.release_run(run_id, os.getpid())
+        return outcome
+
+    def _open_extras(self, drive: _Drive) -> dict[str, Any]:
+        if self._extras is None:
+            return {}
+        extras = self._extras(drive.run_id, drive.ctx)
+        drive.ctx.extras.update(extras)
+        return extras
+
+    def _loop(
+        self,
+        drive: _Drive,
+        *,
+        resumed: bool,
+        pause: dict[str, Any] | None,
+        approve: bool | None,
+        answer: str | None,
+    ) -> RunOutcome:
+        step = 0
+        if resumed:
+            last = self.store.last_checkpoint(drive.run_id)
+            step = last.step_index + 1 if last is not None else 0
+            if last is not None and last.state.get("done") and last.state.get("verified") is None:
+                if self._verify(drive, last.step_index):
+                    return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+        try:
+            while True:
+                self._boundary(drive, step)
+                recorded = self.store.step(drive.run_id, step)
+                if recorded is None:
+                    self._check_budget(drive, step)
+                    response = self._complete(drive, step)
+                    calls = response.tool_calls
+                    tokens = response.usage.billed_tokens()
+                else:
+                    calls = tuple(ToolCall.from_json(c) for c in recorded.tool_calls)
+                    tokens = _billed(recorded.usage)
+                drive.gate.step = step
+                self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
+                pause, approve, answer = None, None, None
+                done = not calls
+                now = self.clock.monotonic()
+                self.store.record_checkpoint(
+                    drive.run_id, step, {"step": step, "done": done, "verified": None},
+                    tokens=tokens,
+                    wall_seconds=now - drive.started,
+                )
+                drive.wall_before += now - drive.started
+                drive.started = now
+                drive.tokens_used += tokens
+                self._emit(Event(EventKind.CHECKPOINT, drive.run_id, {"step": step}))
+                if done and self._verify(drive, step):
+                    return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+                step += 1
+        except _Stop as stop:
+            return self._end(drive, stop)
+
+    def _boundary(self, drive: _Drive, step: int) -> None:
+        if self._cancel.is_set():
+            raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator")
+        if not self.store.has_inbox(drive.run_id):
+            return
+        for kind, body in self.store.take_inbox(drive.run_id, step):
+            if kind == "interrupt":
+                raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator (io interrupt)")
+            if kind == "steer":
+                text = str(body.get("text", ""))
+                message = Message.user(f"[operator steer] {text}")
+                self.store.append_messages(drive.run_id, step, [message])
+                drive.context.append(message)
+                self._emit(Event(EventKind.STEER, drive.run_id, {"text": text, "step": step}))
+
+    def _check_budget(self, drive: _Drive, step: int) -> None:
+        budget = drive.spec.budget
+        if budget.max_steps is not None and step >= budget.max_steps:
+            raise _Stop(RunStatus.STOPPED, f"budget: the step budget of {budget.max_steps} is spent")
+        if budget.max_tokens is not None and drive.tokens_used >= budget.max_tokens:
+            raise _Stop(RunStatus.STOPPED,
+                        f"budget: the token budget of {budget.max_tokens} is spent"
+                        f" ({drive.tokens_used} used)")
+        elapsed = drive.wall_before + (self.clock.monotonic() - drive.started)
+        if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
+            raise _Stop(RunStatus.STOPPED,
+                        f"budget: the wall-clock budget of {budget.wall_seconds:g}s is spent")
+
+    def _complete(self, drive: _Drive, step: int) -> CompletionResponse:
+        self._emit(Event(EventKind.STEP_STARTED, drive.run_id, {"step": step}))
+        spec = drive.spec
+        request = CompletionRequest(
+            model=spec.model, messages=drive.context.view(), tools=self.toolbox.specs(),
+            max_tokens=spec.max_tokens, web=spec.web,
+        )
+
+        def on_token(text: str) -> None:
+            self._emit(Event(EventKind.TOKEN, drive.run_id, {"text": text, "step": step}))
+
+        began = self.clock.monotonic()
+        try:
+            response = self.provider.complete(request, step=step, on_token=on_token)
+        except ProviderError as exc:
+            raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
+        latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
+        self.store.record_completion(
+            drive.run_id, step, text=response.text, tool_calls=response.tool_calls,
+            provider=response.provider or self.provider.name, model_requested=spec.model,
+            model_served=response.model or spec.model, usage=response.usage.to_json(),
+            latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
+            attempts=[vars(a) for a in response.attempts],
+            citations=[vars(c) for c in response.citations],
+            server_tool_calls=[{"name": s.name, "input": s.input}
+                               for s in response.server_tool_calls],
+        )
+        drive.context.append(Message.assistant(response.text, response.tool_calls))
+        self._emit(Event(EventKind.COMPLETION, drive.run_id, {
+            "step": step, "text": response.text, "model": response.model,
+            "usage": response.usage.to_json(), "latency_ms": round(latency, 3),
+            "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
+        }))
+        return response
+
+    def _run_calls(
+        self,
+        drive: _Drive,
+        step: int,
+        calls: tuple[ToolCall, ...],
+        *,
+        pause: dict[str, Any] | None,
+        approve: bool | None,
+        answer: str | None,
+    ) -> None:
+        entries = {e.call_index: e for e in self.store.ledger(drive.run_id, step)}
+        for index, call in enumerate(calls):
+            entry = entries.get(index)
+            if entry is not None and entry.has_observation:
+                continue
+            if entry is not None:
+                paused_here = (pause is not None and pause.get("step") == step
+                               and pause.get("call_index") == index)
+                if not paused_here:
+                    self._observe(drive, step, index, call,
+                                  ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
+                    continue
+                assert pause is not None
+                if pause.get("kind") == "question":
+                    self._answered(drive, step, index, call, answer or "")
+                    continue
+                drive.gate.preset(str(pause.get("target", "")), approve=bool(approve),
+                                  by="operator")
+            else:
+                self.store.record_intent(drive.run_id, step, index, call)
+            self._execute(drive, step, index, call)
+
+    def _answered(self, drive: _Drive, step: int, index: int, call: ToolCall, text: str) -> None:
+        self._emit(Event(EventKind.QUESTION, drive.run_id, {
+            "step": step, "question": call.arguments.get("question"), "answer": text,
+            "answered_by": "person",
+        }))
+        self._observe(drive, step, index, call, ToolOutcome(
+            f"The operator answered: {text}", data={"answer": text, "answered_by": "person"}))
+
+    def _execute(self, drive: _Drive, step: int, index: int, call: ToolCall) -> None:
+        self._emit(Event(EventKind.TOOL_CALL, drive.run_id, {
+            "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments,
+        }))
+        try:
+            outcome = self.toolbox.call(call, drive.ctx)
+        except PauseRequested as pause:
+            payload = {"kind": pause.kind, "step": step, "call_index": index,
+                       "call_id": call.id, "tool": call.name, **pause.payload}
+            raise _Stop(RunStatus.PAUSED, f"paused for {pause.kind}", payload) from None
+        except ToolError as exc:
+            outcome = ToolOutcome(f"error: {exc}", is_error=True)
+        self._observe(drive, step, index, call, outcome)
+        stalled = drive.progress.observe(call.key())
+        if stalled is not None:
+            self._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": stalled}))
+            raise _Stop(RunStatus.STOPPED, stalled)
+
+    def _observe(
+        self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome
+    ) -> None:
+        result = ToolResult(call.id, call.name, outcome.output, outcome.is_error)
+        edits = outcome.data.get("edits", []) if outcome.data else []
+        for edit in edits:
+            drive.changed.add(str(edit.get("path")))
+        data = dict(outcome.data)
+        if outcome.refused is not None:
+            data["refused"] = outcome.refused.to_json()
+        self.store.record_observation(drive.run_id, step, index, result, data=data or None,
+                                      edits=edits)
+        drive.context.append(Message.tool(result))
+        self._emit(Event(EventKind.TOOL_RESULT, drive.run_id, {
+            "step": step, "call_id": call.id, "name": call.name, "output": outcome.output,
+            "is_error": outcome.is_error,
+            "refused": outcome.refused.to_json() if outcome.refused else None,
+        }))
+
+    def _verify(self, drive: _Drive, step: int) -> bool:
+        contract = drive.spec.contract
+        changed = sorted(drive.changed | {e["path"] for e in self.store.edits(drive.run_id)})
+        results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed)
+        failures: list[str] = []
+        for result in results:
+            self.store.record_verification(drive.run_id, step, result.criterion, result.passed,
+                                           result.exit_status, result.output)
+            self._emit(Event(EventKind.VERIFICATION, drive.run_id, {
+                "step": step, "command": result.criterion, "passed": result.passed,
+                "exit_status": result.exit_status, "output": result.output[-2000:],
+                "sandbox": drive.launchers.selected.backend.value,
+            }))
+            if not result.passed:
+                failures.append(f"$ {result.criterion}\n(exit {result.exit_status})\n"
+                                f"{result.output[-4000:]}")
+        passed = not failures
+        drive.verified = passed if results else None
+        self.store.update_checkpoint_state(
+            drive.run_id, step, {"step": step, "done": True, "verified": passed})
+        if not passed:
+            message = Message.user("Verification failed; the task is not done yet.\n\n"
+                                   + "\n\n".join(failures))
+            self.store.append_messages(drive.run_id, step, [message])
+            drive.context.append(message)
+        return passed
+
+    def _end(self, drive: _Drive, stop: _Stop) -> RunOutcome:
+        now = self.clock.monotonic()
+        self.store.add_wall(drive.run_id, now - drive.started)
+        drive.started = now
+        self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause)
+        steps = self.store.run(drive.run_id).steps_used
+        verified = drive.verified if stop.status is not RunStatus.FINISHED else True
+        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause, verified)
+        if stop.status is RunStatus.PAUSED and stop.pause is not None:
+            kind = EventKind.QUESTION if stop.pause.get("kind") == "question" else EventKind.APPROVAL
+            self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause}))
+        return outcome
+
+
+def _billed(usage: dict[str, int | None]) -> int:
+    total = usage.get("total_tokens")
+    if total is not None:
+        return total
+    return (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+
+
+def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
+    out = launchers.selected.to_json()
+    out["commands_sandboxed"] = launchers.commands_sandboxed
+    return out
+
+
+def _close_extras(extras: dict[str, Any]) -> None:
+    for value in extras.values():
+        close = getattr(value, "close_all", None)
+        if callable(close):
+            close()
+
+
+def _check_resume_args(
+    pause: dict[str, Any] | None, approve: bool | None, answer: str | None
+) -> None:
+    kind = pause.get("kind") if pause else None
+    if kind == "approval" and approve is None:
+        raise UsageError(
+            f"the run is paused for an approval of {pause.get('target') if pause else ''!s}",
+            hint="resume it with --approve or --deny",
+        )
+    if kind == "question" and answer is None:
+        raise UsageError(
+            f"the run is paused for an answer to: {pause.get('question') if pause else ''!s}",
+            hint="resume it with --answer TEXT",
+        )
+    if kind != "approval" and approve is not None:
+        raise UsageError("--approve/--deny given, but the run is not waiting for an approval")
+    if kind != "question" and answer is not None:
+        raise UsageError("--answer given, but the run is not waiting for an answer")
+
+
+def ledger_summary(entries: list[LedgerEntry]) -> str:
+    """One line per ledger entry (for debugging output)."""
+    return "\n".join(f"{e.step_index}.{e.call_index} {e.name} "
+                     f"{'observed' if e.has_observation else 'intent only'}" for e in entries)

@@ -1,0 +1,103 @@
+"""What a run is started with (`RunSpec`) and what it ends with (`RunOutcome`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_core.messages import Message
+from harness_core.policy import Policy
+from harness_core.providers import WebAccess
+from harness_core.run._budget import Budget
+from harness_core.sandbox import SandboxConfig
+from harness_core.store import RunStatus
+from harness_core.toolchain import Toolchain
+from harness_core.verification import TaskContract
+from harness_core.workspace import Workspace
+
+__all__ = ["RunOutcome", "RunSpec"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a run needs, already loaded and typed (the caller read the config).
+
+    Attributes:
+        workspace: The root the run works in.
+        contract: The goal, constraints and verification gates.
+        policy: The boundary.
+        budget: The ceilings.
+        model: The model string requested from the provider.
+        max_tokens: Output ceiling per completion.
+        sandbox: Which sandbox backend and limits.
+        context_max_tokens: Ceiling on what the model sees (None: no elision).
+        output_cap: Bytes of tool output returned before truncation.
+        exec_timeout: Seconds before a foreground command is killed.
+        stall_window: Calls the stall detector remembers.
+        toolchain: Detected (or configured) project commands, shown to the model.
+        env: The caller's environment, passed to sandboxed commands after the scrub.
+        web: Provider-executed web access declared on every request.
+        session_id: The session this run is a turn of, if any.
+        parent_run_id: The previous turn (or parent run), if any.
+        history: Messages of earlier turns shown before the goal (sessions).
+        protected_paths: Extra absolute paths commands must not write (the store).
+    """
+
+    workspace: Workspace
+    contract: TaskContract
+    policy: Policy = field(default_factory=Policy)
+    budget: Budget = field(default_factory=Budget)
+    model: str = ""
+    max_tokens: int = 4096
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    context_max_tokens: int | None = None
+    output_cap: int = 32_000
+    exec_timeout: float = 120.0
+    stall_window: int = 8
+    toolchain: Toolchain = field(default_factory=Toolchain)
+    env: Mapping[str, str] = field(default_factory=lambda: {})
+    web: WebAccess | None = None
+    session_id: str | None = None
+    parent_run_id: str | None = None
+    history: tuple[Message, ...] = ()
+    protected_paths: tuple[str, ...] = ()
+
+    def settings_json(self) -> dict[str, Any]:
+        """The recorded settings of the run (no secrets: the env is not recorded)."""
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "budget": vars(self.budget),
+            "contract": {
+                "goal": self.contract.goal,
+                "constraints": list(self.contract.constraints),
+                "verify": [{"kind": c.kind.value, "command": c.command,
+                            "timeout_seconds": c.timeout_seconds} for c in self.contract.verify],
+            },
+            "context_max_tokens": self.context_max_tokens,
+            "output_cap": self.output_cap,
+            "exec_timeout": self.exec_timeout,
+            "stall_window": self.stall_window,
+        }
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a drive of a run ended.
+
+    Attributes:
+        run_id: The run.
+        status: Where it stands now.
+        reason: One line saying why it ended here.
+        steps: Steps committed so far.
+        pause: What it waits for, when paused (``kind``, and the act or question).
+        verified: Whether the gates passed (None when they did not run).
+    """
+
+    run_id: str
+    status: RunStatus
+    reason: str
+    steps: int
+    pause: dict[str, Any] | None = None
+    verified: bool | None = None

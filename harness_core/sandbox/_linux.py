@@ -1,0 +1,382 @@
+"""The Linux native backend: bubblewrap namespaces, a seccomp filter, rlimits, a pids cgroup.
+
+Each command runs under `bwrap` in new user, mount, PID, IPC, UTS and (unless the
+run allows the network) network namespaces, with every capability dropped and new
+user namespaces disabled inside. The filesystem is the host's, read-only, with a
+private `/tmp`, an empty `/run` (host daemons' sockets live there), fresh `/dev`
+and `/proc`, and the workdir bound writable. Protected paths inside the workdir are
+bound read-only on top; one that does not exist yet gets an empty read-only
+placeholder over its first missing component (an empty file for the last component,
+an empty directory for one above it), so it cannot be created either. Every
+existing directory on the way to a protected path is bound onto itself, which makes
+it a mount point: it can still be written into but not renamed away, so
+`mv .git x; mkdir -p .git/hooks` does not get around the read-only `.git/hooks`.
+A missing `.git` therefore becomes an empty read-only directory and `git init`
+cannot run inside; that is the price of the guarantee.
+
+A placeholder needs a mount point, and the mount point is created in the real
+workdir. It is removed again when the last command of this process that covers it
+has finished, if it is still empty. Two `io` processes sharing a workspace do not
+know each other's placeholders; one may remove a mount point the other still uses.
+
+bwrap loads the seccomp program (`_seccomp`) from a pipe just before it executes
+the payload, and closes the pipe: the payload inherits fds 0, 1 and 2 only.
+Resource limits are set in the child before bwrap executes (they are inherited),
+and the child joins its pids cgroup there too.
+
+`probe_bwrap` runs the real argument set once per process against `true`, so a
+host where bwrap is installed but user namespaces are refused (Ubuntu's AppArmor
+restriction, a container without CAP_SYS_ADMIN) is found at selection time.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
+from harness_core.sandbox._cgroup import PidsHierarchy
+from harness_core.sandbox._process import Launch, PosixLauncher
+
+__all__ = [
+    "BwrapInfo",
+    "LinuxLauncher",
+    "ProtectionPlan",
+    "bwrap_arguments",
+    "plan_protection",
+    "probe_bwrap",
+]
+
+_PROBE_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class BwrapInfo:
+    """A bubblewrap binary that worked when probed.
+
+    Attributes:
+        path: Absolute path of the binary.
+        version: What `bwrap --version` printed.
+        can_disable_userns: Whether it knows `--disable-userns` (0.8.0 and later).
+    """
+
+    path: str
+    version: str
+    can_disable_userns: bool
+
+
+@dataclass(frozen=True)
+class ProtectionPlan:
+    """How the protected paths of one command are bound.
+
+    Attributes:
+        keep: Existing directories on the way to a protected path, bound onto
+            themselves (writable) so they cannot be renamed away.
+        read_only: Existing protected paths, bound read-only.
+        empty_dirs: Missing components covered by an empty read-only directory.
+        empty_files: Missing last components covered by an empty read-only file.
+    """
+
+    keep: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
+    empty_dirs: tuple[Path, ...] = ()
+    empty_files: tuple[Path, ...] = ()
+
+    @property
+    def placeholders(self) -> tuple[Path, ...]:
+        return self.empty_dirs + self.empty_files
+
+
+def _relative(path: Path, workdir: Path, real_workdir: Path) -> Path | None:
+    path = Path(os.path.normpath(path if path.is_absolute() else workdir / path))
+    for root in (workdir, real_workdir):
+        try:
+            rel = path.relative_to(root)
+        except ValueError:
+            continue
+        return rel if rel.parts else None
+    return None
+
+
+def plan_protection(
+    workdir: Path, protected: Iterable[Path], *, pending: Collection[Path] = ()
+) -> ProtectionPlan:
+    """Decide the binds that keep `protected` read-only and uncreatable inside `workdir`.
+
+    Paths outside the workdir are ignored (everything there is read-only already).
+    A component that is a symlink is followed by the mount, so the target is
+    protected and the link itself is not.
+
+    Args:
+        workdir: The writable root.
+        protected: Paths (absolute, or relative to `workdir`) to keep read-only.
+        pending: Placeholders another live command of this process created; they
+            are treated as missing so this command registers them too.
+
+    Returns:
+        The plan, each list sorted so that a parent is bound before its children.
+    """
+    real = workdir.resolve()
+    keep: set[Path] = set()
+    read_only: set[Path] = set()
+    empty_dirs: set[Path] = set()
+    empty_files: set[Path] = set()
+    for path in protected:
+        rel = _relative(Path(path), workdir, real)
+        if rel is None:
+            continue
+        current = real
+        for index, part in enumerate(rel.parts):
+            current = current / part
+            is_last = index == len(rel.parts) - 1
+            if current in pending or not os.path.lexists(current):
+                (empty_files if is_last else empty_dirs).add(current)
+                break
+            if is_last or not current.is_dir():
+                read_only.add(current)
+                break
+            keep.add(current)
+    return ProtectionPlan(
+        keep=_parents_first(keep - read_only - empty_dirs),
+        read_only=_parents_first(read_only),
+        empty_dirs=_parents_first(empty_dirs),
+        empty_files=_parents_first(empty_files - empty_dirs),
+    )
+
+
+def _parents_first(paths: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(sorted(paths, key=lambda p: (len(p.parts), str(p))))
+
+
+def bwrap_arguments(
+    info: BwrapInfo,
+    *,
+    workdir: Path,
+    cwd: Path,
+    network: bool,
+    plan: ProtectionPlan,
+    env: Mapping[str, str],
+    command: Sequence[str],
+    seccomp_fd: int | None,
+    empty_file_fds: Sequence[int] = (),
+    run_visible: Sequence[Path] = (),
+) -> list[str]:
+    """The full `bwrap` command line for one command. Pure: touches nothing.
+
+    Args:
+        info: The probed binary.
+        workdir: The writable root (a real path).
+        cwd: Working directory inside the sandbox.
+        network: Keep the host's network namespace.
+        plan: Protected-path binds (see `plan_protection`).
+        env: The exact environment of the payload.
+        command: The payload's argv, program resolved to an absolute path.
+        seccomp_fd: Fd carrying the BPF program, or None for no filter.
+        empty_file_fds: One readable fd per `plan.empty_files` entry (read to EOF).
+        run_visible: Host paths under `/run` to keep visible (the resolver, when
+            the network is on).
+    """
+    args = [info.path, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if not network:
+        args.append("--unshare-net")
+    args.append("--unshare-cgroup-try")
+    if info.can_disable_userns:
+        args.append("--disable-userns")
+    args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--tmpfs", "/tmp", "--tmpfs", "/run"]
+    for path in run_visible:
+        args += ["--ro-bind-try", str(path), str(path)]
+    args += ["--bind", str(workdir), str(workdir)]
+    for path in plan.keep:
+        args += ["--bind", str(path), str(path)]
+    for path in plan.read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in plan.empty_dirs:
+        args += ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
+    for path, fd in zip(plan.empty_files, empty_file_fds, strict=True):
+        args += ["--perms", "0444", "--ro-bind-data", str(fd), str(path)]
+    args += ["--chdir", str(cwd), "--clearenv"]
+    for name, value in sorted(env.items()):
+        args += ["--setenv", name, value]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
+    return [*args, "--", *command]
+
+
+def _readable_pipe(data: bytes) -> int:
+    """A pipe's read end that yields `data` then EOF (data must fit the pipe buffer)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+_probed: dict[str, BwrapInfo | str] = {}
+_probe_lock = threading.Lock()
+
+
+def probe_bwrap(path: str, *, true_program: str, seccomp: bytes | None) -> BwrapInfo | str:
+    """Check once per process that `path` can build our sandbox; cached by path.
+
+    Args:
+        path: The bwrap binary.
+        true_program: An absolute path to `true` (or any program that exits 0).
+        seccomp: The filter to load in the probe, so a kernel without seccomp shows up here.
+
+    Returns:
+        The binary's description, or why it cannot be used.
+    """
+    with _probe_lock:
+        if path not in _probed:
+            _probed[path] = _probe(path, true_program, seccomp)
+        return _probed[path]
+
+
+def _run_quietly(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> tuple[int, str]:
+    done = subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=_PROBE_SECONDS,
+        close_fds=True,
+        pass_fds=tuple(pass_fds),
+        env={"PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    return done.returncode, (done.stdout + done.stderr).decode(errors="replace").strip()
+
+
+def _probe(path: str, true_program: str, seccomp: bytes | None) -> BwrapInfo | str:
+    try:
+        status, version = _run_quietly([path, "--version"])
+        if status != 0:
+            return f"{path} --version failed: {version or status}"
+        _, usage = _run_quietly([path, "--help"])
+        info = BwrapInfo(path, version.splitlines()[0], "--disable-userns" in usage)
+        with tempfile.TemporaryDirectory(prefix="io-bwrap-probe-") as scratch:
+            fd = _readable_pipe(seccomp) if seccomp is not None else None
+            try:
+                argv = bwrap_arguments(
+                    info,
+                    workdir=Path(scratch).resolve(),
+                    cwd=Path(scratch).resolve(),
+                    network=False,
+                    plan=ProtectionPlan(),
+                    env={"PATH": "/usr/bin:/bin"},
+                    command=[true_program],
+                    seccomp_fd=fd,
+                )
+                status, output = _run_quietly(argv, () if fd is None else (fd,))
+            finally:
+                if fd is not None:
+                    os.close(fd)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{path} could not be run: {exc}"
+    if status != 0:
+        last = output.splitlines()[-1] if output else f"exit status {status}"
+        return f"bwrap cannot create the sandbox here: {last}"
+    return info
+
+
+_placeholder_users: dict[Path, int] = {}
+_placeholder_lock = threading.Lock()
+
+
+def _release_placeholders(paths: Sequence[Path]) -> None:
+    with _placeholder_lock:
+        for path in paths:
+            users = _placeholder_users.get(path, 0) - 1
+            if users > 0:
+                _placeholder_users[path] = users
+                continue
+            _placeholder_users.pop(path, None)
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()
+                elif path.is_file() and path.stat().st_size == 0:
+                    path.unlink()
+            except OSError:
+                pass
+
+
+def _resolver_paths() -> list[Path]:
+    """The directory of /etc/resolv.conf's target when it lies under /run (systemd-resolved)."""
+    try:
+        target = Path("/etc/resolv.conf").resolve()
+    except OSError:
+        return []
+    if target.parts[:2] == ("/", "run"):
+        return [target.parent]
+    return []
+
+
+class LinuxLauncher(PosixLauncher):
+    """Starts each command inside bubblewrap with the spec's limits (see module docstring)."""
+
+    def __init__(
+        self,
+        selected: Selected,
+        spec: SandboxSpec,
+        *,
+        bwrap: BwrapInfo,
+        pids: PidsHierarchy | None,
+        seccomp: bytes | None,
+    ) -> None:
+        super().__init__(selected, spec, apply_rlimits=True, pids=pids)
+        self._bwrap = bwrap
+        self._seccomp = seccomp
+        self._workdir = spec.workdir.resolve()
+        self._run_visible = _resolver_paths() if spec.network else []
+
+    def _environment(self) -> dict[str, str]:
+        env = super()._environment()
+        env["TMPDIR"] = "/tmp"  # the private tmpfs; a host TMPDIR may be read-only or hidden
+        return env
+
+    def _wrap(self, request: LaunchRequest, program: str, env: dict[str, str]) -> Launch:
+        with _placeholder_lock:
+            plan = plan_protection(
+                self.spec.workdir, self.spec.read_only, pending=_placeholder_users.keys()
+            )
+            for path in plan.placeholders:
+                _placeholder_users[path] = _placeholder_users.get(path, 0) + 1
+        fds: list[int] = []
+        try:
+            seccomp_fd = _readable_pipe(self._seccomp) if self._seccomp is not None else None
+            fds += [] if seccomp_fd is None else [seccomp_fd]
+            empty_fds = [_readable_pipe(b"") for _ in plan.empty_files]
+            fds += empty_fds
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            _release_placeholders(plan.placeholders)
+            raise
+        argv = bwrap_arguments(
+            self._bwrap,
+            workdir=self._workdir,
+            cwd=Path(request.cwd).resolve(),
+            network=self.spec.network,
+            plan=plan,
+            env=env,
+            command=[program, *request.argv[1:]],
+            seccomp_fd=seccomp_fd,
+            empty_file_fds=empty_fds,
+            run_visible=self._run_visible,
+        )
+        placeholders = plan.placeholders
+        return Launch(
+            argv=argv,
+            executable=None,
+            env=env,
+            pass_fds=tuple(fds),
+            parent_fds=fds,
+            on_finish=[lambda: _release_placeholders(placeholders)] if placeholders else [],
+        )

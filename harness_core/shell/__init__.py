@@ -1,0 +1,1 @@
+"""The `shell` mechanism (being written)."""

@@ -1,0 +1,409 @@
+"""The lexer: a command line to words and operators, by an allowlist per state.
+
+Three states: outside quotes, inside single quotes, inside double quotes. In each, a
+character is consumed only if that state has a rule for it; everything else is refused
+with `ShellRefused` naming the construct it would have started and its column. A
+construct nobody anticipated therefore fails closed instead of becoming part of a word.
+
+The lexer only splits and unquotes. It never expands anything (there is nothing to
+expand: every expansion is refused), never looks at the filesystem and never decides
+policy.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import Enum
+
+from harness_core.errors import ShellRefused
+
+__all__ = ["CONSTRUCTS", "Op", "OpKind", "Word", "lex", "refuse"]
+
+CONSTRUCTS: dict[str, str] = {
+    "command substitution": "$( ) would run a command inside the line; run it as its own call",
+    "backticks": "`…` is command substitution; run the inner command as its own call",
+    "parameter expansion": "$VAR would expand a variable the policy never saw; write the "
+    "value, or single-quote a literal $",
+    "braced parameter expansion": "${VAR} would expand a variable the policy never saw; "
+    "write the value, or single-quote a literal $",
+    "arithmetic expansion": "$(( )) and $[ ] are not evaluated; compute the value first",
+    "process substitution": "<( ) and >( ) would run hidden commands; use a file",
+    "subshell": "( ) would start a subshell; write the commands without it",
+    "brace group": "{ } (a brace group or brace expansion) is not supported; quote it for "
+    "a literal brace",
+    "here-document": "<< is not supported; write the text to a file and redirect with <",
+    "here-string": "<<< is not supported; write the text to a file and redirect with <",
+    "background": "& would leave a process running; use shell_start for a background process",
+    "keyword": "compound commands (if, for, while, case …) are not supported; run each "
+    "command as its own call",
+    "glob": "* ? [ ] are not expanded (the argv checked must be the argv run); quote them "
+    "for a literal, or list paths with find or list_dir",
+    "2>&1 into a pipe": "2>&1 on a stage whose stdout is piped needs descriptor duplication "
+    "that is not performed; use it on the last stage, or redirect stderr to a file",
+    "NUL byte": "a NUL byte cannot be passed to a program",
+    "ANSI-C quoting": "$'…' is not supported; use single or double quotes",
+    "locale quoting": '$"…" is not supported; use single or double quotes',
+    "tilde expansion": "~ is not expanded; write the path relative to the workspace",
+    "assignment": "NAME=value in command position sets a variable; there is no shell to "
+    "hold it",
+    "control character": "control characters other than tab are refused (a newline too: "
+    "join commands with ; or &&)",
+    "format character": "invisible or format characters are refused",
+    "unicode space": "a space other than the ASCII space or tab is refused",
+    "pipe with stderr": "|& is not supported; use 2>&1 on the last stage",
+    "redirect of both streams": "&> and &>> are not supported; use > file 2>&1",
+    "clobber redirect": ">| is not supported; use >",
+    "read-write redirect": "<> is not supported",
+    "descriptor duplication": "only 2>&1 duplicates a descriptor",
+    "descriptor redirect": "only stdin, stdout and fd 2 may be redirected (<, >, 2>)",
+    "comment": "# at the start of a word begins a comment; quote it for a literal #",
+    "history expansion": "! (negation or history expansion) is not supported; quote it for "
+    "a literal !",
+    "case terminator": ";; belongs to case, which is not supported",
+    "dollar sign": "an unquoted $ is refused; single-quote a literal $",
+    "unterminated quote": "the quote is never closed",
+    "trailing backslash": "a backslash at the end of the line escapes nothing",
+    "empty command": "an operator needs a command on each side",
+    "missing redirect target": "a redirect needs a file name after it",
+    "shell builtin": "this builtin changes shell state, and there is no shell; run programs "
+    "only",
+    "character": "this character is not admitted outside quotes",
+    "cd": "cd takes exactly one directory, no options and no redirects, alone in its "
+    "pipeline",
+}
+"""Every construct the lexer and the parser refuse, by name, with the reason given."""
+
+
+def refuse(construct: str, column: int, detail: str = "") -> ShellRefused:
+    """A `ShellRefused` for `construct` (a key of `CONSTRUCTS`) at `column`."""
+    reason = CONSTRUCTS[construct]
+    return ShellRefused(construct, column, f"{detail}: {reason}" if detail else reason)
+
+
+class OpKind(Enum):
+    """Operators the lexer admits."""
+
+    PIPE = "|"
+    OR = "||"
+    AND = "&&"
+    SEMI = ";"
+    OUT = ">"
+    APPEND = ">>"
+    IN = "<"
+    ERR = "2>"
+    ERR_APPEND = "2>>"
+    ERR_TO_OUT = "2>&1"
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A word after quote removal.
+
+    Attributes:
+        text: Its value.
+        column: 1-based column of its first character.
+        quoted: Whether any part of it was quoted or escaped.
+        plain_prefix: Its leading characters before the first quote or escape.
+    """
+
+    text: str
+    column: int
+    quoted: bool
+    plain_prefix: str
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """An operator and its 1-based column."""
+
+    kind: OpKind
+    column: int
+
+
+Token = Word | Op
+
+_PLAIN = re.compile(r"[A-Za-z0-9_./,:=+@%^\-]+")
+_DQ_PLAIN = re.compile(r'[^"\\$`]+')
+# C0 controls except tab, DEL and C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_BLANK = frozenset(" \t")
+_DOLLAR_EXPANDS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789{([@*#?-$!"
+)
+_AFTER_DUP = frozenset(" \t|;&<>")
+_SIMPLE_REFUSALS = {
+    "(": "subshell",
+    ")": "subshell",
+    "{": "brace group",
+    "}": "brace group",
+    "*": "glob",
+    "?": "glob",
+    "[": "glob",
+    "]": "glob",
+    "~": "tilde expansion",
+    "!": "history expansion",
+    "`": "backticks",
+}
+
+
+def _scan_invisible(line: str) -> None:
+    control = _CONTROL.search(line)
+    if control is not None:
+        name = "NUL byte" if control.group() == "\0" else "control character"
+        raise refuse(name, control.start() + 1, f"U+{ord(control.group()):04X}")
+    if line.isascii():
+        return
+    for index, char in enumerate(line):
+        if ord(char) < 0x80:
+            continue
+        category = unicodedata.category(char)
+        if category[0] == "C":
+            raise refuse("format character", index + 1, f"U+{ord(char):04X}")
+        if category[0] == "Z":
+            raise refuse("unicode space", index + 1, f"U+{ord(char):04X}")
+
+
+def _dollar_construct(line: str, index: int, quoted: bool) -> str:
+    """The construct a `$` at `index` starts (outside quotes, or inside double quotes)."""
+    nxt = line[index + 1] if index + 1 < len(line) else ""
+    if nxt == "(":
+        after = line[index + 2] if index + 2 < len(line) else ""
+        return "arithmetic expansion" if after == "(" else "command substitution"
+    if nxt == "[":
+        return "arithmetic expansion"
+    if nxt == "{":
+        return "braced parameter expansion"
+    if not quoted and nxt == "'":
+        return "ANSI-C quoting"
+    if not quoted and nxt == '"':
+        return "locale quoting"
+    if nxt and nxt in _DOLLAR_EXPANDS:
+        return "parameter expansion"
+    return "dollar sign"
+
+
+class _Lexer:
+    def __init__(self, line: str) -> None:
+        self.line = line
+        self.tokens: list[Token] = []
+        self.parts: list[str] = []
+        self.in_word = False
+        self.word_column = 0
+        self.first_quote: int | None = None  # length of parts' text when quoting began
+
+    def start_word(self, index: int) -> None:
+        if not self.in_word:
+            self.in_word = True
+            self.word_column = index + 1
+            self.parts = []
+            self.first_quote = None
+
+    def mark_quoted(self) -> None:
+        if self.first_quote is None:
+            self.first_quote = sum(len(p) for p in self.parts)
+
+    def flush(self) -> None:
+        if not self.in_word:
+            return
+        text = "".join(self.parts)
+        quoted = self.first_quote is not None
+        prefix = text if self.first_quote is None else text[: self.first_quote]
+        self.tokens.append(Word(text, self.word_column, quoted, prefix))
+        self.in_word = False
+
+    def fd_prefix(self) -> str | None:
+        """The current word if it is an unquoted run of digits (a descriptor number)."""
+        if self.in_word and self.first_quote is None:
+            text = "".join(self.parts)
+            if text.isdigit():
+                return text
+        return None
+
+    def run(self) -> list[Token]:
+        line = self.line
+        index = 0
+        end = len(line)
+        while index < end:
+            plain = _PLAIN.match(line, index)
+            if plain is not None:
+                self.start_word(index)
+                self.parts.append(plain.group())
+                index = plain.end()
+                continue
+            index = self.step(index)
+        self.flush()
+        return self.tokens
+
+    def step(self, index: int) -> int:  # noqa: C901 - one branch per character class
+        line = self.line
+        char = line[index]
+        if char in _BLANK:
+            self.flush()
+            return index + 1
+        if char == "'":
+            return self.single(index)
+        if char == '"':
+            return self.double(index)
+        if char == "\\":
+            if index + 1 >= len(line):
+                raise refuse("trailing backslash", index + 1)
+            self.start_word(index)
+            self.mark_quoted()
+            self.parts.append(line[index + 1])
+            return index + 2
+        if char == "#":
+            if not self.in_word:
+                raise refuse("comment", index + 1)
+            self.parts.append(char)
+            return index + 1
+        if char in "<>":
+            return self.redirect(index)
+        if char in "|&;":
+            self.flush()
+            return self.control_op(index)
+        if char == "$":
+            raise refuse(_dollar_construct(line, index, quoted=False), index + 1)
+        if char in _SIMPLE_REFUSALS:
+            raise refuse(_SIMPLE_REFUSALS[char], index + 1)
+        if ord(char) >= 0x80:  # letters and symbols beyond ASCII (spaces/controls refused)
+            self.start_word(index)
+            self.parts.append(char)
+            return index + 1
+        raise refuse("character", index + 1, repr(char))
+
+    def single(self, index: int) -> int:
+        close = self.line.find("'", index + 1)
+        if close < 0:
+            raise refuse("unterminated quote", index + 1, "single quote")
+        self.start_word(index)
+        self.mark_quoted()
+        self.parts.append(self.line[index + 1 : close])
+        return close + 1
+
+    def double(self, index: int) -> int:
+        line = self.line
+        self.start_word(index)
+        self.mark_quoted()
+        pos = index + 1
+        while True:
+            if pos >= len(line):
+                raise refuse("unterminated quote", index + 1, "double quote")
+            char = line[pos]
+            if char == '"':
+                return pos + 1
+            if char == "\\":
+                nxt = line[pos + 1] if pos + 1 < len(line) else ""
+                if nxt in ('"', "\\", "$", "`"):
+                    self.parts.append(nxt)
+                    pos += 2
+                else:
+                    self.parts.append("\\")
+                    pos += 1
+                continue
+            if char == "$":
+                construct = _dollar_construct(line, pos, quoted=True)
+                if construct != "dollar sign":
+                    raise refuse(construct, pos + 1, "inside double quotes")
+                self.parts.append("$")
+                pos += 1
+                continue
+            if char == "`":
+                raise refuse("backticks", pos + 1, "inside double quotes")
+            chunk = _DQ_PLAIN.match(line, pos)
+            assert chunk is not None  # every other character matches
+            self.parts.append(chunk.group())
+            pos = chunk.end()
+
+    def redirect(self, index: int) -> int:
+        line = self.line
+        fd = self.fd_prefix()
+        column = self.word_column if fd is not None else index + 1
+        if fd is not None:
+            self.in_word = False  # the digits were the descriptor, not a word
+        else:
+            self.flush()
+        nxt = line[index + 1] if index + 1 < len(line) else ""
+        if line[index] == "<":
+            if line.startswith("<<<", index):
+                raise refuse("here-string", index + 1)
+            if nxt == "<":
+                raise refuse("here-document", index + 1)
+            if nxt == "(":
+                raise refuse("process substitution", index + 1)
+            if nxt == ">":
+                raise refuse("read-write redirect", index + 1)
+            if nxt == "&":
+                raise refuse("descriptor duplication", index + 1)
+            if fd is not None:
+                raise refuse("descriptor redirect", column, f"fd {fd}")
+            self.tokens.append(Op(OpKind.IN, column))
+            return index + 1
+        if nxt == "|":
+            raise refuse("clobber redirect", index + 1)
+        if nxt == "(":
+            raise refuse("process substitution", index + 1)
+        if nxt == "&":
+            return self.duplication(index, fd, column)
+        if fd is not None and fd != "2":
+            raise refuse("descriptor redirect", column, f"fd {fd}")
+        if nxt == ">":
+            self.tokens.append(Op(OpKind.ERR_APPEND if fd else OpKind.APPEND, column))
+            return index + 2
+        self.tokens.append(Op(OpKind.ERR if fd else OpKind.OUT, column))
+        return index + 1
+
+    def duplication(self, index: int, fd: str | None, column: int) -> int:
+        line = self.line
+        after = index + 3
+        if (
+            fd == "2"
+            and line.startswith("&1", index + 1)
+            and (after >= len(line) or line[after] in _AFTER_DUP)
+        ):
+            self.tokens.append(Op(OpKind.ERR_TO_OUT, column))
+            return after
+        raise refuse("descriptor duplication", column)
+
+    def control_op(self, index: int) -> int:
+        line = self.line
+        char = line[index]
+        nxt = line[index + 1] if index + 1 < len(line) else ""
+        column = index + 1
+        if char == "|":
+            if nxt == "|":
+                self.tokens.append(Op(OpKind.OR, column))
+                return index + 2
+            if nxt == "&":
+                raise refuse("pipe with stderr", column)
+            self.tokens.append(Op(OpKind.PIPE, column))
+            return index + 1
+        if char == "&":
+            if nxt == "&":
+                self.tokens.append(Op(OpKind.AND, column))
+                return index + 2
+            if nxt == ">":
+                raise refuse("redirect of both streams", column)
+            raise refuse("background", column)
+        if nxt in (";", "&"):
+            raise refuse("case terminator", column)
+        self.tokens.append(Op(OpKind.SEMI, column))
+        return index + 1
+
+
+def lex(line: str) -> list[Token]:
+    """Split `line` into words and operators.
+
+    Args:
+        line: One command line.
+
+    Returns:
+        Words (quotes removed) and operators, in order.
+
+    Raises:
+        ShellRefused: The line uses a construct outside the allowlist; the error names
+            it (a key of `CONSTRUCTS`) and its 1-based column.
+    """
+    _scan_invisible(line)
+    return _Lexer(line).run()

@@ -1,0 +1,200 @@
+"""The parser: tokens to a `Plan` (chains of pipelines of stages), refusing by name.
+
+Refuses what the lexer cannot see alone: keywords, assignments and shell builtins in
+command position, an operator with nothing on one side, a redirect with no target,
+``2>&1`` on a stage whose stdout is piped, and a ``cd`` it cannot apply at planning.
+``cd`` is applied here, lexically as bash's logical ``cd`` is, to every later stage of
+the line; the checker then resolves each directory through the workspace.
+
+Pure: no filesystem, no policy, no processes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from harness_core.errors import ShellRefused
+from harness_core.shell._lexer import Op, OpKind, Token, Word, lex, refuse
+from harness_core.shell._plan import (
+    Chain,
+    Connector,
+    Pipeline,
+    Plan,
+    Redirect,
+    RedirectKind,
+    Stage,
+)
+
+__all__ = ["KEYWORDS", "SHELL_BUILTINS", "parse"]
+
+KEYWORDS = frozenset(
+    "if then elif else fi for while until do done case esac function select time coproc"
+    .split()
+)
+"""Reserved words refused in command position (unquoted, as bash recognises them)."""
+
+SHELL_BUILTINS = frozenset(
+    "alias bg bind break builtin caller command compgen complete compopt continue declare"
+    " dirs disown enable eval exec exit export fc fg getopts hash help history jobs let"
+    " local logout mapfile popd pushd read readarray readonly return set shift shopt"
+    " source suspend times trap type typeset ulimit umask unalias unset wait . :".split()
+)
+"""Builtins that act on the shell itself; with no shell they mean nothing, so refused."""
+
+_REDIRECTS = {
+    OpKind.OUT: RedirectKind.STDOUT,
+    OpKind.APPEND: RedirectKind.APPEND,
+    OpKind.IN: RedirectKind.STDIN,
+    OpKind.ERR: RedirectKind.STDERR,
+    OpKind.ERR_APPEND: RedirectKind.STDERR_APPEND,
+}
+_CONNECTORS = {OpKind.SEMI: Connector.THEN, OpKind.AND: Connector.AND, OpKind.OR: Connector.OR}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def _join_dir(cwd: str, target: str) -> str:
+    joined = posixpath.normpath(posixpath.join(cwd, target)) if cwd else posixpath.normpath(
+        target
+    )
+    return "" if joined == "." else joined
+
+
+class _Parser:
+    def __init__(self, line: str) -> None:
+        self.line = line
+        self.cwd = ""
+        self.chains: list[Chain] = []
+        self.pipelines: list[Pipeline] = []
+        self.connectors: list[Connector] = []
+        self.stages: list[Stage] = []
+        self.words: list[Word] = []
+        self.redirects: list[Redirect] = []
+        self.stage_column = 0
+
+    def run(self, tokens: list[Token]) -> Plan:
+        pending: Op | None = None  # the last operator that needs a command after it
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            if isinstance(token, Word):
+                self.note_start(token.column)
+                self.words.append(token)
+                pending = None
+            elif token.kind is OpKind.ERR_TO_OUT:
+                self.note_start(token.column)
+                self.redirects.append(Redirect(RedirectKind.STDERR_TO_STDOUT, "", token.column))
+                pending = None
+            elif token.kind in _REDIRECTS:
+                target = tokens[index + 1] if index + 1 < len(tokens) else None
+                if not isinstance(target, Word):
+                    raise refuse("missing redirect target", token.column, token.kind.value)
+                self.note_start(token.column)
+                self.redirects.append(Redirect(_REDIRECTS[token.kind], target.text, token.column))
+                index += 1
+                pending = None
+            else:
+                self.operator(token)
+                pending = token
+            index += 1
+        if pending is not None and pending.kind is not OpKind.SEMI:
+            raise refuse("empty command", pending.column, f"nothing after {pending.kind.value}")
+        if self.words or self.redirects:
+            self.end_stage(piped=False, column=len(self.line) + 1)
+        if self.stages:
+            self.end_pipeline()
+        if self.pipelines:
+            self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
+        return Plan(self.line, tuple(self.chains))
+
+    def note_start(self, column: int) -> None:
+        if not self.words and not self.redirects:
+            self.stage_column = column
+
+    def operator(self, op: Op) -> None:
+        if not self.words and not self.redirects:
+            raise refuse("empty command", op.column, f"nothing before {op.kind.value}")
+        self.end_stage(piped=op.kind is OpKind.PIPE, column=op.column)
+        if op.kind is OpKind.PIPE:
+            return
+        self.end_pipeline()
+        if op.kind is OpKind.SEMI:
+            self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
+            self.pipelines, self.connectors = [], []
+        else:
+            self.connectors.append(_CONNECTORS[op.kind])
+
+    def end_stage(self, *, piped: bool, column: int) -> None:
+        words, redirects = self.words, tuple(self.redirects)
+        self.words, self.redirects = [], []
+        if piped:
+            _refuse_dup_into_pipe(redirects)
+        if not words:
+            self.stages.append(Stage((), redirects, self.cwd, self.stage_column))
+            return
+        head = words[0]
+        _refuse_command_position(head)
+        argv = tuple(w.text for w in words)
+        if head.text == "cd":
+            self.stages.append(self.cd_stage(argv, redirects))
+            return
+        self.stages.append(Stage(argv, redirects, self.cwd, self.stage_column))
+
+    def cd_stage(self, argv: tuple[str, ...], redirects: tuple[Redirect, ...]) -> Stage:
+        operands = argv[2:] if len(argv) > 1 and argv[1] == "--" else argv[1:]
+        column = self.stage_column
+        if redirects:
+            raise refuse("cd", redirects[0].column, "a redirect on cd")
+        if len(operands) != 1:
+            raise refuse("cd", column, f"{len(operands)} operands")
+        target = operands[0]
+        if not target or (target.startswith("-") and argv[1] != "--"):
+            raise refuse("cd", column, f"operand {target!r}")
+        before = self.cwd
+        self.cwd = _join_dir(before, target)
+        return Stage(argv, (), before, column, cd=self.cwd)
+
+    def end_pipeline(self) -> None:
+        stages = tuple(self.stages)
+        self.stages = []
+        if len(stages) > 1:
+            for stage in stages:
+                if stage.cd is not None:
+                    raise refuse("cd", stage.column, "cd inside a pipeline")
+        self.pipelines.append(Pipeline(stages))
+
+
+def _refuse_dup_into_pipe(redirects: tuple[Redirect, ...]) -> None:
+    stdout_is_pipe = True
+    for redirect in redirects:
+        if redirect.kind in (RedirectKind.STDOUT, RedirectKind.APPEND):
+            stdout_is_pipe = False
+        elif redirect.kind is RedirectKind.STDERR_TO_STDOUT and stdout_is_pipe:
+            raise refuse("2>&1 into a pipe", redirect.column)
+
+
+def _refuse_command_position(head: Word) -> None:
+    if not head.quoted and head.text in KEYWORDS:
+        raise ShellRefused(
+            f"keyword {head.text}", head.column, refuse("keyword", head.column).reason
+        )
+    if _ASSIGNMENT.match(head.plain_prefix):
+        raise refuse("assignment", head.column, head.text.split("=", 1)[0])
+    if head.text in SHELL_BUILTINS:
+        raise refuse("shell builtin", head.column, head.text)
+
+
+def parse(line: str) -> Plan:
+    """Parse one command line into a `Plan`.
+
+    Args:
+        line: The line.
+
+    Returns:
+        The plan: chains (joined by ``;``) of pipelines (joined by ``&&``/``||``) of
+        stages (joined by ``|``), with each stage's lexical working directory.
+
+    Raises:
+        ShellRefused: A construct outside what `shell` runs, named, with its column.
+    """
+    return _Parser(line).run(lex(line))

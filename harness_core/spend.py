@@ -1,0 +1,299 @@
+"""Spend: token counts and derived cost, grouped; prices come from the operator.
+
+A cost is derived at query time from a `PriceTable` and never stored. A call whose
+model has no price (or whose token counts were not reported) is counted as unpriced,
+never costed at zero, and a group holding one reports a floor rather than a total. A
+provider-executed request (a web search) is billed per request, not per token, so no
+cost here includes it. This module does arithmetic only: no I/O, no terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+from harness_core.messages import Usage
+
+__all__ = [
+    "ModelPrice",
+    "PriceTable",
+    "SpendBy",
+    "SpendGroup",
+    "SpendReport",
+    "SpendRow",
+    "summarize",
+]
+
+SpendBy = Literal["model", "run", "session", "day"]
+"""How `summarize` groups rows: by served model, run id, session id or UTC day."""
+
+_MTOK = 1_000_000.0
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """Prices of one model in USD per million tokens.
+
+    Cache reads and writes are billed at their own price when one is given, and at
+    the input price otherwise (they are part of the prompt count).
+    """
+
+    input_per_mtok: float
+    output_per_mtok: float
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+
+    def cost_of(self, usage: Usage) -> float | None:
+        """The USD cost of one call's `usage`, or None when its counts were not reported."""
+        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        if prompt is None or completion is None:
+            return None
+        plain = prompt
+        total = completion * self.output_per_mtok
+        if self.cache_read_per_mtok is not None and usage.cache_read_tokens:
+            plain -= usage.cache_read_tokens
+            total += usage.cache_read_tokens * self.cache_read_per_mtok
+        if self.cache_write_per_mtok is not None and usage.cache_write_tokens:
+            plain -= usage.cache_write_tokens
+            total += usage.cache_write_tokens * self.cache_write_per_mtok
+        total += max(0, plain) * self.input_per_mtok
+        return total / _MTOK
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """The `[prices]` table: an as-of date and a price per model string.
+
+    Attributes:
+        as_of: The date the prices were true (required: prices go stale).
+        models: Model string → price.
+    """
+
+    as_of: date
+    models: dict[str, ModelPrice] = field(default_factory=lambda: {})
+
+    def price_for(self, model: str) -> ModelPrice | None:
+        """The price of `model`, or None when the table does not price it."""
+        return self.models.get(model)
+
+
+@dataclass(frozen=True)
+class SpendRow:
+    """One completion as the store recorded it: who asked, which model served, the counts.
+
+    Attributes:
+        run_id: The run the completion belongs to.
+        session_id: The session of that run, when it is a session turn.
+        model: The model that actually served the call (not the one asked for).
+        provider: The provider that served it.
+        created_at: When it was recorded (timezone-aware UTC).
+        prompt_tokens: As reported; None means not reported. The other counts likewise.
+    """
+
+    run_id: str
+    session_id: str | None
+    model: str
+    provider: str
+    created_at: datetime
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    server_tool_requests: int | None = None
+
+    @staticmethod
+    def from_usage(
+        *,
+        run_id: str,
+        session_id: str | None,
+        model: str,
+        provider: str,
+        created_at: datetime,
+        usage: Usage,
+    ) -> SpendRow:
+        """A row from a completion's `Usage`."""
+        return SpendRow(
+            run_id,
+            session_id,
+            model,
+            provider,
+            created_at,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            usage.total_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+            usage.server_tool_requests,
+        )
+
+    def usage(self) -> Usage:
+        """The row's counts as a `Usage`."""
+        return Usage(
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.total_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.reasoning_tokens,
+            self.server_tool_requests,
+        )
+
+
+_COUNTS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "server_tool_requests",
+)
+
+
+@dataclass(frozen=True)
+class SpendGroup:
+    """Totals of one group. A count is None when no call in the group reported it.
+
+    Attributes:
+        key: The group's model, run id, session id or ISO day; None for calls outside
+            any session when grouping by session, and for the report's grand total.
+        calls: Completions in the group.
+        cost_usd: Derived cost of the priced calls; None when no call could be priced.
+        unpriced_calls: Calls no cost could be derived for (no price, or no counts).
+        is_floor: True when some calls are unpriced, so `cost_usd` understates.
+    """
+
+    key: str | None
+    calls: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    server_tool_requests: int | None = None
+    cost_usd: float | None = None
+    unpriced_calls: int = 0
+
+    @property
+    def is_floor(self) -> bool:
+        return self.unpriced_calls > 0
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["is_floor"] = self.is_floor
+        return out
+
+
+@dataclass(frozen=True)
+class SpendReport:
+    """What `summarize` answers.
+
+    Attributes:
+        by: The grouping.
+        as_of: The price table's date, or None when no table was given.
+        groups: One per key, sorted by key (calls outside a session last).
+        total: All rows together (its `key` is None).
+    """
+
+    by: SpendBy
+    as_of: date | None
+    groups: tuple[SpendGroup, ...]
+    total: SpendGroup
+
+    @property
+    def is_floor(self) -> bool:
+        return self.total.is_floor
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "prices_as_of": self.as_of.isoformat() if self.as_of else None,
+            "groups": [g.to_json() for g in self.groups],
+            "total": self.total.to_json(),
+            "is_floor": self.is_floor,
+        }
+
+
+class _Tally:
+    __slots__ = ("calls", "counts", "cost", "priced", "unpriced")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.counts: dict[str, int | None] = dict.fromkeys(_COUNTS)
+        self.cost = 0.0
+        self.priced = 0
+        self.unpriced = 0
+
+    def add(self, row: SpendRow, cost: float | None) -> None:
+        self.calls += 1
+        for name in _COUNTS:
+            value = getattr(row, name)
+            if value is not None:
+                self.counts[name] = (self.counts[name] or 0) + value
+        if cost is None:
+            self.unpriced += 1
+        else:
+            self.priced += 1
+            self.cost += cost
+
+    def group(self, key: str | None) -> SpendGroup:
+        return SpendGroup(
+            key,
+            self.calls,
+            cost_usd=self.cost if self.priced else None,
+            unpriced_calls=self.unpriced,
+            **self.counts,
+        )
+
+
+def _key(row: SpendRow, by: SpendBy) -> str | None:
+    if by == "model":
+        return row.model
+    if by == "run":
+        return row.run_id
+    if by == "session":
+        return row.session_id
+    when = row.created_at
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return when.date().isoformat()
+
+
+def summarize(
+    rows: Iterable[SpendRow], prices: PriceTable | None, *, by: SpendBy
+) -> SpendReport:
+    """Group completions and derive their cost.
+
+    Args:
+        rows: The completions to count (the caller filters by time).
+        prices: The operator's price table; None prices nothing.
+        by: ``model`` (the model that served), ``run``, ``session`` or ``day`` (UTC).
+
+    Returns:
+        A report whose groups and total count unpriced calls rather than costing them
+        at zero.
+    """
+    tallies: dict[str | None, _Tally] = {}
+    total = _Tally()
+    for row in rows:
+        price = prices.price_for(row.model) if prices is not None else None
+        cost = price.cost_of(row.usage()) if price is not None else None
+        key = _key(row, by)
+        tally = tallies.get(key)
+        if tally is None:
+            tally = tallies[key] = _Tally()
+        tally.add(row, cost)
+        total.add(row, cost)
+    ordered = sorted(tallies, key=lambda k: (k is None, k or ""))
+    return SpendReport(
+        by=by,
+        as_of=prices.as_of if prices is not None else None,
+        groups=tuple(tallies[k].group(k) for k in ordered),
+        total=total.group(None),
+    )

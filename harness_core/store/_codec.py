@@ -1,0 +1,45 @@
+"""JSON encoding of recorded values. Payloads are JSON, never pickle."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness_core.messages import Message, Role, ToolCall
+
+__all__ = ["dumps", "loads", "message_from_json", "message_to_json"]
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    return json.loads(text)
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role.value, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [call.to_json() for call in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.is_error:
+        out["is_error"] = True
+    return out
+
+
+def message_from_json(data: dict[str, Any]) -> Message:
+    calls = tuple(ToolCall.from_json(c) for c in data.get("tool_calls", ()))
+    return Message(
+        role=Role(data["role"]),
+        content=str(data.get("content", "")),
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+        is_error=bool(data.get("is_error", False)),
+    )

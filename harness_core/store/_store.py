@@ -1,0 +1,695 @@
+"""`Store`: every query `io` makes, over one SQLite file in WAL mode.
+
+Nothing outside `store/` writes SQL. Every statement is parameterised; every payload
+is JSON. `sqlite3.Error` is translated to `StateError` here and never escapes.
+Durability: WAL with `synchronous=NORMAL`, so a committed transaction survives the
+death of the process (kill -9); an operating-system crash may lose the last commits
+but never corrupts the file.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness_core.errors import (
+    CheckpointFormatError,
+    RunInUse,
+    RunNotFound,
+    StateError,
+)
+from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
+from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._records import (
+    CheckpointRecord,
+    LedgerEntry,
+    PolicyEventRecord,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    VerificationRecord,
+)
+from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
+from harness_core.store._spend import SpendQueries
+
+__all__ = ["AliveCheck", "Store"]
+
+AliveCheck = Callable[[int, float | None], bool]
+"""(pid, process start time) → whether that very process still lives."""
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_BUSY_TIMEOUT_MS = 5000
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _translate(exc: sqlite3.Error, what: str) -> StateError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StateError(f"store is locked ({what})", hint="another io process holds it; retry")
+    if "not a database" in text or "malformed" in text:
+        return StateError(f"store file is not a valid io store ({what}): {text}")
+    return StateError(f"store failed while {what}: {text}")
+
+
+class Store(HandleQueries, SpendQueries):
+    """The run store.
+
+    Args:
+        path: The SQLite file; created with its parent directory when missing.
+
+    Raises:
+        StateError: The file is not SQLite, is locked, or cannot be opened.
+        CheckpointFormatError: The store was written with another checkpoint format.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._check_header()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StateError(f"cannot create the store directory {self.path.parent}: {exc}") from exc
+        try:
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise _translate(exc, f"opening {self.path}") from exc
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise _translate(exc, f"opening {self.path}") from exc
+        except StateError:
+            self._conn.close()
+            raise
+
+    def _check_header(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                head = handle.read(16)
+        except FileNotFoundError:
+            return
+        except IsADirectoryError as exc:
+            raise StateError(f"store path {self.path} is a directory") from exc
+        except OSError as exc:
+            raise StateError(f"cannot read store {self.path}: {exc}") from exc
+        if head and head != _SQLITE_MAGIC:
+            raise StateError(
+                f"{self.path} is not an io store (not a SQLite database)",
+                hint="point IO_STORE or [store] path at another file",
+            )
+
+    def _migrate(self) -> None:
+        with self._tx():
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+            )
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
+            )
+            row = self._conn.execute(
+                "SELECT value FROM meta WHERE key = 'checkpoint_format'"
+            ).fetchone()
+            if row is None:
+                self._conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('checkpoint_format', ?)",
+                    (str(CHECKPOINT_FORMAT),),
+                )
+            elif int(row[0]) != CHECKPOINT_FORMAT:
+                raise CheckpointFormatError(int(row[0]), CHECKPOINT_FORMAT)
+            done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+            for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL)):
+                if name in done:
+                    continue
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.execute(
+                    "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _now())
+                )
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _translate(exc, "starting a transaction") from exc
+        try:
+            yield self._conn
+        except sqlite3.Error as exc:
+            self._conn.execute("ROLLBACK")
+            raise _translate(exc, "writing") from exc
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise _translate(exc, "committing") from exc
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return list(self._conn.execute(sql, tuple(params)).fetchall())
+        except sqlite3.Error as exc:
+            raise _translate(exc, "reading") from exc
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        try:
+            self._conn.close()
+        except sqlite3.Error as exc:
+            raise _translate(exc, "closing") from exc
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def integrity_check(self) -> str:
+        """`PRAGMA integrity_check`'s answer (``ok`` when sound)."""
+        return str(self._query("PRAGMA integrity_check")[0][0])
+
+    # ---- runs -------------------------------------------------------------------
+
+    def create_run(
+        self,
+        run_id: str,
+        *,
+        goal: str,
+        workspace: str,
+        model: str | None,
+        settings: dict[str, Any],
+        policy: dict[str, Any],
+        sandbox: dict[str, Any] | None,
+        messages: Sequence[Message],
+        session_id: str | None = None,
+        parent_run_id: str | None = None,
+        owner_pid: int | None = None,
+        owner_started: float | None = None,
+    ) -> None:
+        """Record a new run with its opening messages, owned by the calling process."""
+        now = _now()
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
+                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, now, now, RunStatus.RUNNING.value, goal, workspace, model, session_id,
+                 parent_run_id, dumps(settings), dumps(policy),
+                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started),
+            )
+            self._insert_messages(conn, run_id, -1, messages)
+            conn.execute(
+                "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox)"
+                " VALUES (?, 0, ?, ?, ?, ?)",
+                (run_id, now, owner_pid or os.getpid(), dumps(policy),
+                 dumps(sandbox) if sandbox is not None else None),
+            )
+
+    def run(self, run_id: str) -> RunRecord:
+        """The run's record.
+
+        Raises:
+            RunNotFound: No such run.
+        """
+        rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise RunNotFound(run_id)
+        return _run_record(rows[0])
+
+    def find_run(self, prefix: str) -> RunRecord:
+        """The run whose id is `prefix` or uniquely starts with it."""
+        rows = self._query(
+            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\'"
+            " ORDER BY run_id = ? DESC LIMIT 2",
+            (prefix, prefix.replace("%", "\\%").replace("_", "\\_") + "%", prefix),
+        )
+        if not rows or (len(rows) > 1 and rows[0][0] != prefix):
+            raise RunNotFound(prefix)
+        return _run_record(rows[0])
+
+    def list_runs(self, limit: int = 20, *, session_id: str | None = None) -> list[RunRecord]:
+        """The most recent runs, newest first."""
+        if session_id is None:
+            rows = self._query(
+                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC LIMIT ?", (limit,)
+            )
+        else:
+            rows = self._query(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE session_id = ?"
+                " ORDER BY created_at DESC LIMIT ?",
+                (session_id, limit),
+            )
+        return [_run_record(r) for r in rows]
+
+    def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
+        """Make the calling process the run's one driver; returns the drive number.
+
+        A lock whose owner has died (or whose pid now belongs to another process) is
+        reclaimed.
+
+        Raises:
+            RunInUse: A live process drives the run.
+            RunNotFound: No such run.
+        """
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT owner_pid, owner_started FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise RunNotFound(run_id)
+            owner_pid, owner_started = row
+            if owner_pid is not None and owner_pid != pid and alive(owner_pid, owner_started):
+                raise RunInUse(run_id, int(owner_pid))
+            conn.execute(
+                "UPDATE runs SET owner_pid = ?, owner_started = ?, updated_at = ? WHERE run_id = ?",
+                (pid, started, _now(), run_id),
+            )
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM drives WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            return int(seq)
+
+    def record_drive(
+        self, run_id: str, seq: int, pid: int, policy: dict[str, Any], sandbox: dict[str, Any] | None
+    ) -> None:
+        """Record the policy and sandbox a resumed drive runs under (the audit of a resume)."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox)"
+                " VALUES (?,?,?,?,?,?)",
+                (run_id, seq, _now(), pid, dumps(policy),
+                 dumps(sandbox) if sandbox is not None else None),
+            )
+            conn.execute(
+                "UPDATE runs SET policy = ?, sandbox = ? WHERE run_id = ?",
+                (dumps(policy), dumps(sandbox) if sandbox is not None else None, run_id),
+            )
+
+    def drives(self, run_id: str) -> list[dict[str, Any]]:
+        """Each drive of the run: when, which process, under which policy and sandbox."""
+        rows = self._query(
+            "SELECT seq, started_at, pid, policy, sandbox FROM drives WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [
+            {"seq": r[0], "started_at": r[1], "pid": r[2], "policy": loads(r[3]),
+             "sandbox": loads(r[4])}
+            for r in rows
+        ]
+
+    def release_run(self, run_id: str, pid: int) -> None:
+        """Give up driving the run (only when the caller owns it)."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE runs SET owner_pid = NULL, owner_started = NULL"
+                " WHERE run_id = ? AND owner_pid = ?",
+                (run_id, pid),
+            )
+
+    def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        exit_code: int | None = None,
+        reason: str | None = None,
+        pause: dict[str, Any] | None = None,
+    ) -> None:
+        """Record where the run stands."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE runs SET status = ?, exit_code = ?, reason = ?, pause = ?, updated_at = ?"
+                " WHERE run_id = ?",
+                (status.value, exit_code, reason, dumps(pause) if pause is not None else None,
+                 _now(), run_id),
+            )
+
+    # ---- conversation -------------------------------------------------------------
+
+    def _insert_messages(
+        self, conn: sqlite3.Connection, run_id: str, step: int, messages: Sequence[Message]
+    ) -> None:
+        if not messages:
+            return
+        seq = conn.execute(
+            "SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE run_id = ?", (run_id,)
+        ).fetchone()[0]
+        conn.executemany(
+            "INSERT INTO messages(run_id, seq, step_index, role, body) VALUES (?,?,?,?,?)",
+            [
+                (run_id, seq + i, step, m.role.value, dumps(message_to_json(m)))
+                for i, m in enumerate(messages)
+            ],
+        )
+
+    def append_messages(self, run_id: str, step: int, messages: Sequence[Message]) -> None:
+        """Append messages the model will see (a steer, an answer) to the conversation."""
+        with self._tx() as conn:
+            self._insert_messages(conn, run_id, step, messages)
+
+    def messages(self, run_id: str) -> list[Message]:
+        """The whole conversation of the run, in order (the store keeps everything)."""
+        rows = self._query(
+            "SELECT body FROM messages WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        return [message_from_json(loads(r[0])) for r in rows]
+
+    # ---- steps and the ledger -----------------------------------------------------
+
+    def record_completion(
+        self,
+        run_id: str,
+        step: int,
+        *,
+        text: str,
+        tool_calls: Sequence[ToolCall],
+        provider: str,
+        model_requested: str,
+        model_served: str,
+        usage: dict[str, int | None],
+        latency_ms: float,
+        ttft_ms: float | None,
+        stop_reason: str | None,
+        attempts: Sequence[dict[str, Any]] = (),
+        citations: Sequence[dict[str, Any]] = (),
+        server_tool_calls: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Commit a completion: the step, its numbers and the assistant message, at once."""
+        now = _now()
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO steps(run_id, step_index, created_at, text, tool_calls)"
+                " VALUES (?,?,?,?,?)",
+                (run_id, step, now, text, dumps([c.to_json() for c in tool_calls])),
+            )
+            conn.execute(
+                "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
+                " model_served, prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
+                " cache_write_tokens, reasoning_tokens, server_tool_requests, latency_ms, ttft_ms,"
+                " stop_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, step, now, provider, model_requested, model_served,
+                 usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                 usage.get("total_tokens"), usage.get("cache_read_tokens"),
+                 usage.get("cache_write_tokens"), usage.get("reasoning_tokens"),
+                 usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason),
+            )
+            for i, attempt in enumerate(attempts):
+                conn.execute(
+                    "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
+                    " error, status) VALUES (?,?,?,?,?,?,?,?)",
+                    (run_id, step, i, attempt.get("provider", ""), attempt.get("model", ""),
+                     1 if attempt.get("ok") else 0, attempt.get("error"), attempt.get("status")),
+                )
+            for cite in citations:
+                conn.execute(
+                    "INSERT INTO citations(run_id, step_index, url, title, cited_text)"
+                    " VALUES (?,?,?,?,?)",
+                    (run_id, step, cite.get("url", ""), cite.get("title"), cite.get("cited_text")),
+                )
+            for call in server_tool_calls:
+                conn.execute(
+                    "INSERT INTO server_tool_calls(run_id, step_index, name, input) VALUES (?,?,?,?)",
+                    (run_id, step, call.get("name", ""), dumps(call.get("input", {}))),
+                )
+            self._insert_messages(conn, run_id, step, [Message.assistant(text, tuple(tool_calls))])
+
+    def step(self, run_id: str, step: int) -> StepRecord | None:
+        """The committed completion of `step`, or None."""
+        rows = self._query(
+            "SELECT s.step_index, s.created_at, s.text, s.tool_calls, c.provider, c.model_served,"
+            " c.prompt_tokens, c.completion_tokens, c.total_tokens, c.cache_read_tokens,"
+            " c.cache_write_tokens, c.reasoning_tokens, c.server_tool_requests, c.latency_ms,"
+            " c.ttft_ms FROM steps s LEFT JOIN completions c"
+            " ON c.run_id = s.run_id AND c.step_index = s.step_index"
+            " WHERE s.run_id = ? AND s.step_index = ?",
+            (run_id, step),
+        )
+        return _step_record(rows[0]) if rows else None
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        """Every committed completion of the run, in order."""
+        rows = self._query(
+            "SELECT s.step_index, s.created_at, s.text, s.tool_calls, c.provider, c.model_served,"
+            " c.prompt_tokens, c.completion_tokens, c.total_tokens, c.cache_read_tokens,"
+            " c.cache_write_tokens, c.reasoning_tokens, c.server_tool_requests, c.latency_ms,"
+            " c.ttft_ms FROM steps s LEFT JOIN completions c"
+            " ON c.run_id = s.run_id AND c.step_index = s.step_index"
+            " WHERE s.run_id = ? ORDER BY s.step_index",
+            (run_id,),
+        )
+        return [_step_record(r) for r in rows]
+
+    def record_intent(self, run_id: str, step: int, call_index: int, call: ToolCall) -> None:
+        """Write a tool call's intent before it runs."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO ledger(run_id, step_index, call_index, call_id, name, arguments,"
+                " intent_at) VALUES (?,?,?,?,?,?,?)",
+                (run_id, step, call_index, call.id, call.name,
+                 dumps(call.arguments if call.raw_arguments is None
+                       else {"__raw__": call.raw_arguments}), _now()),
+            )
+
+    def record_observation(
+        self,
+        run_id: str,
+        step: int,
+        call_index: int,
+        result: ToolResult,
+        *,
+        data: dict[str, Any] | None = None,
+        edits: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Write a tool call's observation (and the tool message) after it ran."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
+                " WHERE run_id = ? AND step_index = ? AND call_index = ?",
+                (result.output, 1 if result.is_error else 0,
+                 dumps(data) if data is not None else None, _now(), run_id, step, call_index),
+            )
+            for edit in edits:
+                conn.execute(
+                    "INSERT INTO edits(run_id, step_index, call_id, path, lines_added,"
+                    " lines_removed, bytes_before, bytes_after) VALUES (?,?,?,?,?,?,?,?)",
+                    (run_id, step, result.call_id, edit["path"], edit["lines_added"],
+                     edit["lines_removed"], edit["bytes_before"], edit["bytes_after"]),
+                )
+            self._insert_messages(conn, run_id, step, [Message.tool(result)])
+
+    def ledger(self, run_id: str, step: int | None = None) -> list[LedgerEntry]:
+        """Ledger entries of the run (or of one step), in order."""
+        sql = (
+            "SELECT step_index, call_index, call_id, name, arguments, observation, is_error, data"
+            " FROM ledger WHERE run_id = ?"
+        )
+        params: list[Any] = [run_id]
+        if step is not None:
+            sql += " AND step_index = ?"
+            params.append(step)
+        rows = self._query(sql + " ORDER BY step_index, call_index", params)
+        return [
+            LedgerEntry(r[0], r[1], r[2], r[3], loads(r[4]), r[5], bool(r[6]), loads(r[7]))
+            for r in rows
+        ]
+
+    def edits(self, run_id: str) -> list[dict[str, Any]]:
+        """Per-file edit sizes recorded for the run."""
+        rows = self._query(
+            "SELECT step_index, call_id, path, lines_added, lines_removed, bytes_before, bytes_after"
+            " FROM edits WHERE run_id = ? ORDER BY rowid",
+            (run_id,),
+        )
+        keys = ("step", "call_id", "path", "lines_added", "lines_removed", "bytes_before",
+                "bytes_after")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    # ---- checkpoints and budgets --------------------------------------------------
+
+    def record_checkpoint(
+        self,
+        run_id: str,
+        step: int,
+        state: dict[str, Any],
+        *,
+        tokens: int,
+        wall_seconds: float,
+    ) -> None:
+        """Commit the step's checkpoint and its budget draw in one transaction."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO checkpoints(run_id, step_index, format, created_at, state)"
+                " VALUES (?,?,?,?,?)",
+                (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state)),
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO budget_draws(run_id, step_index, steps, tokens,"
+                " wall_seconds) VALUES (?,?,?,?,?)",
+                (run_id, step, 1, tokens, wall_seconds),
+            )
+            conn.execute(
+                "UPDATE runs SET steps_used = ?, tokens_used = tokens_used + ?,"
+                " wall_used = wall_used + ?, updated_at = ? WHERE run_id = ?",
+                (step + 1, tokens, wall_seconds, _now(), run_id),
+            )
+
+    def update_checkpoint_state(self, run_id: str, step: int, state: dict[str, Any]) -> None:
+        """Replace the state of an existing checkpoint (e.g. after the gates ran)."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE checkpoints SET state = ? WHERE run_id = ? AND step_index = ?",
+                (dumps(state), run_id, step),
+            )
+
+    def last_checkpoint(self, run_id: str) -> CheckpointRecord | None:
+        """The newest checkpoint of the run.
+
+        Raises:
+            CheckpointFormatError: It was written in another format.
+        """
+        rows = self._query(
+            "SELECT step_index, format, state FROM checkpoints WHERE run_id = ?"
+            " ORDER BY step_index DESC LIMIT 1",
+            (run_id,),
+        )
+        if not rows:
+            return None
+        step, fmt, state = rows[0]
+        if int(fmt) != CHECKPOINT_FORMAT:
+            raise CheckpointFormatError(int(fmt), CHECKPOINT_FORMAT)
+        return CheckpointRecord(int(step), int(fmt), loads(state))
+
+    def add_wall(self, run_id: str, seconds: float) -> None:
+        """Draw wall-clock time spent outside a committed step (e.g. a final gate)."""
+        with self._tx() as conn:
+            conn.execute(
+                "UPDATE runs SET wall_used = wall_used + ? WHERE run_id = ?", (seconds, run_id)
+            )
+
+    # ---- policy, verification, inbox ----------------------------------------------
+
+    def record_policy_event(
+        self,
+        run_id: str,
+        step: int | None,
+        *,
+        act: str,
+        target: str,
+        verdict: str,
+        reason: str,
+        rule: str | None,
+        layer: str | None,
+        decided_by: str,
+    ) -> None:
+        """Record a refusal or an approver's decision (a silent allow records nothing)."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO policy_events(run_id, step_index, created_at, act, target, verdict,"
+                " reason, rule, layer, decided_by) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, step, _now(), act, target, verdict, reason, rule, layer, decided_by),
+            )
+
+    def policy_events(self, run_id: str) -> list[PolicyEventRecord]:
+        """Refusals and approver decisions of the run, in order."""
+        rows = self._query(
+            "SELECT step_index, created_at, act, target, verdict, reason, rule, layer, decided_by"
+            " FROM policy_events WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        return [PolicyEventRecord(*r) for r in rows]
+
+    def record_verification(
+        self, run_id: str, step: int, criterion: str, passed: bool, exit_status: int | None,
+        output: str,
+    ) -> None:
+        """Record one gate's result."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO verifications(run_id, step_index, created_at, criterion, passed,"
+                " exit_status, output) VALUES (?,?,?,?,?,?,?)",
+                (run_id, step, _now(), criterion, 1 if passed else 0, exit_status, output),
+            )
+
+    def verifications(self, run_id: str) -> list[VerificationRecord]:
+        """Every gate result of the run, in order."""
+        rows = self._query(
+            "SELECT step_index, criterion, passed, exit_status, output FROM verifications"
+            " WHERE run_id = ? ORDER BY id",
+            (run_id,),
+        )
+        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows]
+
+    def post_inbox(self, run_id: str, kind: str, body: dict[str, Any]) -> None:
+        """Leave an operator message (steer, interrupt) for the run's next step boundary."""
+        self.run(run_id)
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO run_inbox(run_id, kind, body, created_at) VALUES (?,?,?,?)",
+                (run_id, kind, dumps(body), _now()),
+            )
+
+    def take_inbox(self, run_id: str, step: int) -> list[tuple[str, dict[str, Any]]]:
+        """Consume pending operator messages at a step boundary, oldest first."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT id, kind, body FROM run_inbox WHERE run_id = ? AND consumed_step IS NULL"
+                " ORDER BY id",
+                (run_id,),
+            ).fetchall()
+            if rows:
+                conn.executemany(
+                    "UPDATE run_inbox SET consumed_step = ? WHERE id = ?",
+                    [(step, r[0]) for r in rows],
+                )
+        return [(str(r[1]), loads(r[2])) for r in rows]
+
+    def has_inbox(self, run_id: str) -> bool:
+        """Whether an operator message waits (a cheap read, no transaction)."""
+        rows = self._query(
+            "SELECT 1 FROM run_inbox WHERE run_id = ? AND consumed_step IS NULL LIMIT 1", (run_id,)
+        )
+        return bool(rows)
+
+
+_RUN_COLUMNS = (
+    "run_id, created_at, updated_at, status, goal, workspace, model, session_id, parent_run_id,"
+    " settings, policy, sandbox, exit_code, reason, pause, owner_pid, steps_used, tokens_used,"
+    " wall_used"
+)
+
+
+def _run_record(r: tuple[Any, ...]) -> RunRecord:
+    return RunRecord(
+        run_id=r[0], created_at=r[1], updated_at=r[2], status=RunStatus(r[3]), goal=r[4],
+        workspace=r[5], model=r[6], session_id=r[7], parent_run_id=r[8], settings=loads(r[9]),
+        policy=loads(r[10]), sandbox=loads(r[11]), exit_code=r[12], reason=r[13],
+        pause=loads(r[14]), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
+        wall_used=r[18],
+    )
+
+
+def _step_record(r: tuple[Any, ...]) -> StepRecord:
+    usage_keys = ("prompt_tokens", "completion_tokens", "total_tokens", "cache_read_tokens",
+                  "cache_write_tokens", "reasoning_tokens", "server_tool_requests")
+    return StepRecord(
+        step_index=r[0], created_at=r[1], text=r[2], tool_calls=loads(r[3]), provider=r[4],
+        model_served=r[5], usage=dict(zip(usage_keys, r[6:13], strict=True)),
+        latency_ms=r[13], ttft_ms=r[14],
+    )

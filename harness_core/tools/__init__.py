@@ -1,0 +1,28 @@
+"""Tools: the `Tool` seam, the `Toolbox`, and the built-ins."""
+
+from harness_core.tools._base import (
+    DEFAULT_OUTPUT_CAP,
+    ActGate,
+    PauseRequested,
+    Refusal,
+    RunServices,
+    Tool,
+    ToolContext,
+    ToolOutcome,
+)
+from harness_core.tools._files import measure_edit
+from harness_core.tools._toolbox import RESERVED_TOOL_NAMES, Toolbox
+
+__all__ = [
+    "DEFAULT_OUTPUT_CAP",
+    "RESERVED_TOOL_NAMES",
+    "ActGate",
+    "PauseRequested",
+    "Refusal",
+    "RunServices",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "Toolbox",
+    "measure_edit",
+]

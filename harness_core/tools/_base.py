@@ -1,0 +1,162 @@
+"""The `Tool` seam and what a tool receives: a `ToolContext`.
+
+A tool never decides policy itself: every act goes through `ctx.gate.check(act)`, the
+run's one gate, which consults the policy and the approver and records refusals. A
+refusal or a failure is returned as a `ToolOutcome` (data for the model), never raised
+out of the loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from harness_core.clock import Clock
+from harness_core.messages import ToolSpec
+from harness_core.policy import Act, Decision
+from harness_core.sandbox import ProcessLauncher
+from harness_core.workspace import Workspace
+
+__all__ = [
+    "DEFAULT_OUTPUT_CAP",
+    "PauseRequested",
+    "ActGate",
+    "Refusal",
+    "RunServices",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+]
+
+DEFAULT_OUTPUT_CAP = 32_000
+"""Bytes of output a tool returns to the model before truncating (stated with a count)."""
+
+
+class PauseRequested(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a tool (or the gate) when the run must pause for the operator.
+
+    The loop catches it at the tool call, records the pause (the call's intent stays
+    without an observation) and ends the drive with status ``paused`` (exit 4).
+
+    Attributes:
+        kind: ``approval`` or ``question``.
+        payload: JSON details recorded with the pause (the act, the question …).
+    """
+
+    def __init__(self, kind: str, payload: dict[str, Any]) -> None:
+        super().__init__(f"paused for {kind}")
+        self.kind = kind
+        self.payload = payload
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an act or a construct was refused.
+
+    Attributes:
+        reason: Why.
+        act: The act kind (``read``, ``write``, ``exec``, ``net``), when an act was refused.
+        target: The path, argv or host refused.
+        construct: The shell construct refused, when a construct was.
+        column: The construct's column.
+        rule: The rule pattern that decided, when a rule did.
+        layer: The layer of that rule (a scope name, ``tier`` or ``builtin``).
+    """
+
+    reason: str
+    act: str | None = None
+    target: str | None = None
+    construct: str | None = None
+    column: int | None = None
+    rule: str | None = None
+    layer: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reason": self.reason}
+        for key in ("act", "target", "construct", "column", "rule", "layer"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a tool call produced.
+
+    Attributes:
+        output: The text the model sees.
+        is_error: The call failed or was refused.
+        data: Structured details (for `io tool --json`, e.g. a shell's exit status).
+        refused: Set when the policy or the lexer refused the call.
+        changed: Whether the call may have changed the workspace.
+    """
+
+    output: str
+    is_error: bool = False
+    data: dict[str, Any] = field(default_factory=lambda: {})
+    refused: Refusal | None = None
+    changed: bool = False
+
+
+class ActGate(Protocol):
+    """The run's one policy gate. Records every refusal and approver decision."""
+
+    def check(self, act: Act) -> Decision:
+        """Decide `act`: the policy, then the approver for an `ask`.
+
+        Returns the final decision (allow or deny). May raise the loop's own
+        control-flow signal to pause the run for an approval; tools must let it pass.
+        """
+        ...
+
+    def refuse(self, act: Act, reason: str) -> Decision:
+        """Record a built-in refusal the workspace resolver made (a path outside the
+        root, through a symlink or otherwise) and return the deny decision."""
+        ...
+
+
+class RunServices(Protocol):
+    """Run-scoped services some tools need (handles, plan, questions). May be absent."""
+
+    run_id: str
+
+
+@dataclass
+class ToolContext:
+    """What a tool call gets.
+
+    Attributes:
+        workspace: The one path resolver and file I/O.
+        gate: The policy gate.
+        launcher: Starts commands (sandboxed or not, as selected).
+        clock: Time.
+        run_id: The run this call belongs to ("" for `io tool`).
+        output_cap: Bytes of output returned before truncation.
+        exec_timeout: Seconds before a foreground command is killed.
+        services: Run-scoped services, when the caller has them.
+        extras: Named services added by later capabilities (handles, todos …).
+    """
+
+    workspace: Workspace
+    gate: ActGate
+    launcher: ProcessLauncher
+    clock: Clock
+    run_id: str = ""
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    exec_timeout: float = 120.0
+    services: RunServices | None = None
+    extras: dict[str, Any] = field(default_factory=lambda: {})
+
+
+class Tool(Protocol):
+    """A tool the model may call."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        """Name, description and JSON schema shown to the model."""
+        ...
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Run one call. Raise `ToolError` only for malformed calls; refusals are outcomes."""
+        ...

@@ -1,0 +1,113 @@
+"""The `exec` built-in: run one argv (no shell) through the run's launcher.
+
+The gate checks `Act.exec` on the program and the whole argv first. The command runs in
+the workspace root (or a directory under it), through the selected sandbox launcher; a
+timeout kills its whole process tree. Output is bounded and the cut is stated.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from harness_core.errors import InvalidToolArguments, PathEscape, SandboxUnavailable, ToolError
+from harness_core.messages import ToolSpec
+from harness_core.policy import Act
+from harness_core.sandbox import LaunchRequest
+from harness_core.tools._base import ToolContext, ToolOutcome
+from harness_core.tools._support import bounded, refusal_outcome
+
+__all__ = ["Exec", "run_argv"]
+
+
+def run_argv(
+    ctx: ToolContext, argv: list[str], cwd_rel: str, timeout: float
+) -> tuple[int | None, bytes, bytes, bool]:
+    """Run `argv` through the launcher; (exit status or None, stdout, stderr, timed out).
+
+    Raises:
+        ToolError: The program was not found.
+        SandboxUnavailable: The sandbox could not start it.
+    """
+    request = LaunchRequest(argv=argv, cwd=ctx.workspace.abspath(cwd_rel))
+    process = ctx.launcher.popen(request)
+    timed_out = False
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        ctx.launcher.kill_tree(process)
+        out, err = process.communicate()
+    except BaseException:
+        ctx.launcher.kill_tree(process)
+        raise
+    finally:
+        ctx.launcher.finish(process)
+    status = None if timed_out else process.returncode
+    return status, out or b"", err or b"", timed_out
+
+
+class Exec:
+    """Run a program with arguments (no shell)."""
+
+    spec = ToolSpec(
+        "exec",
+        "Run a program with arguments, without a shell: `argv` is the program and its"
+        " arguments. Runs in the workspace root (or `cwd` under it). Returns exit status,"
+        " stdout and stderr (bounded).",
+        {
+            "type": "object",
+            "properties": {
+                "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "cwd": {"type": "string"},
+                "timeout_seconds": {"type": "number"},
+            },
+            "required": ["argv"],
+            "additionalProperties": False,
+        },
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        argv = args.get("argv")
+        if (not isinstance(argv, list) or not argv
+                or not all(isinstance(a, str) for a in argv) or not argv[0]):
+            raise InvalidToolArguments("exec: `argv` must be a non-empty list of strings")
+        cwd = args.get("cwd", ".")
+        timeout = args.get("timeout_seconds", ctx.exec_timeout)
+        if not isinstance(cwd, str):
+            raise InvalidToolArguments("exec: `cwd` must be a string")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise InvalidToolArguments("exec: `timeout_seconds` must be a positive number")
+        timeout = min(float(timeout), ctx.exec_timeout)
+        act = Act.exec(argv)
+        decision = ctx.gate.check(act)
+        if not decision.is_allowed:
+            return refusal_outcome(act, decision)
+        try:
+            cwd_rel = ctx.workspace.resolve(cwd)
+        except PathEscape as exc:
+            return ToolOutcome(output=f"exec: cwd {cwd!r} {exc.reason}", is_error=True)
+        if not ctx.workspace.is_dir(cwd_rel):
+            return ToolOutcome(output=f"exec: cwd {cwd!r} is not a directory", is_error=True)
+        try:
+            status, out, err, timed_out = run_argv(ctx, argv, cwd_rel, timeout)
+        except (ToolError, SandboxUnavailable) as exc:
+            return ToolOutcome(output=f"exec: {exc}", is_error=True)
+        half = max(ctx.output_cap // 2, 1)
+        stdout, cut_out = bounded(out.decode("utf-8", errors="replace"), half)
+        stderr, cut_err = bounded(err.decode("utf-8", errors="replace"), half)
+        head = (f"timed out after {timeout:g}s; the process tree was killed" if timed_out
+                else f"exit status {status}")
+        parts = [head]
+        if stdout:
+            parts.append("stdout:\n" + stdout)
+        if stderr:
+            parts.append("stderr:\n" + stderr)
+        return ToolOutcome(
+            output="\n".join(parts),
+            is_error=timed_out or status != 0,
+            data={"exit_status": status, "stdout": stdout, "stderr": stderr,
+                  "truncated": cut_out + cut_err, "timed_out": timed_out,
+                  "sandbox": ctx.launcher.selected.backend.value},
+            changed=True,
+        )

@@ -1,0 +1,288 @@
+"""File built-ins: read_file, write_file, edit_file, list_dir, find, grep.
+
+Each resolves paths through the workspace and checks the act through the gate before
+touching anything; writes are atomic (the workspace writes a temp file and renames).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harness_core.errors import InvalidToolArguments, WorkspaceError
+from harness_core.messages import ToolSpec
+from harness_core.policy import ActKind
+from harness_core.tools._base import ToolContext, ToolOutcome
+from harness_core.tools._support import bounded, gated_path, opt_int, req_str
+
+__all__ = ["EditFile", "Find", "Grep", "ListDir", "ReadFile", "WriteFile", "measure_edit"]
+
+_MAX_GREP_MATCHES = 200
+
+
+def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required,
+            "additionalProperties": False}
+
+
+_STR = {"type": "string"}
+_INT = {"type": "integer"}
+
+
+def measure_edit(path: str, before: bytes, after: bytes) -> dict[str, Any]:
+    """Lines added and removed, after trimming the common head and tail (a size, not a diff)."""
+    old = before.decode("utf-8", errors="replace").splitlines()
+    new = after.decode("utf-8", errors="replace").splitlines()
+    head = 0
+    while head < len(old) and head < len(new) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while (tail < len(old) - head and tail < len(new) - head
+           and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]):
+        tail += 1
+    return {
+        "path": path,
+        "lines_added": len(new) - head - tail,
+        "lines_removed": len(old) - head - tail,
+        "bytes_before": len(before),
+        "bytes_after": len(after),
+    }
+
+
+def _failed(text: str) -> ToolOutcome:
+    return ToolOutcome(output=text, is_error=True)
+
+
+class ReadFile:
+    """Read a text file of the workspace."""
+
+    spec = ToolSpec(
+        "read_file",
+        "Read a text file in the workspace. Optional 1-based `offset` line and `limit` lines.",
+        _obj({"path": _STR, "offset": _INT, "limit": _INT}, ["path"]),
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        path = req_str(args, "path", "read_file")
+        offset = opt_int(args, "offset", "read_file", 1)
+        limit = opt_int(args, "limit", "read_file", 0)
+        rel, refused = gated_path(ctx, path, ActKind.READ)
+        if refused is not None:
+            return refused
+        try:
+            text = ctx.workspace.read_bytes(rel).decode("utf-8", errors="replace")
+        except WorkspaceError as exc:
+            return _failed(f"read_file: {exc}")
+        if offset > 1 or limit > 0:
+            lines = text.splitlines(keepends=True)
+            start = max(offset - 1, 0)
+            end = start + limit if limit > 0 else len(lines)
+            text = "".join(lines[start:end])
+        shown, cut = bounded(text, ctx.output_cap)
+        return ToolOutcome(output=shown, data={"path": rel, "truncated": cut})
+
+
+class WriteFile:
+    """Create or replace a file (atomically)."""
+
+    spec = ToolSpec(
+        "write_file",
+        "Create or replace a file in the workspace with `content`.",
+        _obj({"path": _STR, "content": _STR}, ["path", "content"]),
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        path = req_str(args, "path", "write_file")
+        content = req_str(args, "content", "write_file")
+        rel, refused = gated_path(ctx, path, ActKind.WRITE)
+        if refused is not None:
+            return refused
+        try:
+            before = ctx.workspace.read_bytes(rel) if ctx.workspace.is_file(rel) else b""
+            data = content.encode("utf-8")
+            ctx.workspace.write_bytes(rel, data)
+        except WorkspaceError as exc:
+            return _failed(f"write_file: {exc}")
+        edit = measure_edit(rel, before, data)
+        return ToolOutcome(
+            output=f"wrote {len(data)} bytes to {rel}",
+            data={"path": rel, "edits": [edit]},
+            changed=True,
+        )
+
+
+class EditFile:
+    """Replace exactly one occurrence of `old` with `new`."""
+
+    spec = ToolSpec(
+        "edit_file",
+        "Replace the one exact occurrence of `old` with `new` in a file. Fails when `old`"
+        " occurs zero times or more than once (add context to make it unique).",
+        _obj({"path": _STR, "old": _STR, "new": _STR}, ["path", "old", "new"]),
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        path = req_str(args, "path", "edit_file")
+        old = req_str(args, "old", "edit_file")
+        new = req_str(args, "new", "edit_file")
+        if not old:
+            raise InvalidToolArguments("edit_file: `old` must not be empty")
+        rel, refused = gated_path(ctx, path, ActKind.WRITE)
+        if refused is not None:
+            return refused
+        try:
+            before = ctx.workspace.read_bytes(rel)
+        except WorkspaceError as exc:
+            return _failed(f"edit_file: {exc}")
+        text = before.decode("utf-8", errors="surrogateescape")
+        count = text.count(old)
+        if count == 0:
+            return _failed(f"edit_file: `old` was not found in {rel}; nothing changed")
+        if count > 1:
+            return _failed(
+                f"edit_file: `old` occurs {count} times in {rel}; include more context so it"
+                " occurs once. Nothing changed"
+            )
+        after = text.replace(old, new, 1).encode("utf-8", errors="surrogateescape")
+        try:
+            ctx.workspace.write_bytes(rel, after)
+        except WorkspaceError as exc:
+            return _failed(f"edit_file: {exc}")
+        return ToolOutcome(
+            output=f"edited {rel}",
+            data={"path": rel, "edits": [measure_edit(rel, before, after)]},
+            changed=True,
+        )
+
+
+class ListDir:
+    """List a directory."""
+
+    spec = ToolSpec(
+        "list_dir",
+        "List the entries of a workspace directory (default: the root).",
+        _obj({"path": _STR}, []),
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        path = args.get("path", ".")
+        if not isinstance(path, str):
+            raise InvalidToolArguments("list_dir: argument 'path' must be a string")
+        rel, refused = gated_path(ctx, path, ActKind.READ)
+        if refused is not None:
+            return refused
+        try:
+            entries = ctx.workspace.list_dir(rel)
+        except WorkspaceError as exc:
+            return _failed(f"list_dir: {exc}")
+        lines = [e.name + ("/" if e.is_dir else "") for e in entries]
+        shown, cut = bounded("\n".join(lines) if lines else "(empty)", ctx.output_cap)
+        return ToolOutcome(output=shown, data={"path": rel, "entries": lines, "truncated": cut})
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+class Find:
+    """Find files by glob."""
+
+    spec = ToolSpec(
+        "find",
+        "Find files under `path` (default: the root) whose path relative to it matches the glob"
+        " `pattern` (`*` within a segment, `**` across segments; e.g. `**/*.py`).",
+        _obj({"pattern": _STR, "path": _STR}, ["pattern"]),
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        pattern = req_str(args, "pattern", "find")
+        base = args.get("path", ".")
+        if not isinstance(base, str):
+            raise InvalidToolArguments("find: argument 'path' must be a string")
+        rel, refused = gated_path(ctx, base, ActKind.READ)
+        if refused is not None:
+            return refused
+        regex = _glob_regex(pattern)
+        prefix = rel + "/" if rel else ""
+        hits: list[str] = []
+        try:
+            for found in ctx.workspace.walk_files(rel):
+                sub = found[len(prefix):] if prefix and found.startswith(prefix) else found
+                if regex.match(sub) or regex.match(found):
+                    hits.append(found)
+        except WorkspaceError as exc:
+            return _failed(f"find: {exc}")
+        shown, cut = bounded("\n".join(hits) if hits else "(no matches)", ctx.output_cap)
+        return ToolOutcome(output=shown, data={"matches": hits, "truncated": cut})
+
+
+class Grep:
+    """Search file contents by regular expression."""
+
+    spec = ToolSpec(
+        "grep",
+        "Search files under `path` for the regular expression `pattern`; optional `glob`"
+        " filters file paths. Prints path:line:text, at most 200 matches.",
+        _obj({"pattern": _STR, "path": _STR, "glob": _STR}, ["pattern"]),
+    )
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        pattern = req_str(args, "pattern", "grep")
+        base = args.get("path", ".")
+        glob = args.get("glob")
+        if not isinstance(base, str) or (glob is not None and not isinstance(glob, str)):
+            raise InvalidToolArguments("grep: 'path' and 'glob' must be strings")
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            return _failed(f"grep: invalid regular expression: {exc}")
+        rel, refused = gated_path(ctx, base, ActKind.READ)
+        if refused is not None:
+            return refused
+        files = [rel] if rel and ctx.workspace.is_file(rel) else list(ctx.workspace.walk_files(rel))
+        path_filter = _glob_regex(glob) if glob else None
+        matches: list[str] = []
+        skipped = 0
+        for name in files:
+            if path_filter is not None and not path_filter.match(name):
+                continue
+            _, denied = gated_path(ctx, name, ActKind.READ)
+            if denied is not None:
+                skipped += 1
+                continue
+            try:
+                data = ctx.workspace.read_bytes(name)
+            except WorkspaceError:
+                continue
+            if b"\x00" in data[:1024]:
+                continue
+            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if regex.search(line):
+                    matches.append(f"{name}:{number}:{line}")
+                    if len(matches) >= _MAX_GREP_MATCHES:
+                        break
+            if len(matches) >= _MAX_GREP_MATCHES:
+                matches.append(f"[stopped at {_MAX_GREP_MATCHES} matches]")
+                break
+        if skipped:
+            matches.append(f"[{skipped} file(s) skipped: the policy refuses reading them]")
+        shown, cut = bounded("\n".join(matches) if matches else "(no matches)", ctx.output_cap)
+        return ToolOutcome(output=shown, data={"count": len(matches), "truncated": cut})

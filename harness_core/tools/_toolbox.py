@@ -1,0 +1,116 @@
+"""`Toolbox`: the tools a run offers, dispatch by name, and the reserved names.
+
+Every built-in name is reserved in every build, feature-gated ones included, so a
+registered tool can never shadow a built-in (or be shadowed by one an extra enables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.messages import ToolCall, ToolSpec
+from harness_core.tools._base import Tool, ToolContext, ToolOutcome
+from harness_core.tools._exec import Exec
+from harness_core.tools._files import EditFile, Find, Grep, ListDir, ReadFile, WriteFile
+
+__all__ = ["RESERVED_TOOL_NAMES", "Toolbox"]
+
+RESERVED_TOOL_NAMES: frozenset[str] = frozenset({
+    "read_file", "write_file", "edit_file", "list_dir", "find", "grep", "exec",
+    "shell", "shell_start", "shell_poll", "shell_kill", "todo_write", "ask_question",
+    "spawn_agent", "git_status", "git_diff", "git_commit", "view_image",
+    "xlsx_read", "xlsx_write", "xlsx_edit", "docx_read", "docx_write", "pptx_read",
+    "pdf_read", "pdf_write", "pdf_watermark", "pdf_fill_form", "barcode_decode",
+})
+"""Names no registered tool may take."""
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "array": (list,), "object": (dict,),
+}
+
+
+def _check_args(spec: ToolSpec, args: dict[str, Any]) -> None:
+    schema = spec.parameters
+    props: dict[str, Any] = schema.get("properties", {})
+    for key in schema.get("required", []):
+        if key not in args:
+            raise InvalidToolArguments(f"{spec.name}: missing required argument {key!r}")
+    for key, value in args.items():
+        if key not in props:
+            if schema.get("additionalProperties", True) is False:
+                raise InvalidToolArguments(
+                    f"{spec.name}: unknown argument {key!r} (expected: {', '.join(props)})"
+                )
+            continue
+        expected = props[key].get("type")
+        types = _JSON_TYPES.get(expected) if isinstance(expected, str) else None
+        if types is None:
+            continue
+        ok = isinstance(value, types) and not (
+            expected in ("integer", "number") and isinstance(value, bool))
+        if not ok:
+            raise InvalidToolArguments(f"{spec.name}: argument {key!r} must be {expected}")
+
+
+class Toolbox:
+    """The tools of a run, by name."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self._tools[tool.spec.name] = tool
+
+    @staticmethod
+    def builtins(*, include_shell: bool = True) -> Toolbox:
+        """The default built-ins: files, find/grep, exec, and the shell tools."""
+        tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]
+        if include_shell:
+            from harness_core.tools._shell_tools import shell_tools
+
+            tools.extend(shell_tools())
+        return Toolbox(tools)
+
+    def add(self, tool: Tool, *, builtin: bool = False) -> None:
+        """Register a tool.
+
+        Raises:
+            ToolError: The name is reserved or already taken.
+        """
+        name = tool.spec.name
+        if not builtin and name in RESERVED_TOOL_NAMES:
+            raise ToolError(f"tool name {name!r} is reserved for a built-in")
+        if name in self._tools:
+            raise ToolError(f"tool name {name!r} is registered twice")
+        self._tools[name] = tool
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(self._tools[n].spec for n in sorted(self._tools))
+
+    def get(self, name: str) -> Tool:
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolError(
+                f"unknown tool {name!r}; available: {', '.join(sorted(self._tools))}"
+            )
+        return tool
+
+    def call(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+        """Validate and run one call.
+
+        Raises:
+            ToolError: Unknown tool or arguments that do not fit its schema (including
+                arguments that were not valid JSON).
+        """
+        tool = self.get(call.name)
+        if call.raw_arguments is not None:
+            raise InvalidToolArguments(
+                f"{call.name}: arguments are not a valid JSON object: {call.raw_arguments[:200]!r}"
+            )
+        _check_args(tool.spec, call.arguments)
+        return tool.run(call.arguments, ctx)

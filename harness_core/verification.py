@@ -1,0 +1,158 @@
+"""The task contract and its verification gates.
+
+A gate is a command the operator wrote (`[[contract.verify]]`); passing proves that the
+command ran against the workspace and reported success, nothing more.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from harness_core.errors import SandboxUnavailable, ToolError, WorkspaceError
+from harness_core.sandbox import LaunchRequest, ProcessLauncher
+from harness_core.workspace import Workspace
+
+__all__ = ["CriterionKind", "GateResult", "TaskContract", "VerifyCriterion", "run_gates"]
+
+
+class CriterionKind(Enum):
+    """Kinds of verification criterion. May grow."""
+
+    COMMAND = "command"
+    """Run a command line; exit 0 passes."""
+    EACH_COMPILES_PYTHON = "each_compiles_python"
+    """py_compile every changed `.py` file."""
+
+
+@dataclass(frozen=True)
+class VerifyCriterion:
+    """One gate.
+
+    Attributes:
+        kind: What kind of check.
+        command: The command line (for `COMMAND`), split with shell-like quoting.
+        timeout_seconds: Seconds before the gate is killed and counted failed.
+    """
+
+    kind: CriterionKind = CriterionKind.COMMAND
+    command: str = ""
+    timeout_seconds: float = 600.0
+
+
+@dataclass(frozen=True)
+class TaskContract:
+    """What the run is for and how we know it is done.
+
+    Attributes:
+        goal: The goal given to the model.
+        constraints: Extra instructions the model must follow (text, not policy).
+        verify: The gates that run when the model says it is done.
+    """
+
+    goal: str = ""
+    constraints: tuple[str, ...] = ()
+    verify: tuple[VerifyCriterion, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The result of one gate.
+
+    Attributes:
+        criterion: What ran (the command line, or ``each_compiles_python``).
+        passed: Whether it reported success.
+        exit_status: The command's exit status (None when killed or not a command).
+        output: Its combined output, bounded.
+    """
+
+    criterion: str
+    passed: bool
+    exit_status: int | None
+    output: str
+
+
+_GATE_OUTPUT_CAP = 16_000
+
+
+def _tail(data: bytes) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > _GATE_OUTPUT_CAP:
+        return f"[{len(text) - _GATE_OUTPUT_CAP} earlier characters cut]\n" + text[-_GATE_OUTPUT_CAP:]
+    return text
+
+
+def _run_command(
+    criterion: VerifyCriterion, workspace: Workspace, launcher: ProcessLauncher
+) -> GateResult:
+    try:
+        argv = shlex.split(criterion.command)
+    except ValueError as exc:
+        return GateResult(criterion.command, False, None, f"cannot split the command: {exc}")
+    if not argv:
+        return GateResult(criterion.command, False, None, "empty verification command")
+    request = LaunchRequest(argv=argv, cwd=workspace.root, stderr=subprocess.STDOUT)
+    try:
+        process = launcher.popen(request)
+    except (ToolError, SandboxUnavailable) as exc:
+        return GateResult(criterion.command, False, None, str(exc))
+    try:
+        out, _ = process.communicate(timeout=criterion.timeout_seconds)
+    except subprocess.TimeoutExpired:
+        launcher.kill_tree(process)
+        out, _ = process.communicate()
+        launcher.finish(process)
+        return GateResult(
+            criterion.command, False, None,
+            _tail(out or b"") + f"\n[killed after {criterion.timeout_seconds:g}s]",
+        )
+    except BaseException:
+        launcher.kill_tree(process)
+        launcher.finish(process)
+        raise
+    launcher.finish(process)
+    status = process.returncode
+    return GateResult(criterion.command, status == 0, status, _tail(out or b""))
+
+
+def _compile_python(workspace: Workspace, changed: Sequence[str]) -> GateResult:
+    problems: list[str] = []
+    for rel in changed:
+        if not rel.endswith(".py") or not workspace.is_file(rel):
+            continue
+        try:
+            source = workspace.read_bytes(rel)
+            compile(source, rel, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            problems.append(f"{rel}:{exc.lineno}: {exc.msg}")
+        except (ValueError, WorkspaceError) as exc:
+            problems.append(f"{rel}: {exc}")
+    return GateResult("each_compiles_python", not problems, None,
+                      "\n".join(problems) or "every changed .py file compiles")
+
+
+def run_gates(
+    contract: TaskContract,
+    workspace: Workspace,
+    launcher: ProcessLauncher,
+    *,
+    changed: Sequence[str] = (),
+) -> list[GateResult]:
+    """Run every gate of `contract` in order (each one, even after a failure).
+
+    Args:
+        contract: The task contract whose `verify` gates run.
+        workspace: The workspace they run in.
+        launcher: The (sandboxed) launcher commands go through.
+        changed: Workspace paths the run changed (for `each_compiles_python`).
+    """
+    results: list[GateResult] = []
+    for criterion in contract.verify:
+        if criterion.kind is CriterionKind.EACH_COMPILES_PYTHON:
+            results.append(_compile_python(workspace, changed))
+        else:
+            results.append(_run_command(criterion, workspace, launcher))
+    return results

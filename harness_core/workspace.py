@@ -1,0 +1,614 @@
+"""The workspace: its root, the one path resolver, and file I/O that cannot leave the root.
+
+Every path any tool touches goes through `Workspace.resolve`, which turns it into a
+normalised posix path relative to the root or raises `PathEscape`. It follows ``..``
+and symbolic links component by component, so ``..`` above the root, an absolute path
+outside it, a sibling that merely shares a string prefix (``/w/proj-evil`` next to
+``/w/proj``), a link pointing out (``/proc/self/root/...`` included) and a link loop
+are all refused. A link inside the root that stays inside is followed, and the real
+path is returned.
+
+Resolving is a check, and a check can go stale: a command may swap a directory for a
+link between the check and the use. So the I/O never reopens the resolved path by
+name from ``/``. It opens the root, then each directory below it relative to the
+previous one with ``O_DIRECTORY | O_NOFOLLOW``, and the final file with ``O_NOFOLLOW``;
+a write goes to a fresh temporary file in the same directory which is then renamed
+over the target relative to that directory's descriptor. A link planted anywhere on
+the way makes the operation fail with `WorkspaceError`; it is never followed out.
+A rename also replaces a hard link rather than writing through it.
+
+On a platform without ``dir_fd`` support (Windows) the same steps run on path strings
+with an ``lstat`` before each step: the escapes above are still refused, but a link
+swapped in between the check and the use is not defended against there.
+
+This module never decides policy: what may be read or written is `harness_core.policy`'s
+business. Every `OSError` is translated to `WorkspaceError` here, at the boundary.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness_core.errors import PathEscape, WorkspaceError
+
+__all__ = ["DirEntry", "Workspace"]
+
+_USE_DIR_FD = {os.open, os.stat, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_MAX_LINKS = 40
+"""Symbolic links followed while resolving one path (Linux's own limit is 40)."""
+_SKIPPED_DIR = ".git"
+
+
+@dataclass(frozen=True)
+class DirEntry:
+    """One entry of a directory listing; links are described, never followed.
+
+    Attributes:
+        name: The entry's name.
+        is_dir: It is a directory (not a link to one).
+        is_symlink: It is a symbolic link.
+        size: Its size in bytes (a link's own size for a link).
+    """
+
+    name: str
+    is_dir: bool
+    is_symlink: bool
+    size: int
+
+
+class _Dir:
+    """A directory inside the root, held by descriptor (or by path without dir_fd)."""
+
+    def __init__(self, fd: int | None, path: str) -> None:
+        self.fd = fd
+        self.path = path
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def _join(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _refuse_link(self, name: str) -> None:
+        # Only without dir_fd support: a check that may go stale, stated in the docstring.
+        if stat.S_ISLNK(os.lstat(self._join(name)).st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), self._join(name))
+
+    def child(self, name: str, *, create: bool) -> _Dir:
+        try:
+            return self._open_child(name)
+        except FileNotFoundError:
+            if not create:
+                raise
+        try:
+            self.mkdir(name)
+        except FileExistsError:
+            pass  # made by someone else meanwhile; opening it below checks what it is
+        return self._open_child(name)
+
+    def _open_child(self, name: str) -> _Dir:
+        if self.fd is not None:
+            flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+            try:
+                return _Dir(os.open(name, flags, dir_fd=self.fd), self._join(name))
+            except NotADirectoryError:
+                # Linux reports a link met with O_DIRECTORY|O_NOFOLLOW as ENOTDIR; say which.
+                if stat.S_ISLNK(self.lstat(name).st_mode):
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), name) from None
+                raise
+        self._refuse_link(name)
+        if not os.path.isdir(self._join(name)):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), self._join(name))
+        return _Dir(None, self._join(name))
+
+    def open(self, name: str, flags: int, mode: int = 0o666) -> int:
+        flags |= _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        if self.fd is not None:
+            return os.open(name, flags, mode, dir_fd=self.fd)
+        if not flags & os.O_CREAT:
+            self._refuse_link(name)
+        return os.open(self._join(name), flags, mode)
+
+    def lstat(self, name: str) -> os.stat_result:
+        if self.fd is not None:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        return os.lstat(self._join(name))
+
+    def mkdir(self, name: str) -> None:
+        if self.fd is not None:
+            os.mkdir(name, 0o777, dir_fd=self.fd)
+        else:
+            os.mkdir(self._join(name), 0o777)
+
+    def unlink(self, name: str) -> None:
+        if self.fd is not None:
+            os.unlink(name, dir_fd=self.fd)
+        else:
+            os.unlink(self._join(name))
+
+    def replace(self, source: str, target: str) -> None:
+        if self.fd is not None:
+            os.replace(source, target, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        else:
+            os.replace(self._join(source), self._join(target))
+
+    def entries(self) -> list[tuple[str, os.stat_result]]:
+        """(name, lstat) of every entry, sorted by name; entries that vanish are left out."""
+        out: list[tuple[str, os.stat_result]] = []
+        with os.scandir(self.fd if self.fd is not None else self.path) as it:
+            for entry in it:
+                try:
+                    out.append((entry.name, entry.stat(follow_symlinks=False)))
+                except FileNotFoundError:
+                    continue
+        out.sort(key=lambda item: item[0])
+        return out
+
+    def sync(self) -> None:
+        if self.fd is not None:
+            try:
+                os.fsync(self.fd)
+            except OSError:
+                pass  # some filesystems refuse fsync on a directory; the rename still happened
+
+
+_MESSAGES = {
+    errno.ENOENT: "no such file or directory",
+    errno.ENOTDIR: "a component of the path is not a directory",
+    errno.EISDIR: "is a directory",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ELOOP: "a symbolic link is in the way (the workspace does not follow links here)",
+    errno.EMLINK: "a symbolic link is in the way (the workspace does not follow links here)",
+    errno.EEXIST: "already exists",
+    errno.ENOTEMPTY: "directory is not empty",
+    errno.ENOSPC: "no space left on device",
+    errno.EFBIG: "file too large",
+}
+
+
+@contextmanager
+def _translated(action: str, rel: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        detail = _MESSAGES.get(exc.errno or 0, exc.strerror or str(exc))
+        raise WorkspaceError(f"cannot {action} {rel or '.'!r}: {detail}") from exc
+
+
+class Workspace:
+    """The workspace root and the only way `io` touches files under it.
+
+    Args:
+        root: An existing directory; kept as its real path (links resolved).
+
+    Raises:
+        WorkspaceError: `root` is not an existing directory.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        given = os.path.abspath(os.fspath(root))
+        if not os.path.isdir(given):
+            raise WorkspaceError(f"workspace {given!r} is not an existing directory")
+        self._root = Path(os.path.realpath(given))
+        self._prefixes = _unique_parts(str(self._root), given)
+        self._use_dir_fd = _USE_DIR_FD
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self._root)!r})"
+
+    @property
+    def root(self) -> Path:
+        """The root directory's real path."""
+        return self._root
+
+    # -- resolution -------------------------------------------------------------------
+
+    def resolve(self, path: str, *, cwd: str = "") -> str:
+        """Turn `path` into a normalised posix path relative to the root.
+
+        Args:
+            path: Relative (to `cwd`) or absolute (must lie under the root).
+            cwd: Directory `path` is relative to, itself relative to the root.
+
+        Returns:
+            The real relative path, ``""`` for the root itself. Links inside the root
+            are followed; components that do not exist yet are kept as written.
+
+        Raises:
+            PathEscape: The path leaves the root, by ``..``, an absolute path or a link.
+            WorkspaceError: The path holds a NUL byte or too many links.
+        """
+        if "\0" in path or "\0" in cwd:
+            raise WorkspaceError(f"path {path!r} contains a NUL byte")
+        if os.sep == "\\":
+            path, cwd = path.replace("\\", "/"), cwd.replace("\\", "/")
+        if _is_absolute(path):
+            parts = self._inside(path, path)
+        else:
+            base = self._inside(cwd, path) if _is_absolute(cwd) else cwd.split("/")
+            parts = [*base, *path.split("/")]
+        return self._follow(parts, path)
+
+    def _inside(self, absolute: str, original: str) -> list[str]:
+        parts = _split_absolute(absolute)
+        for prefix in self._prefixes:
+            if _has_prefix(parts, prefix):
+                return parts[len(prefix) :]
+        raise PathEscape(original, "is an absolute path outside the workspace root")
+
+    def _follow(self, parts: list[str], original: str) -> str:
+        pending = list(reversed(parts))
+        resolved: list[str] = []
+        links = 0
+        last_link = ""
+        while pending:
+            name = pending.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if not resolved:
+                    if last_link:
+                        raise PathEscape(original, _through(last_link))
+                    raise PathEscape(original)
+                resolved.pop()
+                continue
+            location = os.path.join(self._root, *resolved, name)
+            try:
+                is_link = stat.S_ISLNK(os.lstat(location).st_mode)
+            except OSError:
+                is_link = False  # absent (or unreadable): kept as written, the I/O decides
+            if not is_link:
+                resolved.append(name)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                raise WorkspaceError(f"path {original!r} goes through too many symbolic links")
+            last_link = "/".join([*resolved, name])
+            with _translated("read the link", last_link):
+                target = os.readlink(location)
+            if _is_absolute(target):
+                resolved = []
+                try:
+                    target_parts = self._inside(target, original)
+                except PathEscape:
+                    raise PathEscape(original, _through(last_link)) from None
+            else:
+                target_parts = target.replace(os.sep, "/").split("/")
+            pending.extend(reversed(target_parts))
+        return "/".join(resolved)
+
+    def abspath(self, rel: str) -> Path:
+        """The absolute path of `rel` (resolved first, so it cannot escape).
+
+        Raises:
+            PathEscape: `rel` leaves the root.
+        """
+        resolved = self.resolve(rel)
+        return self._root.joinpath(*resolved.split("/")) if resolved else self._root
+
+    # -- descriptor walking -----------------------------------------------------------
+
+    def _open_root(self) -> _Dir:
+        if not self._use_dir_fd:
+            return _Dir(None, str(self._root))
+        flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+        return _Dir(os.open(self._root, flags), str(self._root))
+
+    @contextmanager
+    def _opened_dir(self, rel: str, *, create: bool = False) -> Iterator[_Dir]:
+        current = self._open_root()
+        try:
+            for part in rel.split("/") if rel else ():
+                child = current.child(part, create=create)
+                current.close()
+                current = child
+            yield current
+        finally:
+            current.close()
+
+    @contextmanager
+    def _opened_parent(self, rel: str, *, create: bool = False) -> Iterator[tuple[_Dir, str]]:
+        parent, _, name = rel.rpartition("/")
+        with self._opened_dir(parent, create=create) as directory:
+            yield directory, name
+
+    # -- files --------------------------------------------------------------------------
+
+    def read_bytes(self, path: str) -> bytes:
+        """The content of the regular file at `path`.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: It does not exist, is not a regular file, a link is in the
+                way, or it cannot be read.
+        """
+        rel = self._file_path(path)
+        with _translated("read", rel), self._opened_parent(rel) as (directory, name):
+            # O_NONBLOCK: a FIFO planted where a file was expected must not hang the run.
+            fd = directory.open(name, os.O_RDONLY | _O_NONBLOCK)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise WorkspaceError(f"cannot read {rel!r}: not a regular file")
+            with open(fd, "rb", closefd=True) as handle:
+                return handle.read()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Replace (or create) the file at `path` with `data`, atomically.
+
+        Missing parent directories are created. The old content stays whole if the
+        write fails; an existing file's permission bits are kept.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: It is a directory, a link is in the way, or the write failed.
+        """
+        rel = self._file_path(path)
+        with _translated("write", rel), self._opened_parent(rel, create=True) as (directory, name):
+            mode = _existing_file_mode(directory, name)
+            temp = f".io-{secrets.token_hex(8)}.tmp"
+            fd = directory.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            try:
+                try:
+                    if mode is not None and hasattr(os, "fchmod"):
+                        os.fchmod(fd, mode)
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                directory.replace(temp, name)
+            except BaseException:
+                _discard(directory, temp)
+                raise
+            directory.sync()
+
+    def read_text(self, path: str) -> str:
+        """The file at `path` decoded as UTF-8.
+
+        Raises:
+            WorkspaceError: As `read_bytes`, or the content is not UTF-8.
+        """
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise WorkspaceError(f"cannot read {path!r} as text: not UTF-8") from exc
+
+    def write_text(self, path: str, text: str) -> None:
+        """Write `text` encoded as UTF-8 (see `write_bytes`)."""
+        self.write_bytes(path, text.encode("utf-8"))
+
+    def remove(self, path: str) -> None:
+        """Delete the file (or link) at `path`; never a directory, never through a link.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: It does not exist or is a directory.
+        """
+        rel = self._file_path(path)
+        with _translated("remove", rel), self._opened_parent(rel) as (directory, name):
+            if stat.S_ISDIR(directory.lstat(name).st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            directory.unlink(name)
+
+    def make_dir(self, path: str) -> None:
+        """Create the directory `path` and its missing parents; an existing one is fine.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: A component is a file or a link is in the way.
+        """
+        rel = self.resolve(path)
+        with _translated("create directory", rel), self._opened_dir(rel, create=True):
+            pass
+
+    def _file_path(self, path: str) -> str:
+        rel = self.resolve(path)
+        if not rel:
+            raise WorkspaceError(f"{path!r} is the workspace root, a directory")
+        return rel
+
+    # -- queries ------------------------------------------------------------------------
+
+    def _lstat(self, path: str) -> os.stat_result | None:
+        rel = self.resolve(path)
+        with _translated("inspect", rel):
+            try:
+                if not rel:
+                    return os.stat(self._root)
+                with self._opened_parent(rel) as (directory, name):
+                    return directory.lstat(name)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+    def exists(self, path: str) -> bool:
+        """Whether something is at `path` (a link found there at use time is reported).
+
+        Raises:
+            PathEscape: `path` leaves the root.
+        """
+        return self._lstat(path) is not None
+
+    def is_file(self, path: str) -> bool:
+        """Whether `path` is a regular file.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+        """
+        found = self._lstat(path)
+        return found is not None and stat.S_ISREG(found.st_mode)
+
+    def is_dir(self, path: str) -> bool:
+        """Whether `path` is a directory.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+        """
+        found = self._lstat(path)
+        return found is not None and stat.S_ISDIR(found.st_mode)
+
+    def list_names(self, path: str) -> list[str]:
+        """The sorted names in the directory `path` (``""`` is the root).
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: It is not a directory or cannot be listed.
+        """
+        return [entry.name for entry in self.list_dir(path)]
+
+    def list_dir(self, path: str) -> list[DirEntry]:
+        """The entries of the directory `path`, sorted by name; links are not followed.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: It is not a directory or cannot be listed.
+        """
+        rel = self.resolve(path)
+        with _translated("list", rel), self._opened_dir(rel) as directory:
+            return [
+                DirEntry(
+                    name=name,
+                    is_dir=stat.S_ISDIR(info.st_mode),
+                    is_symlink=stat.S_ISLNK(info.st_mode),
+                    size=info.st_size,
+                )
+                for name, info in directory.entries()
+            ]
+
+    def walk_files(self, path: str = "", *, max_files: int = 100_000) -> Iterator[str]:
+        """Relative paths of the regular files under the directory `path`.
+
+        Links are never followed (nor listed), ``.git`` is skipped at any depth, and
+        the walk stops after `max_files` files. Directories that vanish or turn into
+        links during the walk are passed over.
+
+        Raises:
+            PathEscape: `path` leaves the root.
+            WorkspaceError: `path` is not a directory or cannot be listed.
+        """
+        count = 0
+        for rel, info in self._tree(self.resolve(path)):
+            if stat.S_ISREG(info.st_mode):
+                if count >= max_files:
+                    return
+                count += 1
+                yield rel
+
+    def fingerprint(self) -> str:
+        """A digest that changes when any file, link or directory outside ``.git`` does.
+
+        It covers each entry's path, kind, inode, size and mtime; contents are not
+        read, so it stays cheap enough to take every step. The stall detector compares
+        it between steps.
+        """
+        digest = hashlib.blake2b(digest_size=16)
+        for rel, info in self._tree(""):
+            kind = stat.S_IFMT(info.st_mode)
+            if stat.S_ISDIR(info.st_mode):
+                digest.update(f"{kind}\0{rel}\n".encode("utf-8", "surrogateescape"))
+                continue
+            line = f"{kind}\0{rel}\0{info.st_ino}\0{info.st_size}\0{info.st_mtime_ns}\n"
+            digest.update(line.encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
+
+    def _tree(self, start: str) -> Iterator[tuple[str, os.stat_result]]:
+        """(path, lstat) of every entry under `start` except ``.git``, depth first."""
+        with _translated("list", start), self._opened_dir(start) as directory:
+            first = directory.entries()
+        stack: list[tuple[str, list[tuple[str, os.stat_result]]]] = [(start, first)]
+        while stack:
+            base, entries = stack.pop()
+            subdirs: list[str] = []
+            for name, info in entries:
+                if name == _SKIPPED_DIR:
+                    continue
+                rel = f"{base}/{name}" if base else name
+                yield rel, info
+                if stat.S_ISDIR(info.st_mode):
+                    subdirs.append(rel)
+            for rel in reversed(subdirs):
+                listing = self._listing(rel)
+                if listing is not None:
+                    stack.append((rel, listing))
+
+    def _listing(self, rel: str) -> list[tuple[str, os.stat_result]] | None:
+        try:
+            with self._opened_dir(rel) as directory:
+                return directory.entries()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):
+                return None
+            with _translated("list", rel):
+                raise
+
+
+def _through(link: str) -> str:
+    return f"leads outside the workspace root through link {link!r}"
+
+
+def _is_absolute(path: str) -> bool:
+    return path.startswith("/") or os.path.isabs(path)
+
+
+def _split_absolute(path: str) -> list[str]:
+    drive, rest = os.path.splitdrive(path)
+    parts = [p for p in rest.replace("\\", "/").split("/") if p not in ("", ".")]
+    return [drive.lower(), *parts] if drive else parts
+
+
+def _has_prefix(parts: list[str], prefix: list[str]) -> bool:
+    if len(parts) < len(prefix):
+        return False
+    if os.sep == "\\":
+        return [p.lower() for p in parts[: len(prefix)]] == [p.lower() for p in prefix]
+    return parts[: len(prefix)] == prefix
+
+
+def _unique_parts(*roots: str) -> list[list[str]]:
+    out: list[list[str]] = []
+    for root in roots:
+        parts = _split_absolute(root)
+        if parts not in out:
+            out.append(parts)
+    return out
+
+
+def _existing_file_mode(directory: _Dir, name: str) -> int | None:
+    try:
+        info = directory.lstat(name)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _discard(directory: _Dir, name: str) -> None:
+    try:
+        directory.unlink(name)
+    except OSError:
+        pass  # best effort: the temp file's name is random and hidden

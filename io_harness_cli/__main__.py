@@ -1,0 +1,5 @@
+"""`python -m io_harness_cli`."""
+
+from io_harness_cli.main import main
+
+main()

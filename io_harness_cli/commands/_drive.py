@@ -1,0 +1,102 @@
+"""Drive a run from the CLI (`io run`, `io resume`, `io session turn`): events out,
+exit code back, and a `run_finished` line however the run ends."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from io_harness_cli.exit_codes import ExitCode, exit_code_for_error, exit_code_for_status
+from io_harness_cli.output import error, say, use_color, write_json
+
+if TYPE_CHECKING:
+    from harness_core import Event, RunOutcome
+
+
+class EventOutput:
+    """Sends events to the JSON-lines writer or the human trace, and remembers the run id."""
+
+    def __init__(self, json_mode: bool) -> None:
+        self.json_mode = json_mode
+        self.run_id: str | None = None
+        self.finished = False
+        self._human: Callable[[Event], None] | None = None
+        if not json_mode:
+            from io_harness_cli.render import make_renderer
+
+            self._human = make_renderer(color=use_color(sys.stderr))
+
+    def __call__(self, event: Event) -> None:
+        self.run_id = event.run_id
+        if self.json_mode:
+            write_json(event.to_json())
+        elif self._human is not None:
+            self._human(event)
+
+    def finish(self, status: str, code: int, reason: str, **extra: Any) -> None:
+        """Write the closing `run_finished` event (once)."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.json_mode:
+            from harness_core import EVENT_SCHEMA
+
+            write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": self.run_id,
+                        "status": status, "exit_code": code, "reason": reason, **extra})
+        else:
+            label = {0: "finished", 3: "stopped", 4: "paused", 130: "interrupted"}.get(code, status)
+            say(f"io: run {self.run_id or '-'} {label} (exit {code}): {reason}")
+
+
+def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
+    """Run `body`, map its outcome or error to an exit code, always close with run_finished."""
+    from harness_core import HarnessError
+
+    from io_harness_cli.commands._common import sigterm_as_interrupt
+
+    restore = sigterm_as_interrupt()
+    try:
+        outcome = body()
+    except HarnessError as exc:
+        code = int(exit_code_for_error(exc))
+        status = "error" if code == ExitCode.USAGE else "errored"
+        if not out.json_mode:
+            error(exc.message, exc.hint)
+        else:
+            sys.stderr.write(f"io: error: {exc.message}\n")
+        out.finish(status, code, exc.message)
+        return code
+    except KeyboardInterrupt:
+        out.finish("interrupted", int(ExitCode.INTERRUPTED), "interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BaseException as exc:
+        out.finish("errored", int(ExitCode.FAILED), f"internal error: {type(exc).__name__}")
+        raise
+    finally:
+        restore()
+    code = int(exit_code_for_status(outcome.status.value))
+    extra: dict[str, Any] = {"steps": outcome.steps, "verified": outcome.verified}
+    if outcome.pause:
+        extra["pause"] = outcome.pause
+        if not out.json_mode:
+            _explain_pause(outcome)
+    out.run_id = outcome.run_id
+    out.finish(outcome.status.value, code, outcome.reason, **extra)
+    return code
+
+
+def _explain_pause(outcome: RunOutcome) -> None:
+    pause = outcome.pause or {}
+    if pause.get("kind") == "question":
+        say(f"io: the agent asks: {pause.get('question')}")
+        say(f"    answer with: io resume {outcome.run_id} --answer \"…\"")
+    else:
+        say(f"io: approval needed: {pause.get('target')} ({pause.get('reason')})")
+        say(f"    continue with: io resume {outcome.run_id} --approve   (or --deny)")
+
+
+def exit_with(code: int) -> None:
+    raise typer.Exit(code)

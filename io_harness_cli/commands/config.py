@@ -1,0 +1,50 @@
+"""`io config show` and `io config check`."""
+
+from __future__ import annotations
+
+import typer
+
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+app = typer.Typer(help="Show or check the merged io.toml.", no_args_is_help=True,
+                  add_completion=False)
+
+
+@app.command("show")
+def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False
+         ) -> None:
+    """Print the merged configuration, each value with the scope it came from."""
+    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.output import write_json
+
+    cfg = load_config(workspace_path(workspace), config)
+    rows = cfg.show()
+    if json_out:
+        write_json({
+            "files": [{"scope": f.scope.value, "path": str(f.path)} for f in cfg.files],
+            "values": [{"key": r.key, "value": r.value, "scope": r.scope.value,
+                        "file": str(r.file)} for r in rows],
+        })
+        return
+    from io_harness_cli.render import print_table
+
+    print_table(["key", "value", "scope", "file"],
+                [[r.key, _text(r.value), r.scope.value, str(r.file)] for r in rows],
+                title="io config", stdout=True)
+
+
+def _text(value: object) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+@app.command("check")
+def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
+    """Validate the configuration; exit 2 with a clear message on the first problem."""
+    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.output import say
+
+    cfg = load_config(workspace_path(workspace), config)
+    files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
+    say(f"io: config ok ({files})")

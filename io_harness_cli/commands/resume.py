@@ -1,0 +1,72 @@
+"""`io resume RUN_ID`: continue a crashed, interrupted or paused run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The run to resume (a unique prefix works).")],
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    answer: Annotated[str | None, typer.Option(
+        "--answer", help="The answer to the question the run paused on.")] = None,
+    approve: Annotated[bool, typer.Option(
+        "--approve", help="Approve the act the run paused on.")] = False,
+    deny: Annotated[bool, typer.Option("--deny", help="Deny the act the run paused on.")] = False,
+    stored_policy: Annotated[bool, typer.Option(
+        "--stored-policy", help="Resume under the policy recorded for the run.")] = False,
+) -> None:
+    """Resume RUN_ID where it stopped; nothing committed is run or requested again."""
+    from io_harness_cli.commands._drive import EventOutput, drive, exit_with
+
+    out = EventOutput(json_out)
+
+    def body() -> object:
+        from harness_core import Policy, Runner, Store, UsageError
+
+        from io_harness_cli.commands._common import (
+            build_provider,
+            build_spec,
+            load_config,
+            make_approver,
+            workspace_path,
+        )
+        from io_harness_cli.commands.tool import handle_extras
+
+        if approve and deny:
+            raise UsageError("--approve and --deny exclude each other")
+        ws_hint = workspace_path(workspace) if workspace is not None else None
+        cfg = load_config(ws_hint or Path("."), config)
+        store = Store(cfg.store_path)
+        try:
+            record = store.find_run(run_id)
+            out.run_id = record.run_id
+            ws = ws_hint or Path(record.workspace)
+            if ws_hint is None:
+                ws = workspace_path(ws)
+                cfg = load_config(ws, config)
+            spec = build_spec(cfg, ws, record.goal)
+            if stored_policy:
+                from dataclasses import replace
+
+                spec = replace(spec, policy=Policy.from_json(record.policy))
+            provider = build_provider(cfg)
+            try:
+                runner = Runner(store, provider, on_event=out,
+                                approver=make_approver(not json_out),
+                                extras=handle_extras(store))
+                decision = True if approve else (False if deny else None)
+                return runner.resume(record.run_id, spec, approve=decision, answer=answer)
+            finally:
+                provider.close()
+        finally:
+            store.close()
+
+    exit_with(drive(out, body))  # type: ignore[arg-type]

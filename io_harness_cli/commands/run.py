@@ -1,0 +1,86 @@
+"""`io run [GOAL]`: run the contract's goal (or GOAL, or `-` for stdin) in a workspace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+
+def run(
+    goal: Annotated[str | None, typer.Argument(help="The goal; `-` reads it from stdin.")] = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    scratch: Annotated[bool, typer.Option(
+        "--scratch", help="Run on a temporary copy of the workspace; print the diff.")] = False,
+) -> None:
+    """Run an agent on GOAL (or the contract's goal) inside the configured boundary."""
+    from io_harness_cli.commands._drive import EventOutput, drive
+
+    out = EventOutput(json_out)
+    copy: list[Path] = []
+
+    def body() -> object:
+        from harness_core import Runner, UsageError
+
+        from io_harness_cli.commands._common import (
+            build_provider,
+            build_spec,
+            load_config,
+            make_approver,
+            open_store,
+            workspace_path,
+        )
+        from io_harness_cli.commands._scratch import make_scratch
+        from io_harness_cli.commands.tool import handle_extras
+
+        ws = workspace_path(workspace)
+        if scratch:
+            copy.append(make_scratch(ws))
+            ws = copy[0]
+        cfg = load_config(ws, _scratch_config(config, workspace, ws) if scratch else config)
+        text = _goal(goal, cfg.contract.goal)
+        if not text.strip():
+            raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
+        spec = build_spec(cfg, ws, text)
+        provider = build_provider(cfg)
+        store = open_store(cfg)
+        try:
+            runner = Runner(store, provider, on_event=out, approver=make_approver(not json_out),
+                            extras=handle_extras(store))
+            return runner.start(spec)
+        finally:
+            provider.close()
+            store.close()
+
+    from io_harness_cli.commands._drive import exit_with
+
+    code = drive(out, body)  # type: ignore[arg-type]
+    if copy:
+        from io_harness_cli.commands._scratch import report_scratch
+
+        report_scratch(workspace_path(workspace), copy[0])
+    exit_with(code)
+
+
+def _goal(goal: str | None, default: str) -> str:
+    if goal == "-":
+        return sys.stdin.read()
+    return goal if goal is not None else default
+
+
+def _scratch_config(config: Path | None, workspace: Path | None, copy: Path) -> Path | None:
+    """A --config inside the original workspace points at its twin in the copy."""
+    if config is None:
+        return None
+    original = (workspace or Path(".")).resolve()
+    resolved = config.resolve()
+    try:
+        return copy / resolved.relative_to(original)
+    except ValueError:
+        return config

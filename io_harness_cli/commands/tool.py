@@ -1,0 +1,127 @@
+"""`io tool NAME --args JSON`: one built-in tool call under the loaded policy, no model.
+
+For operators checking what a policy admits, and for scripts. Exit 0 when the tool ran
+(whatever a command's own status), 1 when it was refused or failed, 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import Store, ToolContext
+
+
+def handle_extras(store: Store) -> Callable[[str, ToolContext], dict[str, Any]]:
+    """The run-scoped services of the shell tools (process handles) for a run."""
+    def make(run_id: str, ctx: ToolContext) -> dict[str, Any]:
+        from harness_core import HandleRegistry
+
+        return {"handles": HandleRegistry(store=store, run_id=run_id, launcher=ctx.launcher,
+                                          workspace=ctx.workspace, gate=ctx.gate)}
+    return make
+
+
+def tool(
+    name: Annotated[str, typer.Argument(help="The built-in tool, e.g. read_file, exec, shell.")],
+    args: Annotated[str, typer.Option("--args", help="The tool's arguments as a JSON object.")]
+    = "{}",
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Call one tool in the workspace under the loaded policy and print what the model
+    would see."""
+    from harness_core import (
+        ApprovalPending,
+        Gate,
+        HarnessError,
+        InvalidToolArguments,
+        RunSpec,
+        SystemClock,
+        ToolCall,
+        Toolbox,
+        ToolContext,
+        ToolOutcome,
+        UsageError,
+        build_launchers,
+    )
+
+    from io_harness_cli.commands._common import (
+        build_spec,
+        fail,
+        load_config,
+        make_approver,
+        open_store,
+        workspace_path,
+    )
+    from io_harness_cli.output import say, write_json
+
+    try:
+        try:
+            parsed = json.loads(args)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--args is not valid JSON: {exc.msg} at column {exc.colno}") \
+                from exc
+        if not isinstance(parsed, dict):
+            raise UsageError("--args must be a JSON object, e.g. '{\"path\": \"README.md\"}'")
+        ws = workspace_path(workspace)
+        cfg = load_config(ws, config)
+        spec: RunSpec = build_spec(cfg, ws, "io tool")
+        toolbox = Toolbox.builtins()
+        if name not in toolbox.names():
+            raise UsageError(f"unknown tool {name!r}; built-ins: {', '.join(toolbox.names())}")
+        launchers = build_launchers(spec)
+        gate = Gate(spec.policy, store=None, run_id="", approver=make_approver(not json_out),
+                    emit=lambda event: None)
+        ctx = ToolContext(workspace=spec.workspace, gate=gate, launcher=launchers.commands,
+                          clock=SystemClock(), output_cap=spec.output_cap,
+                          exec_timeout=spec.exec_timeout)
+        store = open_store(cfg) if name.startswith("shell_") else None
+        registry = None
+        if store is not None:
+            ctx.extras.update(handle_extras(store)("io-tool", ctx))
+            registry = ctx.extras["handles"]
+        try:
+            outcome = toolbox.call(ToolCall("io-tool", name, parsed), ctx)
+        except ApprovalPending as pending:
+            outcome = ToolOutcome(
+                f"refused: {pending.act.describe()} needs approval and there is no terminal"
+                " to ask", is_error=True)
+            from harness_core import Refusal
+
+            outcome = ToolOutcome(outcome.output, True, {}, Refusal(
+                reason="needs approval (approval = \"ask\") and io tool cannot pause",
+                act=pending.act.kind.value, target=pending.act.describe(),
+                rule=pending.decision.rule, layer=pending.decision.layer))
+        except InvalidToolArguments as exc:
+            raise UsageError(str(exc)) from exc
+        finally:
+            if registry is not None:
+                registry.close_all()
+            if store is not None:
+                store.close()
+    except HarnessError as exc:
+        fail(exc)
+    ran = outcome.refused is None and (
+        not outcome.is_error or outcome.data.get("exit_status") is not None)
+    if json_out:
+        if outcome.refused is not None:
+            write_json({"ok": False, "tool": name, "refused": outcome.refused.to_json(),
+                        "output": outcome.output})
+        else:
+            write_json({"ok": ran, "tool": name, "output": outcome.output,
+                        "data": outcome.data})
+    else:
+        import sys
+
+        sys.stdout.write(outcome.output + ("" if outcome.output.endswith("\n") else "\n"))
+        if not ran:
+            say(f"io: {name} {'was refused' if outcome.refused else 'failed'}")
+    raise typer.Exit(0 if ran else 1)

@@ -1,0 +1,78 @@
+"""`io trace RUN_ID`: one run's steps, tool calls, refusals, usage and sandbox."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+
+def trace(
+    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).")],
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    plan: Annotated[bool, typer.Option("--plan", help="Show only the agent's current plan.")]
+    = False,
+) -> None:
+    """Show what RUN_ID did: each step, each call and its observation, each refusal."""
+    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.output import say, write_json
+
+    cfg = load_config(workspace_path(workspace), config)
+    store = open_store(cfg)
+    try:
+        record = store.find_run(run_id)
+        if plan:
+            items = store.todos(record.run_id) if hasattr(store, "todos") else []
+            if json_out:
+                write_json({"run_id": record.run_id, "plan": items})
+            else:
+                from io_harness_cli.render import render_plan
+
+                render_plan(items)
+            return
+        data = _collect(store, record.run_id)
+    finally:
+        store.close()
+    if json_out:
+        write_json(data)
+        return
+    from io_harness_cli.render import render_trace
+
+    render_trace(data)
+    if data["run"]["status"] == "paused":
+        say(f"paused: {data['run']['pause']}")
+
+
+def _collect(store: Any, run_id: str) -> dict[str, Any]:
+    record = store.run(run_id)
+    ledger = store.ledger(run_id)
+    calls: dict[int, list[dict[str, Any]]] = {}
+    for e in ledger:
+        calls.setdefault(e.step_index, []).append({
+            "call_id": e.call_id, "name": e.name, "arguments": e.arguments,
+            "observation": e.observation, "is_error": e.is_error,
+            "state": "observed" if e.has_observation else "intent only",
+        })
+    steps = [{
+        "step": s.step_index, "created_at": s.created_at, "text": s.text,
+        "provider": s.provider, "model": s.model_served, "usage": s.usage,
+        "latency_ms": s.latency_ms, "ttft_ms": s.ttft_ms, "calls": calls.get(s.step_index, []),
+    } for s in store.steps(run_id)]
+    return {
+        "run": {
+            "run_id": record.run_id, "status": record.status.value, "goal": record.goal,
+            "workspace": record.workspace, "created_at": record.created_at,
+            "reason": record.reason, "pause": record.pause, "steps": record.steps_used,
+            "tokens": record.tokens_used, "wall_seconds": round(record.wall_used, 3),
+            "sandbox": record.sandbox, "session_id": record.session_id,
+        },
+        "steps": steps,
+        "refusals": [vars(p) for p in store.policy_events(run_id)],
+        "verifications": [vars(v) for v in store.verifications(run_id)],
+        "edits": store.edits(run_id),
+        "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
+    }

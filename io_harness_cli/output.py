@@ -1,0 +1,48 @@
+"""Where output goes: JSON lines own stdout under `--json`; human text goes to stderr.
+
+`NO_COLOR` (any value) or a non-TTY stream gives plain text; `FORCE_COLOR` overrides.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+__all__ = ["error", "is_tty", "say", "use_color", "write_json"]
+
+
+def is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def use_color(stream: TextIO | None = None) -> bool:
+    """Whether to style text on `stream` (stderr by default)."""
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    if "NO_COLOR" in os.environ:
+        return False
+    return is_tty(stream or sys.stderr)
+
+
+def write_json(obj: Any) -> None:
+    """One JSON object on one line of stdout, flushed at once."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def say(text: str) -> None:
+    """A line of human text on stderr."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def error(message: str, hint: str | None = None) -> None:
+    """The one `io: error: …` line, and a hint when there is one."""
+    say(f"io: error: {message}")
+    if hint:
+        say(f"hint: {hint}")

@@ -1,0 +1,643 @@
+"""Loopback fakes of the Anthropic, OpenAI and OpenRouter HTTP APIs, SSE included.
+
+`start_vendor_server(vendor)` starts a real HTTP server on 127.0.0.1 in a thread and
+returns a `FakeVendorServer`: its `base_url` (what a provider's `base_url` should be),
+a queue of scripted replies (`push`), an optional `responder` for endless scripts (the
+benchmarks), every request it received (`requests`), and every broken invariant it saw
+(`violations`: a test asserts it is empty).
+
+Replies are written vendor-neutrally (`Turn`: text, tool calls, usage, served model …)
+and rendered in the vendor's own wire format, as JSON or as an event stream depending
+on what the request asked for. Failure shapes: `Fail` (any status and body, with
+headers such as ``retry-after``), `Cut` (a stream that stops mid-event), `StreamFail`
+(an error event inside a stream), `Hang` (no answer until released: read timeouts) and
+`EchoKey401` (a 401 that echoes the key it was sent, the way vendors do).
+
+Invariants checked on every request: the auth header, the body's shape, and that every
+tool result answers a tool call made in the assistant turn just before it (and every
+such call is answered). A violation is recorded and answered with a 400.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Vendor = Literal["anthropic", "openai", "openrouter"]
+VENDORS: tuple[Vendor, ...] = ("anthropic", "openai", "openrouter")
+
+PATHS: dict[str, str] = {
+    "anthropic": "/v1/messages",
+    "openai": "/v1/chat/completions",
+    "openrouter": "/api/v1/chat/completions",
+}
+BASE_PATHS: dict[str, str] = {"anthropic": "", "openai": "/v1", "openrouter": "/api/v1"}
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+# --- scripted replies ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FakeCall:
+    """A tool call the fake model makes; `arguments` is raw text, so it may be malformed."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One successful completion, vendor-neutral.
+
+    Attributes:
+        text: The assistant text.
+        tool_calls: Tool calls to make.
+        model: The model that "served" (default: the one requested).
+        usage: Usage in the vendor's own shape (default: a small fixed count).
+        pieces: Split text and each call's arguments into this many stream deltas.
+        citations: ``{"url", "title", "cited_text"}`` dicts attached to the text.
+        server_tools: ``(name, input)`` provider-executed tool calls (Anthropic blocks).
+        extra_events: Raw SSE text inserted right after the first event (unknown event
+            types, pings, comments).
+        coalesce: Write the whole stream in one chunk (benchmarks), not one per event.
+        stop_reason: Override the vendor stop/finish reason.
+    """
+
+    text: str = ""
+    tool_calls: tuple[FakeCall, ...] = ()
+    model: str | None = None
+    usage: dict[str, Any] | None = None
+    pieces: int = 1
+    citations: tuple[dict[str, str], ...] = ()
+    server_tools: tuple[tuple[str, dict[str, Any]], ...] = ()
+    extra_events: tuple[str, ...] = ()
+    coalesce: bool = False
+    stop_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Fail:
+    """An HTTP error reply: status, JSON (dict) or text body, extra headers."""
+
+    status: int
+    body: dict[str, Any] | str = ""
+    headers: dict[str, str] = field(default_factory=lambda: {})
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A stream of `turn` that stops in the middle of event number `after_events`.
+
+    ``mode="chunked"`` drops the connection inside a chunked body (the client sees a
+    protocol error); ``mode="eof"`` closes a connection-delimited body cleanly, so only
+    the missing end-of-stream event shows that the answer is incomplete.
+    """
+
+    turn: Turn
+    after_events: int = 3
+    mode: Literal["chunked", "eof"] = "chunked"
+
+
+@dataclass(frozen=True)
+class StreamFail:
+    """A stream of `turn` that sends the vendor's error event after `after_events`."""
+
+    turn: Turn
+    error: dict[str, Any]
+    after_events: int = 2
+
+
+@dataclass(frozen=True)
+class Hang:
+    """No answer until `release` is set (or the server closes), then a 500."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class EchoKey401:
+    """A 401 whose body echoes the received key's first 16 characters and its base64."""
+
+
+Reply = Turn | Fail | Cut | StreamFail | Hang | EchoKey401
+
+
+def anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    """Anthropic's error body (``overloaded_error``, ``rate_limit_error`` …)."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def openai_error(message: str, kind: str = "server_error", code: Any = None) -> dict[str, Any]:
+    """The Chat Completions error body."""
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
+@dataclass
+class RecordedRequest:
+    """One request the fake received."""
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def wants_stream(self) -> bool:
+        return isinstance(self.body, dict) and bool(self.body.get("stream"))
+
+
+# --- rendering -----------------------------------------------------------------------
+
+
+def _split(text: str, pieces: int) -> list[str]:
+    if not text:
+        return []
+    n = max(1, min(pieces, len(text)))
+    step = -(-len(text) // n)
+    return [text[i : i + step] for i in range(0, len(text), step)]
+
+
+def _sse(event: str | None, data: Any) -> str:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
+
+
+def _anthropic_usage(turn: Turn) -> dict[str, Any]:
+    return dict(turn.usage) if turn.usage is not None else {"input_tokens": 10, "output_tokens": 5}
+
+
+def _anthropic_stop(turn: Turn) -> str:
+    return turn.stop_reason or ("tool_use" if turn.tool_calls else "end_turn")
+
+
+def _anthropic_blocks(turn: Turn) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for i, (name, tool_input) in enumerate(turn.server_tools):
+        blocks.append({"type": "server_tool_use", "id": f"srvtoolu_{i}", "name": name, "input": tool_input})
+        blocks.append({"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{i}", "content": []})
+    if turn.text or turn.citations:
+        block: dict[str, Any] = {"type": "text", "text": turn.text}
+        if turn.citations:
+            block["citations"] = [
+                {"type": "web_search_result_location", "encrypted_index": "x", **c} for c in turn.citations
+            ]
+        blocks.append(block)
+    for call in turn.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": json.loads(call.arguments)})
+    return blocks
+
+
+def render_anthropic(turn: Turn, model: str, stream: bool) -> dict[str, Any] | list[str]:
+    usage = _anthropic_usage(turn)
+    served = turn.model or model
+    if not stream:
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": served,
+            "content": _anthropic_blocks(turn),
+            "stop_reason": _anthropic_stop(turn),
+            "stop_sequence": None,
+            "usage": usage,
+        }
+    start_usage = {k: v for k, v in usage.items() if k not in ("output_tokens", "server_tool_use")}
+    start_usage["output_tokens"] = 1
+    events = [
+        _sse("message_start", {
+            "type": "message_start",
+            "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": served,
+                        "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage},
+        }),
+        *turn.extra_events,
+        _sse("ping", {"type": "ping"}),
+    ]
+    index = 0
+    for i, (name, tool_input) in enumerate(turn.server_tools):
+        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                           "content_block": {"type": "server_tool_use", "id": f"srvtoolu_{i}", "name": name, "input": {}}}))
+        events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                           "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}}))
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                           "content_block": {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{i}", "content": []}}))
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    if turn.text or turn.citations:
+        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                           "content_block": {"type": "text", "text": ""}}))
+        for c in turn.citations:
+            events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                               "delta": {"type": "citations_delta", "citation": {"type": "web_search_result_location", "encrypted_index": "x", **c}}}))
+        for piece in _split(turn.text, turn.pieces):
+            events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                               "delta": {"type": "text_delta", "text": piece}}))
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    for call in turn.tool_calls:
+        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
+                           "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}}))
+        for piece in _split(call.arguments, turn.pieces):
+            events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
+                               "delta": {"type": "input_json_delta", "partial_json": piece}}))
+        events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+    delta_usage = {"output_tokens": usage.get("output_tokens", 0)}
+    if "server_tool_use" in usage:
+        delta_usage["server_tool_use"] = usage["server_tool_use"]
+    events.append(_sse("message_delta", {"type": "message_delta",
+                       "delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None}, "usage": delta_usage}))
+    events.append(_sse("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _openai_usage(turn: Turn) -> dict[str, Any]:
+    if turn.usage is not None:
+        return dict(turn.usage)
+    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def _annotations(turn: Turn) -> list[dict[str, Any]]:
+    return [
+        {"type": "url_citation", "url_citation": {"url": c["url"], "title": c.get("title", ""),
+                                                  "start_index": 0, "end_index": len(turn.text)}}
+        for c in turn.citations
+    ]
+
+
+def render_openai(turn: Turn, model: str, stream: bool, vendor: str, include_usage: bool) -> dict[str, Any] | list[str]:
+    served = turn.model or model
+    finish = turn.stop_reason or ("tool_calls" if turn.tool_calls else "stop")
+    if not stream:
+        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
+        if turn.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in turn.tool_calls
+            ]
+        if turn.citations:
+            message["annotations"] = _annotations(turn)
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": served,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": _openai_usage(turn)}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+        return _sse(None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                           "model": served, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+    events: list[str] = []
+    if vendor == "openrouter":
+        events.append(": OPENROUTER PROCESSING\n\n")
+    events.append(chunk({"role": "assistant", "content": ""}))
+    events.extend(turn.extra_events)
+    for piece in _split(turn.text, turn.pieces):
+        events.append(chunk({"content": piece}))
+    for k, call in enumerate(turn.tool_calls):
+        events.append(chunk({"tool_calls": [{"index": k, "id": call.id, "type": "function",
+                                             "function": {"name": call.name, "arguments": ""}}]}))
+        for piece in _split(call.arguments, turn.pieces):
+            events.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}))
+    if turn.citations:
+        events.append(chunk({"annotations": _annotations(turn)}))
+    events.append(chunk({}, finish))
+    if include_usage:
+        events.append(_sse(None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                                  "model": served, "choices": [], "usage": _openai_usage(turn)}))
+    events.append(_sse(None, "[DONE]"))
+    return events
+
+
+# --- invariants ----------------------------------------------------------------------
+
+
+def check_anthropic(headers: dict[str, str], body: Any) -> list[str]:
+    problems: list[str] = []
+    if not headers.get("x-api-key"):
+        problems.append("missing x-api-key header")
+    if not headers.get("anthropic-version"):
+        problems.append("missing anthropic-version header")
+    if not isinstance(body, dict):
+        return problems + ["body is not a JSON object"]
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        problems.append("model missing")
+    if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
+        problems.append("max_tokens missing or not positive")
+    for tool in body.get("tools") or ():
+        if "type" in tool and tool["type"].startswith("web_"):
+            if tool["type"].startswith("web_fetch") and "web-fetch" not in headers.get("anthropic-beta", ""):
+                problems.append("web_fetch tool without its anthropic-beta header")
+            continue
+        if not _TOOL_NAME.match(str(tool.get("name", ""))):
+            problems.append(f"bad tool name {tool.get('name')!r}")
+        if not isinstance(tool.get("input_schema"), dict):
+            problems.append(f"tool {tool.get('name')!r} has no input_schema")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return problems + ["messages missing or empty"]
+    if messages[0].get("role") != "user":
+        problems.append("first message is not a user turn")
+    pending: set[str] = set()
+    previous_role = ""
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            problems.append(f"message {i} has role {role!r}")
+        if role == previous_role:
+            problems.append(f"message {i} repeats role {role!r}")
+        previous_role = role
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if not blocks:
+            problems.append(f"message {i} has empty content")
+        answered: set[str] = set()
+        called: set[str] = set()
+        for block in blocks:
+            kind = block.get("type")
+            if kind == "text" and not block.get("text"):
+                problems.append(f"message {i} has an empty text block")
+            elif kind == "tool_use":
+                called.add(block.get("id"))
+            elif kind == "tool_result":
+                if block.get("tool_use_id") not in pending:
+                    problems.append(f"tool_result {block.get('tool_use_id')!r} answers no call in the previous turn")
+                answered.add(block.get("tool_use_id"))
+        if role == "user" and pending - answered:
+            problems.append(f"tool calls {sorted(pending - answered)} were never answered")
+        pending = called if role == "assistant" else set()
+    return problems
+
+
+def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
+    problems: list[str] = []
+    auth = headers.get("authorization", "")
+    if not auth.startswith("Bearer ") or len(auth) <= len("Bearer "):
+        problems.append("missing Bearer authorization header")
+    if not isinstance(body, dict):
+        return problems + ["body is not a JSON object"]
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        problems.append("model missing")
+    if "stream_options" in body and not body.get("stream"):
+        problems.append("stream_options sent without stream")
+    if vendor == "openai" and "plugins" in body:
+        problems.append("plugins is an OpenRouter field")
+    for tool in body.get("tools") or ():
+        function = tool.get("function") or {}
+        if tool.get("type") != "function" or not _TOOL_NAME.match(str(function.get("name", ""))):
+            problems.append(f"bad tool {tool!r}")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return problems + ["messages missing or empty"]
+    pending: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            problems.append(f"message {i} has role {role!r}")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in pending:
+                problems.append(f"tool message {call_id!r} answers no open call")
+            pending.discard(call_id)
+            continue
+        if pending:
+            problems.append(f"tool calls {sorted(pending)} were never answered")
+        pending = set()
+        if role == "assistant":
+            for call in message.get("tool_calls") or ():
+                if not call.get("id") or call.get("type") != "function":
+                    problems.append(f"bad tool call {call!r}")
+                if not isinstance((call.get("function") or {}).get("arguments"), str):
+                    problems.append("tool call arguments must be a string")
+                pending.add(call.get("id"))
+            if message.get("content") is None and not message.get("tool_calls"):
+                problems.append(f"assistant message {i} has neither content nor tool calls")
+    return problems
+
+
+# --- the server ----------------------------------------------------------------------
+
+
+class FakeVendorServer:
+    """A running fake; use `start_vendor_server` to make one, `close` (or `with`) to stop."""
+
+    def __init__(self, vendor: Vendor, *, api_key: str | None = None) -> None:
+        self.vendor = vendor
+        self.api_key = api_key
+        self.requests: list[RecordedRequest] = []
+        self.violations: list[str] = []
+        self.responder: Callable[[RecordedRequest], Reply] | None = None
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._hangs: list[threading.Event] = []
+        self._closed = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """What the provider's `base_url` should be for this vendor."""
+        return f"http://127.0.0.1:{self.port}{BASE_PATHS[self.vendor]}"
+
+    def push(self, *replies: Reply) -> None:
+        """Queue replies, answered in order, one per request."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """Replies queued and not yet sent."""
+        with self._lock:
+            return len(self._queue)
+
+    def next_reply(self, request: RecordedRequest) -> Reply | None:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(request) if self.responder is not None else None
+
+    def close(self) -> None:
+        self._closed.set()
+        for hang in self._hangs:
+            hang.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeVendorServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_vendor_server(
+    vendor: Vendor, *, api_key: str | None = None, responder: Callable[[RecordedRequest], Reply] | None = None
+) -> FakeVendorServer:
+    """Start a fake of `vendor` on a free loopback port.
+
+    Args:
+        vendor: ``anthropic``, ``openai`` or ``openrouter``.
+        api_key: When set, a request with another key gets a plain 401.
+        responder: Answers requests once the queue is empty (else a 500 and a violation).
+    """
+    server = FakeVendorServer(vendor, api_key=api_key)
+    server.responder = responder
+    return server
+
+
+def _handler_for(fake: FakeVendorServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        pass
+
+    Handler.fake = fake
+    return Handler
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 10
+    fake: FakeVendorServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except OSError:
+            pass  # the client went away (a timeout test, a cut stream)
+
+    def do_POST(self) -> None:
+        fake = self.fake
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = None
+        request = RecordedRequest(self.path, headers, body)
+        if self.path != PATHS[fake.vendor]:
+            fake.requests.append(request)
+            fake.violations.append(f"request to unknown path {self.path}")
+            return self._json(404, self._error_body("not found"))
+        problems = (
+            check_anthropic(headers, body) if fake.vendor == "anthropic" else check_openai(headers, body, fake.vendor)
+        )
+        if problems:
+            fake.requests.append(request)
+            fake.violations.extend(problems)
+            return self._json(400, self._error_body("fake: " + "; ".join(problems)))
+        sent_key = self._sent_key(headers)
+        if fake.api_key is not None and sent_key != fake.api_key:
+            fake.requests.append(request)
+            return self._json(401, self._error_body("invalid api key"))
+        reply = fake.next_reply(request)
+        if reply is None:
+            fake.violations.append("request with no scripted reply")
+            return self._json(500, self._error_body("fake: no scripted reply"))
+        self._answer(reply, request, sent_key)
+
+    def _sent_key(self, headers: dict[str, str]) -> str:
+        if self.fake.vendor == "anthropic":
+            return headers.get("x-api-key", "")
+        return headers.get("authorization", "").removeprefix("Bearer ")
+
+    def _error_body(self, message: str) -> dict[str, Any]:
+        if self.fake.vendor == "anthropic":
+            return anthropic_error("invalid_request_error", message)
+        return openai_error(message, "invalid_request_error")
+
+    def _answer(self, reply: Reply, request: RecordedRequest, sent_key: str) -> None:
+        if isinstance(reply, Fail):
+            body = reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
+            return self._send(reply.status, body.encode(), "application/json", reply.headers)
+        if isinstance(reply, EchoKey401):
+            encoded = base64.b64encode(sent_key.encode()).decode()
+            message = f"Incorrect API key provided: {sent_key[:16]}****. (token {encoded})"
+            body = anthropic_error("authentication_error", message) if self.fake.vendor == "anthropic" else openai_error(
+                message, "invalid_request_error", "invalid_api_key")
+            return self._json(401, body)
+        if isinstance(reply, Hang):
+            self.fake._hangs.append(reply.release)
+            reply.release.wait(timeout=30)
+            return self._json(500, self._error_body("fake: released"))
+        turn = reply.turn if isinstance(reply, Cut | StreamFail) else reply
+        rendered = self._render(turn, request)
+        if isinstance(rendered, dict):
+            return self._json(200, rendered)
+        if isinstance(reply, Cut):
+            return self._cut(rendered, reply)
+        if isinstance(reply, StreamFail):
+            error_event = _sse("error", reply.error) if self.fake.vendor == "anthropic" else _sse(None, reply.error)
+            rendered = rendered[: reply.after_events] + [error_event]
+        self._stream(rendered, coalesce=turn.coalesce)
+
+    def _render(self, turn: Turn, request: RecordedRequest) -> dict[str, Any] | list[str]:
+        body = request.body
+        model = str(body.get("model"))
+        if self.fake.vendor == "anthropic":
+            return render_anthropic(turn, model, request.wants_stream)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return render_openai(turn, model, request.wants_stream, self.fake.vendor, include_usage)
+
+    def _json(self, status: int, body: dict[str, Any]) -> None:
+        self._send(status, json.dumps(body).encode(), "application/json", {})
+
+    def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(payload)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _stream(self, events: list[str], *, coalesce: bool) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        blocks = ["".join(events)] if coalesce else events
+        for block in blocks:
+            data = block.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _cut(self, events: list[str], cut: Cut) -> None:
+        kept = events[: cut.after_events]
+        partial = events[cut.after_events][: max(1, len(events[cut.after_events]) // 2)] if cut.after_events < len(events) else ""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        if cut.mode == "chunked":
+            self.send_header("transfer-encoding", "chunked")
+        else:
+            self.send_header("connection", "close")
+        self.end_headers()
+        for block in [*kept, partial]:
+            data = block.encode()
+            if not data:
+                continue
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if cut.mode == "chunked" else data)
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

@@ -1,0 +1,41 @@
+"""io.toml.example documents every key io accepts, and loads cleanly."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+from harness_core.config import load, schema_keys
+from harness_core.config._schema import keys_in
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "io.toml.example"
+ENV_IT_NEEDS = {"ANTHROPIC_API_KEY": "sk-ant-example", "OPENROUTER_API_KEY": "sk-or-example"}
+
+
+def test_example_loads_cleanly_as_the_project_scope(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE, tmp_path / "io.toml")
+    env = {
+        "IO_SYSTEM_CONFIG": str(tmp_path / "none"),
+        "HOME": str(tmp_path / "home"),
+        **ENV_IT_NEEDS,
+    }
+    config = load(tmp_path, env=env)
+    assert config.provider is not None
+    assert config.provider.api_key == "sk-ant-example"
+    assert config.prices is not None
+
+
+def test_example_sets_exactly_the_keys_of_the_schema() -> None:
+    document = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
+    in_example = keys_in(document)
+    assert sorted(schema_keys() - in_example) == [], "keys missing from io.toml.example"
+    assert sorted(in_example - schema_keys()) == [], "keys in io.toml.example unknown to the schema"
+
+
+def test_every_table_of_the_example_is_explained() -> None:
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    headers = [i for i, line in enumerate(lines) if line.startswith("[")]
+    for index in headers:
+        around = lines[max(0, index - 1) : index + 2]
+        assert any(line.lstrip().startswith("#") for line in around), lines[index]
