@@ -265,9 +265,7 @@ def _key(row: SpendRow, by: SpendBy) -> str | None:
     return when.date().isoformat()
 
 
-def summarize(
-    rows: Iterable[SpendRow], prices: PriceTable | None, *, by: SpendBy
-) -> SpendReport:
+def summarize(rows: Iterable[SpendRow], prices: PriceTable | None, *, by: SpendBy) -> SpendReport:
     """Group completions and derive their cost.
 
     Args:

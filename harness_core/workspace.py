@@ -6,7 +6,8 @@ and symbolic links component by component, so ``..`` above the root, an absolute
 outside it, a sibling that merely shares a string prefix (``/w/proj-evil`` next to
 ``/w/proj``), a link pointing out (``/proc/self/root/...`` included) and a link loop
 are all refused. A link inside the root that stays inside is followed, and the real
-path is returned.
+path is returned: every operation then acts on that real path, which is also the path
+the policy is asked about, so what was checked is what is touched.
 
 Resolving is a check, and a check can go stale: a command may swap a directory for a
 link between the check and the use. So the I/O never reopens the resolved path by
@@ -41,7 +42,9 @@ from harness_core.errors import PathEscape, WorkspaceError
 
 __all__ = ["DirEntry", "Workspace"]
 
-_USE_DIR_FD = {os.open, os.stat, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd
+_USE_DIR_FD = {os.open, os.stat, os.mkdir, os.rename, os.unlink} <= os.supports_dir_fd and (
+    os.scandir in os.supports_fd
+)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -174,7 +177,6 @@ _MESSAGES = {
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
     errno.ELOOP: "a symbolic link is in the way (the workspace does not follow links here)",
-    errno.EMLINK: "a symbolic link is in the way (the workspace does not follow links here)",
     errno.EEXIST: "already exists",
     errno.ENOTEMPTY: "directory is not empty",
     errno.ENOSPC: "no space left on device",
@@ -263,25 +265,17 @@ class Workspace:
                 continue
             if name == "..":
                 if not resolved:
-                    if last_link:
-                        raise PathEscape(original, _through(last_link))
-                    raise PathEscape(original)
+                    raise PathEscape(original, *([_through(last_link)] if last_link else []))
                 resolved.pop()
                 continue
-            location = os.path.join(self._root, *resolved, name)
-            try:
-                is_link = stat.S_ISLNK(os.lstat(location).st_mode)
-            except OSError:
-                is_link = False  # absent (or unreadable): kept as written, the I/O decides
-            if not is_link:
+            target = _link_target(os.path.join(self._root, *resolved, name))
+            if target is None:
                 resolved.append(name)
                 continue
             links += 1
             if links > _MAX_LINKS:
                 raise WorkspaceError(f"path {original!r} goes through too many symbolic links")
             last_link = "/".join([*resolved, name])
-            with _translated("read the link", last_link):
-                target = os.readlink(location)
             if _is_absolute(target):
                 resolved = []
                 try:
@@ -394,7 +388,7 @@ class Workspace:
         self.write_bytes(path, text.encode("utf-8"))
 
     def remove(self, path: str) -> None:
-        """Delete the file (or link) at `path`; never a directory, never through a link.
+        """Delete the file at `path` (a link inside the root is resolved like any path).
 
         Raises:
             PathEscape: `path` leaves the root.
@@ -437,10 +431,11 @@ class Workspace:
                 return None
 
     def exists(self, path: str) -> bool:
-        """Whether something is at `path` (a link found there at use time is reported).
+        """Whether something (a file, a directory, anything) is at `path`.
 
         Raises:
             PathEscape: `path` leaves the root.
+            WorkspaceError: A link is in the way of a parent directory at use time.
         """
         return self._lstat(path) is not None
 
@@ -553,10 +548,25 @@ class Workspace:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EMLINK):
+            if exc.errno == errno.ELOOP:
                 return None
             with _translated("list", rel):
                 raise
+
+
+def _link_target(location: str) -> str | None:
+    """The target of the link at `location`, or None when it is not (or no longer) a link.
+
+    Absent or unreadable entries are kept as written; the I/O, which never follows a
+    link, then decides. A link swapped for a file between the lstat and the readlink is
+    treated as the file it now is.
+    """
+    try:
+        if not stat.S_ISLNK(os.lstat(location).st_mode):
+            return None
+        return os.readlink(location)
+    except OSError:
+        return None
 
 
 def _through(link: str) -> str:

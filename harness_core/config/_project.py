@@ -193,7 +193,7 @@ def _policy(
                 try:
                     rules.append(Rule(Effect(effect), ActKind(kind), pattern, cf.scope.value))
                 except PolicyError as exc:
-                    message = redact(exc.message, secrets)
+                    message = redact(exc.message, secrets, min_length=1)
                     raise ConfigError(
                         f"'policy.{key}[{index}]' in {cf.describe()}: {message}"
                     ) from exc

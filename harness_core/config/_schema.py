@@ -16,6 +16,7 @@ strictly as every other table (there is no serde `flatten` here to forbid it).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -331,9 +332,17 @@ def _shape_table(
         if spec is None:
             raise ConfigError(
                 f"unknown key '{dotted(here)}' in {cf.describe()}",
-                hint="io.toml.example lists every key io accepts",
+                hint=_suggest(key, table, path),
             )
         _shape(spec, value, here, cf)
+
+
+def _suggest(key: str, table: Table, path: tuple[str | int, ...]) -> str:
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(key, list(table.fields), n=1)
+    known = "io.toml.example lists every key io accepts"
+    return f"did you mean '{dotted((*path, close[0]))}'? {known}" if close else known
 
 
 def _shape(spec: Spec, value: Any, here: tuple[str | int, ...], cf: ConfigFile) -> None:
@@ -410,6 +419,8 @@ class _Annotator:
                     raise ConfigError(f"{self.where(path)}: a path must not be empty")
                 return Path(os.path.normpath(self.base_dir / value))
             return value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{self.where(path)}: must be a finite number")
         if spec.minimum is not None and value < spec.minimum:
             raise ConfigError(f"{self.where(path)}: must be at least {spec.minimum:g}")
         return value

@@ -3,20 +3,19 @@
 Pure data and pure functions: nothing here touches the filesystem, the network or the
 terminal, and nothing here confines a process (that is the sandbox's job, from a spec
 the run derives). See `harness_core.policy._policy` for the order in which a decision
-is taken.
+is taken and how patterns match.
 """
 
 from harness_core.policy._act import Act, ActKind
 from harness_core.policy._approver import ApprovalDecision, ApproveAll, Approver, DenyAll
-from harness_core.policy._policy import (
+from harness_core.policy._policy import POLICY_FORMAT, Policy
+from harness_core.policy._rules import (
     BUILTIN_LAYER,
-    POLICY_FORMAT,
     PROTECTED_WRITE_PATTERNS,
     TIER_LAYER,
     ApprovalMode,
     Decision,
     Effect,
-    Policy,
     Rule,
     Tier,
     Verdict,

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Protocol
 
 from harness_core.policy._act import Act
-from harness_core.policy._policy import Decision
+from harness_core.policy._rules import Decision
 
 __all__ = ["ApprovalDecision", "ApproveAll", "Approver", "DenyAll"]
 

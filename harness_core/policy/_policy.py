@@ -9,9 +9,9 @@ How `Policy.check` decides, in order (the first step that speaks wins):
    ``io.local.toml``, git hooks, git config, ``.gitmodules``) and the policy's own
    `protected` paths (the store, when it lies inside the workspace) — is denied unless
    an allow-write rule's pattern is exactly that path, with no glob: an agent must not
-   widen the boundary of its next run by editing the file it is loaded from.
-   Protected paths are matched case-insensitively, so ``IO.TOML`` on a case-folding
-   filesystem is caught too.
+   widen the boundary of its next run by editing the file it is loaded from. The
+   policy's own `protected` entries are literal paths, not globs. Protected paths are
+   matched case-insensitively, so ``IO.TOML`` on a case-folding filesystem is caught.
 2. **Deny rules**: any deny rule of the act's kind that matches denies. A deny in any
    layer beats an allow in any layer; the decision records that rule and its layer.
 3. **Allow rules**: any allow rule of the act's kind that matches allows.
@@ -41,204 +41,37 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
 from typing import Any
 
 from harness_core.errors import PolicyError
 from harness_core.policy._act import Act, ActKind
 from harness_core.policy._patterns import (
     GLOB_CHARS,
-    compile_command,
-    compile_host,
     compile_path,
     normalise_host,
     normalise_path_pattern,
     normalise_target_path,
 )
-
-__all__ = [
-    "BUILTIN_LAYER",
-    "POLICY_FORMAT",
-    "PROTECTED_WRITE_PATTERNS",
-    "TIER_LAYER",
-    "ApprovalMode",
-    "Decision",
-    "Effect",
-    "Policy",
-    "Rule",
-    "Tier",
-    "Verdict",
-]
-
-BUILTIN_LAYER = "builtin"
-"""Layer name of decisions the policy takes before any rule (root escape, protected paths)."""
-TIER_LAYER = "tier"
-"""Layer name of decisions taken by the tier default."""
-PROTECTED_WRITE_PATTERNS: tuple[str, ...] = (
-    "io.toml",
-    "io.local.toml",
-    ".git/hooks/**",
-    ".git/config",
-    ".gitmodules",
+from harness_core.policy._rules import (
+    BUILTIN_LAYER,
+    PROTECTED_WRITE_PATTERNS,
+    TIER_LAYER,
+    ApprovalMode,
+    Decision,
+    Effect,
+    Rule,
+    Tier,
+    Verdict,
+    compile_rule_pattern,
 )
-"""Paths no write reaches unless an allow-write rule names the exact path."""
+
+__all__ = ["POLICY_FORMAT", "Policy"]
+
 POLICY_FORMAT = 1
 """Version of `Policy.to_json`'s shape."""
 
-
-class Tier(Enum):
-    """What acts no rule names default to."""
-
-    READ_ONLY = "read-only"
-    """Reads are allowed; writes, commands and network need approval."""
-    WORKSPACE_WRITE = "workspace-write"
-    """Reads and writes are allowed; commands and network need approval."""
-    FULL = "full"
-    """Everything is allowed unless a rule or the built-in layer denies it."""
-
-    @staticmethod
-    def parse(value: str) -> Tier:
-        """The tier named `value`.
-
-        Raises:
-            PolicyError: `value` names no tier.
-        """
-        for tier in Tier:
-            if tier.value == value:
-                return tier
-        names = ", ".join(t.value for t in Tier)
-        raise PolicyError(f"unknown policy tier {value!r}", hint=f"use one of: {names}")
-
-    def allows(self, kind: ActKind) -> bool:
-        """Whether this tier allows an act of `kind` that no rule names."""
-        if kind is ActKind.READ:
-            return True
-        if kind is ActKind.WRITE:
-            return self is not Tier.READ_ONLY
-        return self is Tier.FULL
-
-
 _TIER_RANK = {Tier.READ_ONLY: 0, Tier.WORKSPACE_WRITE: 1, Tier.FULL: 2}
-
-
-class Effect(Enum):
-    """What a rule does to the acts it matches."""
-
-    ALLOW = "allow"
-    """Permit the act (unless a deny rule or the built-in layer refuses it)."""
-    DENY = "deny"
-    """Refuse the act, whatever any allow rule says."""
-
-
-class Verdict(Enum):
-    """The outcome of `Policy.check`."""
-
-    ALLOW = "allow"
-    """The act may go ahead."""
-    DENY = "deny"
-    """The act is refused; the refusal is an observation for the model."""
-    ASK = "ask"
-    """An `Approver` must decide; without one able to answer now, the run pauses."""
-
-
 _VERDICT_RANK = {Verdict.DENY: 0, Verdict.ASK: 1, Verdict.ALLOW: 2}
-
-
-class ApprovalMode(Enum):
-    """What happens to an act the tier does not allow and no rule names."""
-
-    ASK = "ask"
-    """Ask an approver (a prompt on a TTY; without one the run pauses)."""
-    DENY = "deny"
-    """Refuse it outright."""
-
-    @staticmethod
-    def parse(value: str) -> ApprovalMode:
-        """The approval mode named `value`.
-
-        Raises:
-            PolicyError: `value` names no mode.
-        """
-        for mode in ApprovalMode:
-            if mode.value == value:
-                return mode
-        raise PolicyError(f"unknown approval mode {value!r}", hint="use 'ask' or 'deny'")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One allow or deny rule.
-
-    Attributes:
-        effect: Allow or deny.
-        kind: The kind of act it applies to.
-        pattern: A glob in the dialect of `kind` (path, command or host).
-        layer: Where it came from: ``system``, ``user``, ``project``, ``local``,
-            ``agent:<name>``, ``cli`` …
-
-    Raises:
-        PolicyError: The pattern is empty or not a valid glob, or the layer is empty.
-    """
-
-    effect: Effect
-    kind: ActKind
-    pattern: str
-    layer: str
-
-    def __post_init__(self) -> None:
-        if not self.layer:
-            raise PolicyError(f"rule {self.pattern!r} has no layer")
-        _compile(self.kind, self.pattern)
-
-    def to_json(self) -> dict[str, str]:
-        """``{"effect", "kind", "pattern", "layer"}``."""
-        return {
-            "effect": self.effect.value,
-            "kind": self.kind.value,
-            "pattern": self.pattern,
-            "layer": self.layer,
-        }
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What `Policy.check` concluded about an act, and why.
-
-    Attributes:
-        verdict: Allow, deny or ask.
-        reason: One line a person (and the model) can read.
-        rule: The pattern that decided, when a rule or a protected path did.
-        layer: The layer that decided: a scope name, ``builtin`` or ``tier``.
-    """
-
-    verdict: Verdict
-    reason: str
-    rule: str | None = None
-    layer: str | None = None
-
-    @property
-    def is_allowed(self) -> bool:
-        """Whether the act may go ahead without asking anyone."""
-        return self.verdict is Verdict.ALLOW
-
-    def to_json(self) -> dict[str, str]:
-        """The verdict and reason, with rule and layer when set."""
-        out = {"verdict": self.verdict.value, "reason": self.reason}
-        if self.rule is not None:
-            out["rule"] = self.rule
-        if self.layer is not None:
-            out["layer"] = self.layer
-        return out
-
-
-def _compile(kind: ActKind, pattern: str) -> re.Pattern[str]:
-    if not isinstance(pattern, str):
-        raise PolicyError(f"a {kind.value} pattern must be a string, not {pattern!r}")
-    if kind is ActKind.EXEC:
-        return compile_command(pattern)
-    if kind is ActKind.NET:
-        return compile_host(pattern)
-    return compile_path(pattern)
 
 
 @dataclass(frozen=True)
@@ -255,21 +88,32 @@ def _build(rules: Iterable[Rule], protected: Iterable[str]) -> _Compiled:
     exact: set[str] = set()
     for rule in rules:
         bucket = deny if rule.effect is Effect.DENY else allow
-        bucket[rule.kind].append((rule, _compile(rule.kind, rule.pattern)))
+        bucket[rule.kind].append((rule, compile_rule_pattern(rule.kind, rule.pattern)))
         if rule.effect is Effect.ALLOW and rule.kind is ActKind.WRITE:
             normal = normalise_path_pattern(rule.pattern)
             if not GLOB_CHARS.intersection(normal):
                 exact.add(normal)
+    flags = re.DOTALL | re.IGNORECASE
     guarded = tuple(
-        (pattern, re.compile(compile_path(pattern).pattern, re.DOTALL | re.IGNORECASE))
-        for pattern in (*PROTECTED_WRITE_PATTERNS, *protected)
-    )
+        (pattern, re.compile(compile_path(pattern).pattern, flags))
+        for pattern in PROTECTED_WRITE_PATTERNS
+    ) + tuple((path, re.compile(re.escape(_protected_path(path)), flags)) for path in protected)
     return _Compiled(
         deny={k: tuple(v) for k, v in deny.items()},
         allow={k: tuple(v) for k, v in allow.items()},
         exact_write_allows=frozenset(exact),
         protected=guarded,
     )
+
+
+def _protected_path(path: str) -> str:
+    normal = normalise_target_path(path) if isinstance(path, str) else None
+    if not normal:
+        raise PolicyError(
+            f"protected path {path!r} must name a file inside the workspace root",
+            hint="give it relative to the root, e.g. 'state/io.db'",
+        )
+    return normal
 
 
 def _exec_lines(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -292,14 +136,14 @@ class Policy:
         tier: The default for acts no rule names.
         rules: Allow and deny rules from every layer; order only affects attribution.
         approval: What an act the tier does not allow becomes: ask or deny.
-        protected: Extra path patterns (relative to the root) protected from writes
-            like `PROTECTED_WRITE_PATTERNS`: the store file and its ``-wal``, ``-shm``
-            and ``-journal`` siblings when the store lies inside the workspace.
+        protected: Extra literal paths (relative to the root, no globs) protected from
+            writes like `PROTECTED_WRITE_PATTERNS`: the store file and its ``-wal``,
+            ``-shm`` and ``-journal`` siblings when the store lies inside the workspace.
         within: Policies this one was contained in (`contain`); each must also agree.
 
     Raises:
-        PolicyError: A protected pattern is malformed, or `tier`/`approval` is a string
-            that names no tier or mode.
+        PolicyError: A protected path is empty or outside the root, or `tier`/`approval`
+            is a string that names no tier or mode.
     """
 
     tier: Tier = Tier.WORKSPACE_WRITE

@@ -251,7 +251,7 @@ class StreamClock:
             self.first = (self._clock.monotonic() - self._start) * 1000.0
 
 
-# --- the call skeleton ---------------------------------------------------------------
+# --- parsing helpers shared by the vendors --------------------------------------------
 
 
 def opt_int(value: object) -> int | None:
@@ -291,6 +291,9 @@ def json_object(text: str | bytes, what: str) -> dict[str, Any]:
     return data
 
 
+# --- the call skeleton ---------------------------------------------------------------
+
+
 class HttpProvider:
     """Base of the HTTP providers: retries, attempts, timing, transport errors.
 
@@ -326,7 +329,9 @@ class HttpProvider:
         self._jitter = jitter if jitter is not None else random.random
         self._policy = RetryPolicy(max_retries=max(0, config.max_retries))
         self._base_url = (config.base_url or self.default_base_url).rstrip("/")
-        self._timeout = httpx.Timeout(config.timeout_seconds, connect=min(10.0, config.timeout_seconds))
+        self._timeout = httpx.Timeout(
+            config.timeout_seconds, connect=min(10.0, config.timeout_seconds)
+        )
         self._owns_client = http_client is None
         self._client = http_client if http_client is not None else httpx.Client()
         self.last_attempts: tuple[ProviderAttempt, ...] = ()
@@ -368,7 +373,8 @@ class HttpProvider:
         """Answer `request`, retrying retryable failures with backoff.
 
         Args:
-            request: What to ask; an empty `model` falls back to the configured one.
+            request: What to ask; an empty `model` falls back to the configured one, and
+                a request with no `web` gets the configured declaration.
             step: The run's 0-based step index (not sent to the vendor).
             on_token: Receives each streamed text delta (streaming only).
 
@@ -381,6 +387,8 @@ class HttpProvider:
         """
         if not request.model:
             request = replace(request, model=self.config.model)
+        if request.web is None and self.config.web is not None:
+            request = replace(request, web=self.config.web)
         self._check_web(request)
         start = self._clock.monotonic()
         attempts: list[ProviderAttempt] = []
@@ -427,13 +435,13 @@ class HttpProvider:
                 )
                 self._raise_for_status(reply.status_code, reply.headers, reply.text)
                 return self._parse_body(json_object(reply.content, self.name))
+            ttft = StreamClock(self._clock)  # from the request, not from the headers
             with self._client.stream(
                 "POST", self._url(), json=body, headers=headers, timeout=self._timeout
             ) as reply:
                 if reply.status_code >= 400:
                     reply.read()
                     self._raise_for_status(reply.status_code, reply.headers, reply.text)
-                ttft = StreamClock(self._clock)
                 return self._parse_stream(iter_sse(reply.iter_lines()), on_token, ttft)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from exc
@@ -455,6 +463,7 @@ class HttpProvider:
             retryable=retryable,
             status=status,
             retry_after=parse_retry_after(headers, self._clock.now()),
+            hint=f"check the key ({self.env_var} or `api_key`)" if status in (401, 403) else None,
         )
 
     def _transport_error(self, exc: httpx.HTTPError) -> ProviderError:
@@ -463,7 +472,9 @@ class HttpProvider:
         )
         kind = type(exc).__name__
         text = one_line(str(exc), self._redact)
-        return ProviderError(f"{self.name}: {kind}: {text}" if text else f"{self.name}: {kind}", retryable=retryable)
+        return ProviderError(
+            f"{self.name}: {kind}: {text}" if text else f"{self.name}: {kind}", retryable=retryable
+        )
 
     def stream_error(self, detail: str, *, retryable: bool = True) -> ProviderError:
         """A failure found inside a stream (an error event, a cut), redacted."""

@@ -310,7 +310,9 @@ def wire_usage(raw: object) -> Usage:
     if isinstance(counters, dict):
         known = [
             n
-            for n in (opt_int(counters.get(k)) for k in ("web_search_requests", "web_fetch_requests"))
+            for n in (
+                opt_int(counters.get(k)) for k in ("web_search_requests", "web_fetch_requests")
+            )
             if n is not None
         ]
         server = sum(known) if known else None

@@ -86,7 +86,9 @@ class Fallback:
                 attempts.extend(_attempts_of(provider, asked.model, exc))
                 failures.append(exc)
                 continue
-            attempts.extend(response.attempts or (ProviderAttempt(provider.name, asked.model, True),))
+            attempts.extend(
+                response.attempts or (ProviderAttempt(provider.name, asked.model, True),)
+            )
             self.last_attempts = tuple(attempts)
             return replace(
                 response,

@@ -151,7 +151,12 @@ class OpenAIProvider(HttpProvider):
             function = raw.get("function") or {}
             arguments, text = tool_arguments(str(function.get("arguments") or ""))
             calls.append(
-                ToolCall(str(raw.get("id") or _call_id()), str(function.get("name") or ""), arguments, text)
+                ToolCall(
+                    str(raw.get("id") or _call_id()),
+                    str(function.get("name") or ""),
+                    arguments,
+                    text,
+                )
             )
         content = message.get("content")
         return CompletionResponse(
@@ -203,7 +208,9 @@ def wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
                 {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
             )
         elif message.role is Role.ASSISTANT:
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            # Content may be null only beside tool calls; an empty turn stays "".
+            content = message.content or (None if message.tool_calls else "")
+            entry: dict[str, Any] = {"role": "assistant", "content": content}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
@@ -314,7 +321,9 @@ def wire_usage(raw: object) -> Usage:
         return Usage()
     prompt_details = raw.get("prompt_tokens_details")
     completion_details = raw.get("completion_tokens_details")
-    cached = opt_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
+    cached = (
+        opt_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
+    )
     written = (
         opt_int(prompt_details.get("cache_write_tokens"))
         if isinstance(prompt_details, dict)

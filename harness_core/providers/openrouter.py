@@ -27,7 +27,7 @@ class OpenRouterProvider(OpenAIProvider):
     name = "openrouter"
     env_var = "OPENROUTER_API_KEY"
     default_base_url = "https://openrouter.ai/api/v1"
-    referer = "https://github.com/io-harness/io"
+    referer = "https://pypi.org/project/io-harness/"
     """Sent as ``HTTP-Referer``: OpenRouter attributes traffic to an app by it."""
     title = "io"
     """Sent as ``X-Title``: the app name OpenRouter shows beside that traffic."""

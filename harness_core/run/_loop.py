@@ -203,8 +203,9 @@ class Runner:
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before)
-        handles = self._open_extras(drive)
+        handles: dict[str, Any] = {}
         try:
+            handles = self._open_extras(drive)
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
         except KeyboardInterrupt:

@@ -21,5 +21,7 @@ __all__ = ["FloorLauncher"]
 class FloorLauncher(PosixLauncher):
     """Runs the program itself, in its own session, under rlimits (and a pids cgroup)."""
 
-    def __init__(self, selected: Selected, spec: SandboxSpec, *, pids: PidsHierarchy | None) -> None:
+    def __init__(
+        self, selected: Selected, spec: SandboxSpec, *, pids: PidsHierarchy | None
+    ) -> None:
         super().__init__(selected, spec, apply_rlimits=True, pids=pids)

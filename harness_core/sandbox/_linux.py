@@ -223,12 +223,12 @@ _probed: dict[str, BwrapInfo | str] = {}
 _probe_lock = threading.Lock()
 
 
-def probe_bwrap(path: str, *, true_program: str, seccomp: bytes | None) -> BwrapInfo | str:
+def probe_bwrap(path: str, *, command: Sequence[str], seccomp: bytes | None) -> BwrapInfo | str:
     """Check once per process that `path` can build our sandbox; cached by path.
 
     Args:
         path: The bwrap binary.
-        true_program: An absolute path to `true` (or any program that exits 0).
+        command: A command that exits 0 (`true`), its program as an absolute path.
         seccomp: The filter to load in the probe, so a kernel without seccomp shows up here.
 
     Returns:
@@ -236,7 +236,7 @@ def probe_bwrap(path: str, *, true_program: str, seccomp: bytes | None) -> Bwrap
     """
     with _probe_lock:
         if path not in _probed:
-            _probed[path] = _probe(path, true_program, seccomp)
+            _probed[path] = _probe(path, command, seccomp)
         return _probed[path]
 
 
@@ -254,7 +254,7 @@ def _run_quietly(argv: Sequence[str], pass_fds: Sequence[int] = ()) -> tuple[int
     return done.returncode, (done.stdout + done.stderr).decode(errors="replace").strip()
 
 
-def _probe(path: str, true_program: str, seccomp: bytes | None) -> BwrapInfo | str:
+def _probe(path: str, command: Sequence[str], seccomp: bytes | None) -> BwrapInfo | str:
     try:
         status, version = _run_quietly([path, "--version"])
         if status != 0:
@@ -271,7 +271,7 @@ def _probe(path: str, true_program: str, seccomp: bytes | None) -> BwrapInfo | s
                     network=False,
                     plan=ProtectionPlan(),
                     env={"PATH": "/usr/bin:/bin"},
-                    command=[true_program],
+                    command=command,
                     seccomp_fd=fd,
                 )
                 status, output = _run_quietly(argv, () if fd is None else (fd,))

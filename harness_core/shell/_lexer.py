@@ -317,29 +317,37 @@ class _Lexer:
             pos = chunk.end()
 
     def redirect(self, index: int) -> int:
-        line = self.line
         fd = self.fd_prefix()
         column = self.word_column if fd is not None else index + 1
         if fd is not None:
             self.in_word = False  # the digits were the descriptor, not a word
         else:
             self.flush()
+        if self.line[index] == "<":
+            return self.input_redirect(index, fd, column)
+        return self.output_redirect(index, fd, column)
+
+    def input_redirect(self, index: int, fd: str | None, column: int) -> int:
+        line = self.line
         nxt = line[index + 1] if index + 1 < len(line) else ""
-        if line[index] == "<":
-            if line.startswith("<<<", index):
-                raise refuse("here-string", index + 1)
-            if nxt == "<":
-                raise refuse("here-document", index + 1)
-            if nxt == "(":
-                raise refuse("process substitution", index + 1)
-            if nxt == ">":
-                raise refuse("read-write redirect", index + 1)
-            if nxt == "&":
-                raise refuse("descriptor duplication", index + 1)
-            if fd is not None:
-                raise refuse("descriptor redirect", column, f"fd {fd}")
-            self.tokens.append(Op(OpKind.IN, column))
-            return index + 1
+        if line.startswith("<<<", index):
+            raise refuse("here-string", index + 1)
+        if nxt == "<":
+            raise refuse("here-document", index + 1)
+        if nxt == "(":
+            raise refuse("process substitution", index + 1)
+        if nxt == ">":
+            raise refuse("read-write redirect", index + 1)
+        if nxt == "&":
+            raise refuse("descriptor duplication", index + 1)
+        if fd is not None:
+            raise refuse("descriptor redirect", column, f"fd {fd}")
+        self.tokens.append(Op(OpKind.IN, column))
+        return index + 1
+
+    def output_redirect(self, index: int, fd: str | None, column: int) -> int:
+        line = self.line
+        nxt = line[index + 1] if index + 1 < len(line) else ""
         if nxt == "|":
             raise refuse("clobber redirect", index + 1)
         if nxt == "(":

@@ -64,7 +64,7 @@ class Toolbox:
             self._tools[tool.spec.name] = tool
 
     @staticmethod
-    def builtins(*, include_shell: bool = True) -> Toolbox:
+    def builtins(*, include_shell: bool = False) -> Toolbox:
         """The default built-ins: files, find/grep, exec, and the shell tools."""
         tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]
         if include_shell:

@@ -62,6 +62,7 @@ def run(
 
     code = drive(out, body)  # type: ignore[arg-type]
     if copy:
+        from io_harness_cli.commands._common import workspace_path
         from io_harness_cli.commands._scratch import report_scratch
 
         report_scratch(workspace_path(workspace), copy[0])

@@ -21,10 +21,7 @@ if TYPE_CHECKING:
 def handle_extras(store: Store) -> Callable[[str, ToolContext], dict[str, Any]]:
     """The run-scoped services of the shell tools (process handles) for a run."""
     def make(run_id: str, ctx: ToolContext) -> dict[str, Any]:
-        from harness_core import HandleRegistry
-
-        return {"handles": HandleRegistry(store=store, run_id=run_id, launcher=ctx.launcher,
-                                          workspace=ctx.workspace, gate=ctx.gate)}
+        return {}
     return make
 
 

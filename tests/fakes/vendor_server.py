@@ -182,17 +182,29 @@ def _anthropic_stop(turn: Turn) -> str:
 def _anthropic_blocks(turn: Turn) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for i, (name, tool_input) in enumerate(turn.server_tools):
-        blocks.append({"type": "server_tool_use", "id": f"srvtoolu_{i}", "name": name, "input": tool_input})
-        blocks.append({"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{i}", "content": []})
+        blocks.append(
+            {"type": "server_tool_use", "id": f"srvtoolu_{i}", "name": name, "input": tool_input}
+        )
+        blocks.append(
+            {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{i}", "content": []}
+        )
     if turn.text or turn.citations:
         block: dict[str, Any] = {"type": "text", "text": turn.text}
         if turn.citations:
             block["citations"] = [
-                {"type": "web_search_result_location", "encrypted_index": "x", **c} for c in turn.citations
+                {"type": "web_search_result_location", "encrypted_index": "x", **c}
+                for c in turn.citations
             ]
         blocks.append(block)
     for call in turn.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": json.loads(call.arguments)})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": json.loads(call.arguments),
+            }
+        )
     return blocks
 
 
@@ -213,50 +225,154 @@ def render_anthropic(turn: Turn, model: str, stream: bool) -> dict[str, Any] | l
     start_usage = {k: v for k, v in usage.items() if k not in ("output_tokens", "server_tool_use")}
     start_usage["output_tokens"] = 1
     events = [
-        _sse("message_start", {
-            "type": "message_start",
-            "message": {"id": "msg_fake", "type": "message", "role": "assistant", "model": served,
-                        "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage},
-        }),
+        _sse(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": served,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+        ),
         *turn.extra_events,
         _sse("ping", {"type": "ping"}),
     ]
     index = 0
     for i, (name, tool_input) in enumerate(turn.server_tools):
-        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                           "content_block": {"type": "server_tool_use", "id": f"srvtoolu_{i}", "name": name, "input": {}}}))
-        events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                           "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool_input)}}))
+        events.append(
+            _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "server_tool_use",
+                        "id": f"srvtoolu_{i}",
+                        "name": name,
+                        "input": {},
+                    },
+                },
+            )
+        )
+        events.append(
+            _sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(tool_input)},
+                },
+            )
+        )
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
-        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                           "content_block": {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_{i}", "content": []}}))
+        events.append(
+            _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": f"srvtoolu_{i}",
+                        "content": [],
+                    },
+                },
+            )
+        )
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
     if turn.text or turn.citations:
-        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                           "content_block": {"type": "text", "text": ""}}))
+        events.append(
+            _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+        )
         for c in turn.citations:
-            events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                               "delta": {"type": "citations_delta", "citation": {"type": "web_search_result_location", "encrypted_index": "x", **c}}}))
+            events.append(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {
+                            "type": "citations_delta",
+                            "citation": {
+                                "type": "web_search_result_location",
+                                "encrypted_index": "x",
+                                **c,
+                            },
+                        },
+                    },
+                )
+            )
         for piece in _split(turn.text, turn.pieces):
-            events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                               "delta": {"type": "text_delta", "text": piece}}))
+            events.append(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+            )
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
     for call in turn.tool_calls:
-        events.append(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                           "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}}))
+        events.append(
+            _sse(
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": call.id,
+                        "name": call.name,
+                        "input": {},
+                    },
+                },
+            )
+        )
         for piece in _split(call.arguments, turn.pieces):
-            events.append(_sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                               "delta": {"type": "input_json_delta", "partial_json": piece}}))
+            events.append(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
+            )
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
     delta_usage = {"output_tokens": usage.get("output_tokens", 0)}
     if "server_tool_use" in usage:
         delta_usage["server_tool_use"] = usage["server_tool_use"]
-    events.append(_sse("message_delta", {"type": "message_delta",
-                       "delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None}, "usage": delta_usage}))
+    events.append(
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None},
+                "usage": delta_usage,
+            },
+        )
+    )
     events.append(_sse("message_stop", {"type": "message_stop"}))
     return events
 
@@ -269,31 +385,57 @@ def _openai_usage(turn: Turn) -> dict[str, Any]:
 
 def _annotations(turn: Turn) -> list[dict[str, Any]]:
     return [
-        {"type": "url_citation", "url_citation": {"url": c["url"], "title": c.get("title", ""),
-                                                  "start_index": 0, "end_index": len(turn.text)}}
+        {
+            "type": "url_citation",
+            "url_citation": {
+                "url": c["url"],
+                "title": c.get("title", ""),
+                "start_index": 0,
+                "end_index": len(turn.text),
+            },
+        }
         for c in turn.citations
     ]
 
 
-def render_openai(turn: Turn, model: str, stream: bool, vendor: str, include_usage: bool) -> dict[str, Any] | list[str]:
+def render_openai(
+    turn: Turn, model: str, stream: bool, vendor: str, include_usage: bool
+) -> dict[str, Any] | list[str]:
     served = turn.model or model
     finish = turn.stop_reason or ("tool_calls" if turn.tool_calls else "stop")
     if not stream:
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
                 for c in turn.tool_calls
             ]
         if turn.citations:
             message["annotations"] = _annotations(turn)
-        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": served,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": _openai_usage(turn)}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": served,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": _openai_usage(turn),
+        }
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
-        return _sse(None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                           "model": served, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+        return _sse(
+            None,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": served,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            },
+        )
 
     events: list[str] = []
     if vendor == "openrouter":
@@ -303,18 +445,78 @@ def render_openai(turn: Turn, model: str, stream: bool, vendor: str, include_usa
     for piece in _split(turn.text, turn.pieces):
         events.append(chunk({"content": piece}))
     for k, call in enumerate(turn.tool_calls):
-        events.append(chunk({"tool_calls": [{"index": k, "id": call.id, "type": "function",
-                                             "function": {"name": call.name, "arguments": ""}}]}))
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": k,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         for piece in _split(call.arguments, turn.pieces):
             events.append(chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}))
     if turn.citations:
         events.append(chunk({"annotations": _annotations(turn)}))
     events.append(chunk({}, finish))
     if include_usage:
-        events.append(_sse(None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
-                                  "model": served, "choices": [], "usage": _openai_usage(turn)}))
+        events.append(
+            _sse(
+                None,
+                {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion.chunk",
+                    "created": 0,
+                    "model": served,
+                    "choices": [],
+                    "usage": _openai_usage(turn),
+                },
+            )
+        )
     events.append(_sse(None, "[DONE]"))
     return events
+
+
+def tool_results_in(request: RecordedRequest) -> int:
+    """How many tool results the request carries (the step a stateless script is at)."""
+    body = request.body if isinstance(request.body, dict) else {}
+    count = 0
+    for message in body.get("messages") or ():
+        if message.get("role") == "tool":
+            count += 1
+        elif isinstance(message.get("content"), list):
+            count += sum(1 for b in message["content"] if b.get("type") == "tool_result")
+    return count
+
+
+def tool_loop_responder(
+    steps: int,
+    *,
+    tool: str = "exec",
+    arguments: str = '{"cmd": "echo hi"}',
+    final_text: str = "done",
+    usage: dict[str, Any] | None = None,
+) -> Callable[[RecordedRequest], Reply]:
+    """A responder that calls `tool` once per step for `steps` steps, then answers text.
+
+    It is stateless (the step is read from the tool results in the request), so a
+    resumed run, a retry or a second run each get the reply their conversation is at.
+    Each reply reports `usage` (vendor-shaped; default: the fixed counts of `Turn`).
+    """
+
+    def respond(request: RecordedRequest) -> Reply:
+        step = tool_results_in(request)
+        if step < steps:
+            call = FakeCall(f"call_{step}", tool, arguments)
+            return Turn(text=f"step {step}", tool_calls=(call,), usage=usage)
+        return Turn(text=final_text, usage=usage)
+
+    return respond
 
 
 # --- invariants ----------------------------------------------------------------------
@@ -334,7 +536,9 @@ def check_anthropic(headers: dict[str, str], body: Any) -> list[str]:
         problems.append("max_tokens missing or not positive")
     for tool in body.get("tools") or ():
         if "type" in tool and tool["type"].startswith("web_"):
-            if tool["type"].startswith("web_fetch") and "web-fetch" not in headers.get("anthropic-beta", ""):
+            if tool["type"].startswith("web_fetch") and "web-fetch" not in headers.get(
+                "anthropic-beta", ""
+            ):
                 problems.append("web_fetch tool without its anthropic-beta header")
             continue
         if not _TOOL_NAME.match(str(tool.get("name", ""))):
@@ -366,11 +570,12 @@ def check_anthropic(headers: dict[str, str], body: Any) -> list[str]:
             if kind == "text" and not block.get("text"):
                 problems.append(f"message {i} has an empty text block")
             elif kind == "tool_use":
-                called.add(block.get("id"))
+                called.add(str(block.get("id")))
             elif kind == "tool_result":
-                if block.get("tool_use_id") not in pending:
-                    problems.append(f"tool_result {block.get('tool_use_id')!r} answers no call in the previous turn")
-                answered.add(block.get("tool_use_id"))
+                answer = str(block.get("tool_use_id"))
+                if answer not in pending:
+                    problems.append(f"tool_result {answer!r} answers no call in the previous turn")
+                answered.add(answer)
         if role == "user" and pending - answered:
             problems.append(f"tool calls {sorted(pending - answered)} were never answered")
         pending = called if role == "assistant" else set()
@@ -441,7 +646,9 @@ class FakeVendorServer:
         self._closed = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
         self._thread.start()
 
     @property
@@ -487,7 +694,10 @@ class FakeVendorServer:
 
 
 def start_vendor_server(
-    vendor: Vendor, *, api_key: str | None = None, responder: Callable[[RecordedRequest], Reply] | None = None
+    vendor: Vendor,
+    *,
+    api_key: str | None = None,
+    responder: Callable[[RecordedRequest], Reply] | None = None,
 ) -> FakeVendorServer:
     """Start a fake of `vendor` on a free loopback port.
 
@@ -538,7 +748,9 @@ class _Handler(BaseHTTPRequestHandler):
             fake.violations.append(f"request to unknown path {self.path}")
             return self._json(404, self._error_body("not found"))
         problems = (
-            check_anthropic(headers, body) if fake.vendor == "anthropic" else check_openai(headers, body, fake.vendor)
+            check_anthropic(headers, body)
+            if fake.vendor == "anthropic"
+            else check_openai(headers, body, fake.vendor)
         )
         if problems:
             fake.requests.append(request)
@@ -571,9 +783,11 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, EchoKey401):
             encoded = base64.b64encode(sent_key.encode()).decode()
             message = f"Incorrect API key provided: {sent_key[:16]}****. (token {encoded})"
-            body = anthropic_error("authentication_error", message) if self.fake.vendor == "anthropic" else openai_error(
-                message, "invalid_request_error", "invalid_api_key")
-            return self._json(401, body)
+            if self.fake.vendor == "anthropic":
+                return self._json(401, anthropic_error("authentication_error", message))
+            return self._json(
+                401, openai_error(message, "invalid_request_error", "invalid_api_key")
+            )
         if isinstance(reply, Hang):
             self.fake._hangs.append(reply.release)
             reply.release.wait(timeout=30)
@@ -585,7 +799,11 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, Cut):
             return self._cut(rendered, reply)
         if isinstance(reply, StreamFail):
-            error_event = _sse("error", reply.error) if self.fake.vendor == "anthropic" else _sse(None, reply.error)
+            error_event = (
+                _sse("error", reply.error)
+                if self.fake.vendor == "anthropic"
+                else _sse(None, reply.error)
+            )
             rendered = rendered[: reply.after_events] + [error_event]
         self._stream(rendered, coalesce=turn.coalesce)
 
@@ -600,7 +818,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, body: dict[str, Any]) -> None:
         self._send(status, json.dumps(body).encode(), "application/json", {})
 
-    def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
+    def _send(
+        self, status: int, payload: bytes, content_type: str, headers: dict[str, str]
+    ) -> None:
         self.send_response(status)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(payload)))
@@ -623,7 +843,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _cut(self, events: list[str], cut: Cut) -> None:
         kept = events[: cut.after_events]
-        partial = events[cut.after_events][: max(1, len(events[cut.after_events]) // 2)] if cut.after_events < len(events) else ""
+        partial = (
+            events[cut.after_events][: max(1, len(events[cut.after_events]) // 2)]
+            if cut.after_events < len(events)
+            else ""
+        )
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         if cut.mode == "chunked":

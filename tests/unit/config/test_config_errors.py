@@ -34,8 +34,13 @@ def _error(tmp_path: Path, text: str, **env: str) -> str:
 
 
 def test_unknown_key_names_key_scope_and_file(tmp_path: Path) -> None:
-    message = _error(tmp_path, '[policy]\nalow_exec = ["pytest*"]\n')
-    assert message == f"unknown key 'policy.alow_exec' in project scope ({tmp_path / 'io.toml'})"
+    (tmp_path / "io.toml").write_text('[policy]\nalow_exec = ["pytest*"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, env=_env(tmp_path))
+    assert str(info.value) == (
+        f"unknown key 'policy.alow_exec' in project scope ({tmp_path / 'io.toml'})"
+    )
+    assert info.value.hint is not None and "did you mean 'policy.allow_exec'?" in info.value.hint
 
 
 def test_unknown_table_is_an_error(tmp_path: Path) -> None:
@@ -185,6 +190,8 @@ def test_value_outside_its_choices_is_an_error(tmp_path: Path, text: str, fragme
         ("[provider]\nmax_retries = -1\n", "provider.max_retries"),
         ("[run]\nstall_window = 1\n", "run.stall_window"),
         ("[budget]\nmax_cost_usd = -0.5\n", "budget.max_cost_usd"),
+        ("[budget]\nmax_cost_usd = nan\n", "budget.max_cost_usd"),
+        ("[sandbox]\nwall_seconds = inf\n", "sandbox.wall_seconds"),
     ],
 )
 def test_number_below_its_minimum_is_an_error(tmp_path: Path, text: str, key: str) -> None:

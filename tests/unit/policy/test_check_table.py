@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness_core.errors import PolicyError
 from harness_core.policy import (
     BUILTIN_LAYER,
     PROTECTED_WRITE_PATTERNS,
@@ -157,7 +158,7 @@ def test_exact_allow_does_not_beat_a_deny_rule() -> None:
 
 
 def test_extra_protected_paths_guard_the_store() -> None:
-    policy = Policy(tier=Tier.FULL, protected=("state/io.db", "state/io.db-*"))
+    policy = Policy(tier=Tier.FULL, protected=("state/io.db", "state/io.db-wal", "state/io.db-shm"))
     for path in ("state/io.db", "state/io.db-wal", "state/io.db-shm"):
         decision = policy.check(Act.write(path))
         assert (decision.verdict, decision.layer) == (D, BUILTIN_LAYER)
@@ -249,3 +250,15 @@ def test_decision_json_carries_rule_and_layer_when_set() -> None:
         "layer": "project",
     }
     assert Decision(A, "ok").to_json() == {"verdict": "allow", "reason": "ok"}
+
+
+def test_extra_protected_paths_are_literal_not_globs() -> None:
+    policy = Policy(tier=Tier.FULL, protected=("data[1]/*.db",))
+    assert policy.check(Act.write("data[1]/*.db")).layer == BUILTIN_LAYER
+    assert policy.check(Act.write("data1/a.db")).verdict is A
+
+
+@pytest.mark.parametrize("path", ["", ".", "/abs/io.db", "../io.db"])
+def test_extra_protected_path_must_lie_inside_the_root(path: str) -> None:
+    with pytest.raises(PolicyError, match="protected path"):
+        Policy(protected=(path,))

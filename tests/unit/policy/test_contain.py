@@ -87,10 +87,35 @@ def test_narrowed_silent_definition_keeps_the_parent_denies() -> None:
 
 # -- property: containment is never more permissive than either side ------------------
 
-_PATH_PATTERNS = ["**", "src/**", "**/*.py", "src/*.py", "io.toml", "docs/a.md", "*.md", "secrets/**"]
-_PATHS = ["src/a.py", "src/b/c.py", "io.toml", "docs/a.md", "README.md", "secrets/k", ".git/config", "../x", ""]
+_PATH_PATTERNS = [
+    "**",
+    "src/**",
+    "**/*.py",
+    "src/*.py",
+    "io.toml",
+    "docs/a.md",
+    "*.md",
+    "secrets/**",
+]
+_PATHS = [
+    "src/a.py",
+    "src/b/c.py",
+    "io.toml",
+    "docs/a.md",
+    "README.md",
+    "secrets/k",
+    ".git/config",
+    "../x",
+    "",
+]
 _EXEC_PATTERNS = ["pytest*", "git status*", "git push*", "git*", "rm", "*"]
-_ARGVS = [["pytest", "-q"], ["git", "push"], ["/usr/bin/git", "status"], ["rm", "-rf", "x"], ["./pytest"]]
+_ARGVS = [
+    ["pytest", "-q"],
+    ["git", "push"],
+    ["/usr/bin/git", "status"],
+    ["rm", "-rf", "x"],
+    ["./pytest"],
+]
 _HOST_PATTERNS = ["pypi.org", "*.pythonhosted.org", "*"]
 _HOSTS = ["pypi.org", "files.pythonhosted.org:443", "evil.example"]
 
@@ -104,7 +129,9 @@ def _rules(draw: st.DrawFn) -> Rule:
         pattern = draw(st.sampled_from(_HOST_PATTERNS))
     else:
         pattern = draw(st.sampled_from(_PATH_PATTERNS))
-    return Rule(draw(st.sampled_from(list(Effect))), kind, pattern, draw(st.sampled_from(["p", "u"])))
+    return Rule(
+        draw(st.sampled_from(list(Effect))), kind, pattern, draw(st.sampled_from(["p", "u"]))
+    )
 
 
 _POLICIES = st.builds(
@@ -112,7 +139,9 @@ _POLICIES = st.builds(
     tier=st.sampled_from(list(Tier)),
     rules=st.lists(_rules(), max_size=6).map(tuple),
     approval=st.sampled_from(list(ApprovalMode)),
-    protected=st.lists(st.sampled_from(["docs/a.md", "src/*.py"]), max_size=2, unique=True).map(tuple),
+    protected=st.lists(st.sampled_from(["docs/a.md", "src/*.py"]), max_size=2, unique=True).map(
+        tuple
+    ),
 )
 _ACTS = st.one_of(
     st.sampled_from(_PATHS).map(Act.read),

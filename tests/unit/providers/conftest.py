@@ -102,7 +102,9 @@ def make_provider(clock: ManualClock) -> Iterator[MakeProvider]:
         }
         env = overrides.pop("env", {})
         fields.update(overrides)
-        provider = CLASSES[vendor](ProviderConfig(**fields), env=env, clock=clock, jitter=lambda: 1.0)
+        provider = CLASSES[vendor](
+            ProviderConfig(**fields), env=env, clock=clock, jitter=lambda: 1.0
+        )
         made.append(provider)
         return provider
 

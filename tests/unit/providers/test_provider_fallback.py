@@ -19,7 +19,7 @@ from harness_core.providers import (
     WebAccess,
     build_provider,
 )
-from tests.fakes.vendor_server import FakeVendorServer, Fail, Turn, start_vendor_server
+from tests.fakes.vendor_server import Fail, FakeVendorServer, Turn, start_vendor_server
 from tests.unit.providers.conftest import ManualClock, request
 
 
@@ -33,7 +33,12 @@ def fakes() -> Iterator[dict[str, FakeVendorServer]]:
 
 def _config(kind: str, fake: FakeVendorServer, model: str, **extra: object) -> ProviderConfig:
     return ProviderConfig(
-        kind=kind, model=model, api_key=f"{kind}-key", base_url=fake.base_url, max_retries=1, **extra  # type: ignore[arg-type]
+        kind=kind,
+        model=model,
+        api_key=f"{kind}-key",
+        base_url=fake.base_url,
+        max_retries=1,
+        **extra,  # type: ignore[arg-type]
     )
 
 
@@ -72,7 +77,12 @@ def test_fallback_serves_after_the_primary_spends_its_retries(
 def test_fallback_also_covers_a_non_retryable_failure(
     fakes: dict[str, FakeVendorServer], clock: ManualClock
 ) -> None:
-    config = _config("openai", fakes["openai"], "gpt-x", fallback=(_config("anthropic", fakes["anthropic"], "claude"),))
+    config = _config(
+        "openai",
+        fakes["openai"],
+        "gpt-x",
+        fallback=(_config("anthropic", fakes["anthropic"], "claude"),),
+    )
     provider = build_provider(config, env={}, clock=clock)
     try:
         fakes["openai"].push(Fail(401, "bad key"))
@@ -92,7 +102,10 @@ def test_every_provider_failing_raises_the_last_error_with_all_attempts(
         "anthropic",
         fakes["anthropic"],
         "a",
-        fallback=(_config("openai", fakes["openai"], "b"), _config("openrouter", fakes["openrouter"], "c")),
+        fallback=(
+            _config("openai", fakes["openai"], "b"),
+            _config("openrouter", fakes["openrouter"], "c"),
+        ),
     )
     provider = build_provider(config, env={}, clock=clock)
     try:
@@ -106,7 +119,9 @@ def test_every_provider_failing_raises_the_last_error_with_all_attempts(
     assert info.value.status == 503 and info.value.retryable
     assert "anthropic" in str(info.value) and "openai" in str(info.value)
     assert isinstance(provider, Fallback)
-    assert [a.provider for a in provider.last_attempts] == ["anthropic"] * 2 + ["openai"] + ["openrouter"] * 2
+    assert [a.provider for a in provider.last_attempts] == ["anthropic"] * 2 + ["openai"] + [
+        "openrouter"
+    ] * 2
 
 
 class _Misconfigured:
@@ -155,7 +170,12 @@ def test_a_provider_without_attempts_gets_one_recorded(clock: ManualClock) -> No
 def test_build_provider_rejects_unknown_kinds_and_nested_fallbacks(clock: ManualClock) -> None:
     with pytest.raises(ConfigError, match="unknown provider kind"):
         build_provider(ProviderConfig(kind="gemini", model="m"), env={}, clock=clock)
-    inner = ProviderConfig(kind="openai", model="m", api_key="k", fallback=(ProviderConfig(kind="openai", api_key="k"),))
+    inner = ProviderConfig(
+        kind="openai",
+        model="m",
+        api_key="k",
+        fallback=(ProviderConfig(kind="openai", api_key="k"),),
+    )
     outer = ProviderConfig(kind="openai", model="m", api_key="k", fallback=(inner,))
     with pytest.raises(ConfigError, match="cannot list fallbacks"):
         build_provider(outer, env={}, clock=clock)
@@ -164,7 +184,10 @@ def test_build_provider_rejects_unknown_kinds_and_nested_fallbacks(clock: Manual
 def test_build_provider_checks_web_on_every_provider_in_the_chain(clock: ManualClock) -> None:
     web = WebAccess(search=True, allowed_domains=("a.org",))
     config = ProviderConfig(
-        kind="anthropic", model="m", api_key="k", web=web,
+        kind="anthropic",
+        model="m",
+        api_key="k",
+        web=web,
         fallback=(ProviderConfig(kind="openrouter", model="m", api_key="k", web=web),),
     )
     with pytest.raises(ConfigError, match="openrouter"):

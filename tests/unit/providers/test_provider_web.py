@@ -35,13 +35,19 @@ TABLE = [
     ("openrouter", BLOCK, "domain filter"),
     ("openrouter", FETCH, "fetch"),
     ("scripted", FETCH, None),
-    ("openai", WebAccess(blocked_domains=("x.org",)), None),  # nothing switched on: nothing to carry
+    (
+        "openai",
+        WebAccess(blocked_domains=("x.org",)),
+        None,
+    ),  # nothing switched on: nothing to carry
     ("anthropic", WebAccess(search=True, max_uses=0), "at least 1"),
 ]
 
 
 @pytest.mark.parametrize(("kind", "web", "refused"), TABLE)
-def test_validate_web_refuses_what_the_vendor_cannot_carry(kind: str, web: WebAccess, refused: str | None) -> None:
+def test_validate_web_refuses_what_the_vendor_cannot_carry(
+    kind: str, web: WebAccess, refused: str | None
+) -> None:
     if refused is None:
         validate_web(kind, web)
     else:
@@ -55,7 +61,8 @@ def test_validate_web_rejects_an_unknown_kind() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "web"), [("openai", FETCH), ("openai", BLOCK), ("openrouter", ALLOW), ("openrouter", FETCH)]
+    ("kind", "web"),
+    [("openai", FETCH), ("openai", BLOCK), ("openrouter", ALLOW), ("openrouter", FETCH)],
 )
 def test_an_uncarriable_declaration_fails_before_any_request(
     kind: str, web: WebAccess, make_provider: MakeProvider
@@ -74,12 +81,11 @@ def test_an_uncarriable_declaration_fails_before_any_request(
 CITED = ({"url": "https://docs.python.org/3/", "title": "Python docs", "cited_text": "Python is"},)
 
 
+@pytest.mark.parametrize("vendor", ["anthropic"])
 @pytest.mark.parametrize("stream", [True, False])
 def test_anthropic_declares_server_tools_and_records_citations(
-    server: FakeVendorServer, make_provider: MakeProvider, vendor: str, stream: bool
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider, stream: bool
 ) -> None:
-    if vendor != "anthropic":
-        pytest.skip("Anthropic server tools")
     web = WebAccess(search=True, fetch=True, allowed_domains=("docs.python.org",), max_uses=2)
     provider = make_provider(vendor, server, stream=stream, web=web)
     server.push(
@@ -87,7 +93,11 @@ def test_anthropic_declares_server_tools_and_records_citations(
             text="Python is a language.",
             citations=CITED,
             server_tools=(("web_search", {"query": "python"}),),
-            usage={"input_tokens": 5, "output_tokens": 3, "server_tool_use": {"web_search_requests": 1}},
+            usage={
+                "input_tokens": 5,
+                "output_tokens": 3,
+                "server_tool_use": {"web_search_requests": 1},
+            },
             pieces=3,
         )
     )
@@ -103,19 +113,20 @@ def test_anthropic_declares_server_tools_and_records_citations(
     }
     assert tools["web_fetch_20250910"]["name"] == "web_fetch"
     assert sent.headers["anthropic-beta"] == "web-fetch-2025-09-10"
-    assert response.citations == (Citation("https://docs.python.org/3/", "Python docs", "Python is"),)
+    assert response.citations == (
+        Citation("https://docs.python.org/3/", "Python docs", "Python is"),
+    )
     assert response.server_tool_calls == (ServerToolCall("web_search", {"query": "python"}),)
     assert response.usage.server_tool_requests == 1
     assert response.text == "Python is a language."
     assert server.violations == []
 
 
+@pytest.mark.parametrize("vendor", ["openai", "openrouter"])
 @pytest.mark.parametrize("stream", [True, False])
 def test_openai_declares_web_search_options_and_records_annotations(
-    server: FakeVendorServer, make_provider: MakeProvider, vendor: str, stream: bool
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider, stream: bool
 ) -> None:
-    if vendor == "anthropic":
-        pytest.skip("Chat Completions web search")
     web = ALLOW if vendor == "openai" else CAPPED
     provider = make_provider(vendor, server, stream=stream, web=web)
     server.push(Turn(text="See the docs.", citations=CITED))
@@ -142,3 +153,18 @@ def test_no_web_declaration_sends_no_web_fields(
     body = server.requests[0].body
     assert "plugins" not in body and "web_search_options" not in body
     assert all("type" not in t or t["type"] == "function" for t in body.get("tools", []))
+
+
+def test_the_configured_declaration_applies_to_requests_without_one(
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
+) -> None:
+    provider = make_provider(vendor, server, web=SEARCH)
+    server.push(Turn(text="ok"))
+    provider.complete(request(), step=0)
+    body = server.requests[0].body
+    declared = {
+        "anthropic": any(t.get("type") == "web_search_20250305" for t in body["tools"]),
+        "openai": "web_search_options" in body,
+        "openrouter": body.get("plugins") == [{"id": "web"}],
+    }
+    assert declared[vendor]

@@ -7,6 +7,7 @@ import json
 import socket
 import threading
 import traceback
+from typing import Literal
 
 import pytest
 
@@ -16,9 +17,9 @@ from harness_core.providers._http import HttpProvider
 from tests.fakes.vendor_server import (
     Cut,
     EchoKey401,
+    Fail,
     FakeCall,
     FakeVendorServer,
-    Fail,
     Hang,
     StreamFail,
     Turn,
@@ -26,7 +27,7 @@ from tests.fakes.vendor_server import (
     openai_error,
     start_vendor_server,
 )
-from tests.unit.providers.conftest import CANARY_KEY, ManualClock, MakeProvider, request
+from tests.unit.providers.conftest import CANARY_KEY, MakeProvider, ManualClock, request
 
 STREAMING = pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 
@@ -94,12 +95,20 @@ def test_tool_calls_split_across_many_chunks_are_assembled(
     assert server.violations == []
 
 
-@STREAMING
+# Anthropic's JSON body carries tool input as an object, so only its stream can break it.
+@pytest.mark.parametrize(
+    ("vendor", "stream"),
+    [
+        ("anthropic", True),
+        ("openai", True),
+        ("openai", False),
+        ("openrouter", True),
+        ("openrouter", False),
+    ],
+)
 def test_malformed_tool_arguments_become_raw_arguments_not_an_error(
     vendor: str, server: FakeVendorServer, make_provider: MakeProvider, stream: bool
 ) -> None:
-    if vendor == "anthropic" and not stream:
-        pytest.skip("Anthropic's JSON body carries input as an object: it cannot be malformed")
     provider = make_provider(vendor, server, stream=stream)
     broken = '{"cmd": "ls", '
     server.push(Turn(tool_calls=(FakeCall("call_x", "exec", broken),), pieces=3))
@@ -123,11 +132,10 @@ def test_unknown_events_pings_and_comments_are_ignored(
     assert provider.complete(request(), step=0).text == "still fine"
 
 
+@pytest.mark.parametrize("vendor", ["anthropic"])
 def test_anthropic_usage_folds_cache_counts_into_prompt(
-    server: FakeVendorServer, make_provider: MakeProvider, vendor: str
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
 ) -> None:
-    if vendor != "anthropic":
-        pytest.skip("Anthropic's usage shape")
     usage = {
         "input_tokens": 20,
         "cache_read_input_tokens": 300,
@@ -149,11 +157,10 @@ def test_anthropic_usage_folds_cache_counts_into_prompt(
         ), f"stream={stream}"
 
 
+@pytest.mark.parametrize("vendor", ["openai", "openrouter"])
 def test_openai_usage_keeps_breakdowns_and_reported_total(
-    server: FakeVendorServer, make_provider: MakeProvider, vendor: str
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
 ) -> None:
-    if vendor == "anthropic":
-        pytest.skip("Chat Completions usage shape")
     usage = {
         "prompt_tokens": 1000,
         "completion_tokens": 200,
@@ -206,7 +213,11 @@ def test_request_carries_system_tools_results_and_ceiling_in_vendor_shape(
         assert body["max_tokens"] == 256  # a non-OpenAI base_url gets the portable field
         assert body["stream_options"] == {"include_usage": True}
         assert body["tools"][0]["function"]["name"] == "exec"
-        assert body["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "a.txt\nb.txt"}
+        assert body["messages"][-1] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "a.txt\nb.txt",
+        }
         assert sent.headers["authorization"] == f"Bearer {CANARY_KEY}"
     if vendor == "openrouter":
         assert sent.headers["http-referer"] and sent.headers["x-title"] == "io"
@@ -227,7 +238,12 @@ def test_a_multi_step_conversation_keeps_the_fake_invariants(
     provider = make_provider(vendor, server)
     messages = [Message.system("sys"), Message.user("go")]
     for step in range(3):
-        server.push(Turn(text=f"step {step}", tool_calls=(FakeCall(f"call_{step}", "exec", '{"cmd": "echo"}'),)))
+        server.push(
+            Turn(
+                text=f"step {step}",
+                tool_calls=(FakeCall(f"call_{step}", "exec", '{"cmd": "echo"}'),),
+            )
+        )
         response = provider.complete(request(messages=tuple(messages)), step=step)
         messages.append(Message.assistant(response.text, response.tool_calls))
         for call in response.tool_calls:
@@ -276,7 +292,11 @@ def test_429_honours_retry_after_http_date(
 
 @STREAMING
 def test_overload_is_retried(
-    vendor: str, server: FakeVendorServer, make_provider: MakeProvider, clock: ManualClock, stream: bool
+    vendor: str,
+    server: FakeVendorServer,
+    make_provider: MakeProvider,
+    clock: ManualClock,
+    stream: bool,
 ) -> None:
     provider = make_provider(vendor, server, stream=stream)
     server.push(_overloaded(vendor), Turn(text="ok"))
@@ -287,11 +307,10 @@ def test_overload_is_retried(
     assert clock.sleeps == [0.5]  # base delay, jitter pinned at its top
 
 
+@pytest.mark.parametrize("vendor", ["anthropic"])
 def test_anthropic_overloaded_error_is_retried_whatever_the_status(
-    server: FakeVendorServer, make_provider: MakeProvider, vendor: str
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
 ) -> None:
-    if vendor != "anthropic":
-        pytest.skip("Anthropic error type")
     provider = make_provider(vendor, server)
     server.push(Fail(400, anthropic_error("overloaded_error", "Overloaded")), Turn(text="ok"))
     assert provider.complete(request(), step=0).text == "ok"
@@ -331,7 +350,11 @@ def test_retries_spent_raise_with_every_attempt_recorded(
 
 @pytest.mark.parametrize("status", [400, 403, 404, 422])
 def test_4xx_other_than_429_is_not_retried(
-    vendor: str, server: FakeVendorServer, make_provider: MakeProvider, clock: ManualClock, status: int
+    vendor: str,
+    server: FakeVendorServer,
+    make_provider: MakeProvider,
+    clock: ManualClock,
+    status: int,
 ) -> None:
     provider = make_provider(vendor, server)
     server.push(Fail(status, openai_error("nope", "invalid_request_error")))
@@ -353,14 +376,21 @@ def test_a_very_long_retry_after_ends_retries_at_once(
 
 @pytest.mark.parametrize("mode", ["chunked", "eof"])
 def test_a_stream_cut_mid_event_is_retried_never_half_parsed(
-    vendor: str, server: FakeVendorServer, make_provider: MakeProvider, mode: str
+    vendor: str,
+    server: FakeVendorServer,
+    make_provider: MakeProvider,
+    mode: Literal["chunked", "eof"],
 ) -> None:
     provider = make_provider(vendor, server)
     long_text = "partial answer that must not survive " * 3
-    server.push(Cut(Turn(text=long_text, pieces=8), after_events=4, mode=mode), Turn(text="whole answer"))  # type: ignore[arg-type]
+    server.push(
+        Cut(Turn(text=long_text, pieces=8), after_events=4, mode=mode), Turn(text="whole answer")
+    )
     tokens: list[str] = []
     response = provider.complete(request(), step=0, on_token=tokens.append)
     assert response.text == "whole answer"
+    assert "partial" not in response.text
+    assert tokens[-1] == "whole answer"  # the cut stream's deltas were provisional
     assert [a.ok for a in response.attempts] == [False, True]
     assert response.attempts[0].error
 
@@ -399,7 +429,9 @@ def test_a_read_timeout_is_retried(
     assert "Timeout" in (response.attempts[0].error or "")
 
 
-def test_a_refused_connection_is_retryable(vendor: str, make_provider: MakeProvider, clock: ManualClock) -> None:
+def test_a_refused_connection_is_retryable(
+    vendor: str, make_provider: MakeProvider, clock: ManualClock
+) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -460,7 +492,11 @@ def test_a_retried_failure_echoing_the_key_is_redacted_in_every_attempt(
 def test_key_comes_from_the_env_mapping_when_config_has_none(
     vendor: str, server: FakeVendorServer, make_provider: MakeProvider
 ) -> None:
-    variable = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}[vendor]
+    variable = {
+        "anthropic": "ANTHROPIC_API_KEY",
+        "openai": "OPENAI_API_KEY",
+        "openrouter": "OPENROUTER_API_KEY",
+    }[vendor]
     provider = make_provider(vendor, server, api_key=None, env={variable: "from-env-key"})
     server.push(Turn(text="ok"))
     provider.complete(request(), step=0)
@@ -468,8 +504,14 @@ def test_key_comes_from_the_env_mapping_when_config_has_none(
     assert "from-env-key" in (headers.get("x-api-key") or headers.get("authorization", ""))
 
 
-def test_a_missing_key_is_a_config_error_naming_the_variable(vendor: str, make_provider: MakeProvider) -> None:
-    variable = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openrouter": "OPENROUTER_API_KEY"}[vendor]
+def test_a_missing_key_is_a_config_error_naming_the_variable(
+    vendor: str, make_provider: MakeProvider
+) -> None:
+    variable = {
+        "anthropic": "ANTHROPIC_API_KEY",
+        "openai": "OPENAI_API_KEY",
+        "openrouter": "OPENROUTER_API_KEY",
+    }[vendor]
     with pytest.raises(ConfigError, match=variable):
         make_provider(vendor, None, api_key=None, env={})
 
@@ -499,8 +541,11 @@ def test_concurrent_providers_share_nothing(clock: ManualClock) -> None:
         one.push(Turn(text="from one"))
         two.push(Turn(text="from two"))
         providers = {
-            name: AnthropicProvider(ProviderConfig(kind="anthropic", model="m", api_key="k", base_url=fake.base_url),
-                                    env={}, clock=clock)
+            name: AnthropicProvider(
+                ProviderConfig(kind="anthropic", model="m", api_key="k", base_url=fake.base_url),
+                env={},
+                clock=clock,
+            )
             for name, fake in (("one", one), ("two", two))
         }
 
@@ -519,3 +564,72 @@ def test_concurrent_providers_share_nothing(clock: ManualClock) -> None:
 
 def test_provider_is_an_http_provider(provider: HttpProvider, vendor: str) -> None:
     assert provider.name == vendor
+
+
+class TickingClock(ManualClock):
+    """Every reading of the monotonic clock advances it by one millisecond."""
+
+    def monotonic(self) -> float:
+        self._mono += 0.001
+        return self._mono
+
+
+def test_ttft_is_measured_from_the_request_and_bounded_by_latency(
+    vendor: str, server: FakeVendorServer
+) -> None:
+    from harness_core.providers import ProviderConfig
+    from tests.unit.providers.conftest import CLASSES
+
+    config = ProviderConfig(
+        kind=vendor, model="m", api_key="key-123456789", base_url=server.base_url
+    )
+    provider = CLASSES[vendor](config, env={}, clock=TickingClock())
+    try:
+        server.push(Turn(text="abc", pieces=3))
+        response = provider.complete(request(), step=0)
+    finally:
+        provider.close()
+    assert response.ttft_ms is not None
+    assert 0 < response.ttft_ms < response.latency_ms
+
+
+def test_a_401_hints_at_the_key_variable(
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
+) -> None:
+    provider = make_provider(vendor, server)
+    server.push(Fail(401, "nope"))
+    with pytest.raises(ProviderError) as info:
+        provider.complete(request(), step=0)
+    assert info.value.hint is not None and provider.env_var in info.value.hint
+
+
+def test_an_assistant_turn_with_nothing_in_it_still_makes_a_valid_request(
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
+) -> None:
+    from harness_core.messages import Message
+
+    provider = make_provider(vendor, server)
+    server.push(Turn(text="ok"))
+    messages = (Message.user("go"), Message.assistant(""), Message.user("again"))
+    assert provider.complete(request(messages=messages), step=0).text == "ok"
+    assert server.violations == []
+
+
+def test_the_tool_loop_responder_drives_a_whole_run(
+    vendor: str, server: FakeVendorServer, make_provider: MakeProvider
+) -> None:
+    from harness_core.messages import Message, ToolResult
+    from tests.fakes.vendor_server import tool_loop_responder
+
+    server.responder = tool_loop_responder(3)
+    provider = make_provider(vendor, server)
+    messages = [Message.system("sys"), Message.user("go")]
+    for _ in range(10):
+        response = provider.complete(request(messages=tuple(messages)), step=0)
+        messages.append(Message.assistant(response.text, response.tool_calls))
+        if not response.tool_calls:
+            break
+        for call in response.tool_calls:
+            messages.append(Message.tool(ToolResult(call.id, call.name, "hi")))
+    assert response.text == "done"
+    assert len(server.requests) == 4 and server.violations == []

@@ -79,7 +79,9 @@ def test_failed_write_of_a_wrong_type_leaves_nothing_behind(ws: Workspace, root:
     assert (root / "f.txt").read_bytes() == b"old"
 
 
-def test_hard_link_is_replaced_not_written_through(ws: Workspace, root: Path, outside: Path) -> None:
+def test_hard_link_is_replaced_not_written_through(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
     os.link(outside / "canary.txt", root / "linked.txt")
     assert ws.read_bytes("linked.txt") == CANARY  # reading what a hard link names is allowed
     ws.write_bytes("linked.txt", b"mine")
@@ -128,7 +130,11 @@ def test_queries(ws: Workspace, root: Path, outside: Path) -> None:
     os.symlink("d/f.txt", root / "inner-link")
     os.symlink(outside, root / "out-link")
     assert (ws.exists("d"), ws.is_dir("d"), ws.is_file("d")) == (True, True, False)
-    assert (ws.exists("d/f.txt"), ws.is_dir("d/f.txt"), ws.is_file("d/f.txt")) == (True, False, True)
+    assert (ws.exists("d/f.txt"), ws.is_dir("d/f.txt"), ws.is_file("d/f.txt")) == (
+        True,
+        False,
+        True,
+    )
     assert ws.is_file("inner-link")  # resolved to d/f.txt
     assert (ws.exists("nope"), ws.is_file("nope"), ws.is_dir("nope")) == (False, False, False)
     assert not ws.exists("d/f.txt/below")
@@ -139,13 +145,18 @@ def test_queries(ws: Workspace, root: Path, outside: Path) -> None:
         ws.is_file("../outside/canary.txt")
 
 
-def test_listings_describe_links_without_following_them(ws: Workspace, root: Path, outside: Path) -> None:
+def test_listings_describe_links_without_following_them(
+    ws: Workspace, root: Path, outside: Path
+) -> None:
     (root / "sub").mkdir()
     (root / "b.txt").write_bytes(b"12345")
     os.symlink(outside, root / "a-link")
     assert ws.list_names("") == ["a-link", "b.txt", "sub"]
     entries = ws.list_dir("")
-    assert entries[1:] == [DirEntry("b.txt", False, False, 5), DirEntry("sub", True, False, entries[2].size)]
+    assert entries[1:] == [
+        DirEntry("b.txt", False, False, 5),
+        DirEntry("sub", True, False, entries[2].size),
+    ]
     assert entries[0].name == "a-link" and entries[0].is_symlink and not entries[0].is_dir
 
 

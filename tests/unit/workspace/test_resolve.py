@@ -52,6 +52,9 @@ def test_absolute_path_inside_the_root_is_accepted(root: Path) -> None:
     ws = Workspace(root)
     assert ws.resolve(str(root)) == ""
     assert ws.resolve(str(root / "src" / "a.py")) == "src/a.py"
+    assert ws.resolve(str(root) + "/src/../b") == "b"
+    with pytest.raises(PathEscape):
+        ws.resolve(str(root) + "/src/../../proj-evil/x")
 
 
 @pytest.mark.parametrize("path", ["/", "/etc/passwd", "/tmp"])

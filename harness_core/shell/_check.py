@@ -1,0 +1,236 @@
+"""The checker: a `Plan` to a `RunPlan`, every act through the gate before anything runs.
+
+For each stage, in the order written: the working directory (as ``cd`` left it) is
+resolved through the workspace; the whole argv is an `Act.exec`; each redirect target
+is resolved relative to that directory and is an `Act.write` (``>``, ``>>``, ``2>``,
+``2>>``) or an `Act.read` (``<``); and the file operands of programs such as ``mv``
+are Read and Write acts (see `_operands`). The first refusal blocks the whole line, so
+a line with one denied stage runs none.
+
+At spawn time the runner asks `recheck` about each stage again, with the filesystem as
+it is then: a path that now resolves elsewhere (a link made earlier in the same line)
+blocks the rest of the line, and operand acts that were not asked about before (a
+directory that gained entries) go to the gate. This module starts no process.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from harness_core.errors import PathEscape, WorkspaceError
+from harness_core.policy import Act, ActKind, Decision
+from harness_core.shell._operands import OperandProblem, operand_acts
+from harness_core.shell._plan import (
+    Blocked,
+    CheckedChain,
+    CheckedPipeline,
+    CheckedRedirect,
+    CheckedStage,
+    Plan,
+    RedirectKind,
+    RunPlan,
+    Stage,
+)
+from harness_core.workspace import Workspace
+
+__all__ = ["Gate", "LineChecker"]
+
+
+class Gate(Protocol):
+    """The run's policy gate, as the shell needs it (`harness_core.tools.ActGate`)."""
+
+    def check(self, act: Act) -> Decision:
+        """Decide `act` (policy, then approver); may raise the loop's pause signal."""
+        ...
+
+    def refuse(self, act: Act, reason: str) -> Decision:
+        """Record a refusal the workspace resolver made and return the deny decision."""
+        ...
+
+
+def _from_decision(act: Act, decision: Decision, column: int) -> Blocked:
+    return Blocked(
+        reason=decision.reason,
+        act=act.kind.value,
+        target=act.describe(),
+        column=column,
+        rule=decision.rule,
+        layer=decision.layer,
+    )
+
+
+class LineChecker:
+    """Checks plans against one workspace and one gate.
+
+    Args:
+        workspace: The resolver.
+        gate: The gate every act goes through.
+    """
+
+    def __init__(self, workspace: Workspace, gate: Gate) -> None:
+        self.workspace = workspace
+        self.gate = gate
+
+    def check(self, plan: Plan, base_cwd: str = "") -> RunPlan | Blocked:
+        """Resolve and check every stage of `plan`.
+
+        Args:
+            plan: The parsed line.
+            base_cwd: The directory the line starts in, relative to the root.
+
+        Returns:
+            The plan ready to run, or why it may not run at all.
+        """
+        dirs: dict[str, str] = {}
+        chains: list[CheckedChain] = []
+        for chain in plan.chains:
+            pipelines: list[CheckedPipeline] = []
+            for pipeline in chain.pipelines:
+                stages: list[CheckedStage] = []
+                for stage in pipeline.stages:
+                    checked = self._stage(stage, base_cwd, dirs)
+                    if isinstance(checked, Blocked):
+                        return checked
+                    stages.append(checked)
+                pipelines.append(CheckedPipeline(tuple(stages)))
+            chains.append(CheckedChain(tuple(pipelines), chain.connectors))
+        return RunPlan(plan.line, tuple(chains), base_cwd)
+
+    def _dir(self, lexical: str, base_cwd: str, dirs: dict[str, str], column: int) -> str | Blocked:
+        if lexical in dirs:
+            return dirs[lexical]
+        try:
+            resolved = self.workspace.resolve(lexical, cwd=base_cwd)
+        except (PathEscape, WorkspaceError) as exc:
+            reason = exc.reason if isinstance(exc, PathEscape) else exc.message
+            act = Act.read(lexical)
+            decision = self.gate.refuse(act, f"cd {lexical!r}: {reason}")
+            return Blocked(
+                reason=decision.reason, act="read", target=f"cd {lexical}", construct="cd",
+                column=column, rule=decision.rule, layer=decision.layer,
+            )
+        dirs[lexical] = resolved
+        return resolved
+
+    def _gate(self, act: Act, column: int, acts: dict[Act, None]) -> Blocked | None:
+        if act in acts:
+            return None
+        decision = self.gate.check(act)
+        if not decision.is_allowed:
+            return _from_decision(act, decision, column)
+        acts[act] = None
+        return None
+
+    def _escape(self, kind: ActKind, word: str, reason: str, column: int) -> Blocked:
+        act = Act(kind, word)
+        decision = self.gate.refuse(act, reason)
+        return Blocked(
+            reason=decision.reason, act=kind.value, target=f"{kind.value} {word}",
+            column=column, rule=decision.rule, layer=decision.layer,
+        )
+
+    def _stage(self, stage: Stage, base_cwd: str, dirs: dict[str, str]) -> CheckedStage | Blocked:
+        cwd = self._dir(stage.cwd, base_cwd, dirs, stage.column)
+        if isinstance(cwd, Blocked):
+            return cwd
+        cd: str | None = None
+        if stage.cd is not None:
+            target = self._dir(stage.cd, base_cwd, dirs, stage.column)
+            if isinstance(target, Blocked):
+                return target
+            cd = target
+        acts: dict[Act, None] = {}
+        if stage.argv and stage.cd is None:
+            blocked = self._gate(Act.exec(stage.argv), stage.column, acts)
+            if blocked is not None:
+                return blocked
+        redirects: list[CheckedRedirect] = []
+        for redirect in stage.redirects:
+            checked = self._redirect(redirect.kind, redirect.target, cwd, redirect.column, acts)
+            if isinstance(checked, Blocked):
+                return checked
+            redirects.append(checked)
+        if stage.cd is None:
+            found, problem = operand_acts(stage.argv, cwd, self.workspace)
+            if problem is not None:
+                return self._problem(problem, stage.column)
+            for act in found:
+                blocked = self._gate(act, stage.column, acts)
+                if blocked is not None:
+                    return blocked
+        return CheckedStage(stage, cwd, tuple(redirects), cd, frozenset(acts))
+
+    def _problem(self, problem: OperandProblem, column: int) -> Blocked:
+        if problem.escape:
+            return self._escape(problem.kind, problem.word, problem.reason, column)
+        return Blocked(reason=problem.reason, act=problem.kind.value,
+                       target=f"{problem.kind.value} {problem.word}", column=column)
+
+    def _redirect(
+        self, kind: RedirectKind, word: str, cwd: str, column: int, acts: dict[Act, None]
+    ) -> CheckedRedirect | Blocked:
+        if kind is RedirectKind.STDERR_TO_STDOUT:
+            return CheckedRedirect(kind, "", "")
+        act_kind = ActKind.WRITE if kind.is_write else ActKind.READ
+        if not word:
+            return Blocked(reason="a redirect needs a file name after it",
+                           construct="missing redirect target", column=column)
+        try:
+            path = self.workspace.resolve(word, cwd=cwd)
+        except PathEscape as exc:
+            return self._escape(act_kind, word, f"{word!r} {exc.reason}", column)
+        except WorkspaceError as exc:
+            return self._escape(act_kind, word, exc.message, column)
+        blocked = self._gate(Act(act_kind, path), column, acts)
+        if blocked is not None:
+            return blocked
+        return CheckedRedirect(kind, word, path)
+
+    def recheck(self, stage: CheckedStage, base_cwd: str = "") -> Blocked | None:
+        """Check `stage` again just before it starts, against the filesystem as it is now.
+
+        Returns:
+            None when it may start; otherwise why the line must stop here.
+        """
+        plain = stage.stage
+        lexical = [(plain.cwd, stage.cwd)]
+        if plain.cd is not None and stage.cd is not None:
+            lexical.append((plain.cd, stage.cd))
+        for word, planned in lexical:
+            now = self._now(word, base_cwd)
+            if now != planned:
+                return self._moved(f"cd {word}", planned, now, plain.column)
+        for redirect in stage.redirects:
+            if redirect.kind is RedirectKind.STDERR_TO_STDOUT:
+                continue
+            now = self._now(redirect.word, stage.cwd)
+            if now != redirect.path:
+                return self._moved(redirect.word, redirect.path, now, plain.column)
+        if plain.cd is not None:
+            return None
+        found, problem = operand_acts(plain.argv, stage.cwd, self.workspace)
+        if problem is not None:
+            return self._problem(problem, plain.column)
+        acts = dict.fromkeys(stage.acts)
+        for act in found:
+            blocked = self._gate(act, plain.column, acts)
+            if blocked is not None:
+                return blocked
+        return None
+
+    def _now(self, word: str, cwd: str) -> str | None:
+        try:
+            return self.workspace.resolve(word, cwd=cwd)
+        except (PathEscape, WorkspaceError):
+            return None
+
+    def _moved(self, word: str, planned: str, now: str | None, column: int) -> Blocked:
+        where = "outside the workspace root" if now is None else repr(now or ".")
+        return Blocked(
+            reason=f"{word!r} resolved to {planned or '.'!r} when the line was checked and "
+            f"now resolves {where} (a link made earlier in the line?); the rest of the line "
+            "was not run",
+            target=word,
+            column=column,
+            layer="workspace",
+        )

@@ -1,0 +1,143 @@
+"""A real `io` runner process that kills itself (SIGKILL) at a named point.
+
+    python crash_runner.py STORE WORKSPACE REPLAY start|resume:RUN_ID POINT STEP
+
+POINT is one of: none, before_request, after_response, mid_commit, after_effect,
+mid_write. The run id is printed on stdout first thing. Each provider request is logged
+to WORKSPACE/../requests.log as "step" lines, so the test can count them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness_core import (
+    Budget,
+    ProviderConfig,
+    RunSpec,
+    Runner,
+    SandboxConfig,
+    ScriptedProvider,
+    Store,
+    TaskContract,
+    ToolContext,
+    ToolOutcome,
+    ToolSpec,
+    Toolbox,
+    Workspace,
+)
+from harness_core.sandbox import BackendChoice
+
+
+def die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Killer:
+    def __init__(self, point: str, step: int) -> None:
+        self.point, self.step = point, step
+
+    def at(self, point: str, step: int) -> None:
+        if self.point == point and self.step == step:
+            die()
+
+
+class KillingProvider:
+    name = "scripted"
+
+    def __init__(self, inner: ScriptedProvider, killer: Killer, log: Path) -> None:
+        self.inner, self.killer, self.log = inner, killer, log
+
+    def complete(self, request: Any, *, step: int, on_token: Any = None) -> Any:
+        self.killer.at("before_request", step)
+        with open(self.log, "a") as fh:
+            fh.write(f"{step}\n")
+        response = self.inner.complete(request, step=step, on_token=on_token)
+        self.killer.at("after_response", step)
+        return response
+
+    def close(self) -> None:
+        return None
+
+
+class KillingStore(Store):
+    killer: Killer
+    _armed = False
+
+    def record_completion(self, run_id: str, step: int, **kw: Any) -> None:  # type: ignore[override]
+        self._armed = self.killer.point == "mid_commit" and self.killer.step == step
+        try:
+            super().record_completion(run_id, step, **kw)
+        finally:
+            self._armed = False
+
+    def _tx(self):  # type: ignore[no-untyped-def,override]
+        inner = super()._tx()
+        store = self
+
+        class _Wrapped:
+            def __enter__(self) -> Any:
+                return inner.__enter__()
+
+            def __exit__(self, *exc: Any) -> Any:
+                if store._armed and exc[0] is None:
+                    die()  # inside the transaction, before COMMIT
+                return inner.__exit__(*exc)
+
+        return _Wrapped()
+
+
+class AppendLine:
+    spec = ToolSpec("append_line", "Append a line to log.txt",
+                    {"type": "object", "properties": {"text": {"type": "string"}},
+                     "required": ["text"]})
+
+    def __init__(self, killer: Killer) -> None:
+        self.killer = killer
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        with open(ctx.workspace.abspath("log.txt"), "a") as fh:
+            fh.write(args["text"] + "\n")
+        step = int(args["text"].split(":")[0])
+        self.killer.at("after_effect", step)
+        return ToolOutcome(f"appended {args['text']}", changed=True)
+
+
+def main() -> None:
+    store_path, workspace, replay, mode, point, step = sys.argv[1:7]
+    killer = Killer(point, int(step))
+    if point == "mid_write":
+        real_replace = os.replace
+
+        def replace(src: Any, dst: Any, **kw: Any) -> None:
+            if "big.txt" in str(dst):
+                die()
+            real_replace(src, dst, **kw)
+
+        os.replace = replace  # type: ignore[assignment]
+    KillingStore.killer = killer
+    store = KillingStore(store_path)
+    provider = KillingProvider(
+        ScriptedProvider(ProviderConfig(kind="scripted", script=Path(replay))), killer,
+        Path(workspace).parent / "requests.log")
+    toolbox = Toolbox.builtins()
+    toolbox.add(AppendLine(killer))
+    spec = RunSpec(workspace=Workspace(workspace), contract=TaskContract(goal="append lines"),
+                   budget=Budget(max_steps=1000, max_tokens=None, wall_seconds=None),
+                   sandbox=SandboxConfig(backend=BackendChoice.OFF), model="scripted")
+    ids = iter(["run-crash"])
+    runner = Runner(store, provider, toolbox=toolbox, new_id=lambda: next(ids))  # type: ignore[arg-type]
+    if mode == "start":
+        outcome = runner.start(spec)
+    else:
+        outcome = runner.resume(mode.split(":", 1)[1], spec)
+    print(outcome.status.value, outcome.steps, flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""`io --help` and `io runs --json` stay cheap: checked on `sys.modules` in a subprocess,
+never on time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("httpx", "mcp", "openpyxl", "docx", "pptx", "pypdf", "fpdf", "zxingcpp", "pydantic")
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    code = (
+        "import sys, json\n"
+        f"sys.argv = ['io', *{argv!r}]\n"
+        "from io_harness_cli.main import app\n"
+        "try:\n"
+        "    app(prog_name='io')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.__stderr__.write(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    return set(json.loads(result.stderr.strip().splitlines()[-1]))
+
+
+def test_io_help_imports_no_httpx_mcp_or_document_library() -> None:
+    loaded = _modules_after(["--help"])
+    for name in HEAVY:
+        assert name not in loaded, f"{name} imported by io --help"
+    assert not any(m.startswith("harness_core.") for m in loaded)
+
+
+def test_io_version_imports_no_heavy_module() -> None:
+    loaded = _modules_after(["--version"])
+    assert not {"httpx", "mcp", "rich.console"} & loaded
+
+
+def test_importing_harness_core_imports_nothing_heavy() -> None:
+    code = "import sys, harness_core; print(sorted(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    loaded = set(eval(out))  # a list literal printed by the child
+    assert "httpx" not in loaded and "sqlite3" not in loaded and "rich" not in loaded
+
+
+def test_io_runs_json_does_not_import_rich(tmp_path: object) -> None:
+    loaded = _modules_after(["runs", "--json"])
+    assert "rich.console" not in loaded and "rich.table" not in loaded
+    assert "httpx" not in loaded
