@@ -159,6 +159,7 @@ class ProviderError(HarnessError):
         retryable: Whether trying again may succeed (429, 5xx, overload, timeouts).
         status: The HTTP status, when there was one.
         retry_after: Seconds the vendor asked us to wait, when it said.
+        attempts: Every failed attempt made before giving up (redacted records).
     """
 
     def __init__(
@@ -169,11 +170,13 @@ class ProviderError(HarnessError):
         status: int | None = None,
         retry_after: float | None = None,
         hint: str | None = None,
+        attempts: tuple[object, ...] = (),
     ) -> None:
         super().__init__(message, hint=hint)
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.attempts = attempts
 
 
 class ScriptExhausted(ProviderError):

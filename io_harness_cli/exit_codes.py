@@ -43,14 +43,15 @@ def exit_code_for_status(status: str) -> ExitCode:
 def exit_code_for_error(exc: BaseException) -> ExitCode:
     """The exit code of an error that ended a command.
 
-    `ConfigError` (and its `UsageError`) → 2; `BudgetExceeded` → 3; `KeyboardInterrupt`
-    → 130; any other `HarnessError` → 1.
+    `ConfigError` (and its `UsageError`) and `RunNotFound` → 2; `BudgetExceeded` → 3;
+    `KeyboardInterrupt` → 130; any other `HarnessError` (a store failure, a run in use,
+    a provider outage) → 1.
     """
-    from harness_core import BudgetExceeded, ConfigError
+    from harness_core import BudgetExceeded, ConfigError, RunNotFound
 
     if isinstance(exc, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, (ConfigError, RunNotFound)):
         return ExitCode.USAGE
     if isinstance(exc, BudgetExceeded):
         return ExitCode.BUDGET

@@ -1,23 +1,48 @@
-"""The run loop: steps, ledger, checkpoints, resume, budgets, context budget, stalls."""
+"""The run loop: steps, ledger, checkpoints, resume, budgets, context budget, stalls.
 
-from harness_core.run._budget import Budget
-from harness_core.run._context import ContextBudget
-from harness_core.run._gate import ApprovalPending, Gate
-from harness_core.run._launchers import Launchers, build_launchers
-from harness_core.run._loop import INTERRUPTED_OBSERVATION, Runner
-from harness_core.run._progress import Progress
-from harness_core.run._spec import RunOutcome, RunSpec
+Names are re-exported lazily, so importing `harness_core.run._budget` (as config does)
+does not load the whole loop.
+"""
 
-__all__ = [
-    "INTERRUPTED_OBSERVATION",
-    "ApprovalPending",
-    "Budget",
-    "ContextBudget",
-    "Gate",
-    "Launchers",
-    "Progress",
-    "RunOutcome",
-    "RunSpec",
-    "Runner",
-    "build_launchers",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "INTERRUPTED_OBSERVATION": "harness_core.run._loop",
+    "ApprovalPending": "harness_core.run._gate",
+    "Budget": "harness_core.run._budget",
+    "ContextBudget": "harness_core.run._context",
+    "Gate": "harness_core.run._gate",
+    "Launchers": "harness_core.run._launchers",
+    "Progress": "harness_core.run._progress",
+    "RunOutcome": "harness_core.run._spec",
+    "RunSpec": "harness_core.run._spec",
+    "Runner": "harness_core.run._loop",
+    "build_launchers": "harness_core.run._launchers",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness_core.run' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+if TYPE_CHECKING:
+    from harness_core.run._budget import Budget
+    from harness_core.run._context import ContextBudget
+    from harness_core.run._gate import ApprovalPending, Gate
+    from harness_core.run._launchers import Launchers, build_launchers
+    from harness_core.run._loop import INTERRUPTED_OBSERVATION, Runner
+    from harness_core.run._progress import Progress
+    from harness_core.run._spec import RunOutcome, RunSpec
+
+    __all__ = [  # noqa: F811 - the same list, for type checkers
+        "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
+        "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner", "build_launchers",
+    ]

@@ -317,6 +317,9 @@ class Runner:
         try:
             response = self.provider.complete(request, step=step, on_token=on_token)
         except ProviderError as exc:
+            attempts = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
+            self.store.record_failed_attempts(drive.run_id, step, [
+                vars(a) if hasattr(a, "__dict__") else {"error": str(a)} for a in attempts])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
         self.store.record_completion(

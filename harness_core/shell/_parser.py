@@ -174,6 +174,8 @@ def _refuse_dup_into_pipe(redirects: tuple[Redirect, ...]) -> None:
 
 
 def _refuse_command_position(head: Word) -> None:
+    if not head.text:
+        raise refuse("empty command", head.column, "the program name is empty")
     if not head.quoted and head.text in KEYWORDS:
         raise ShellRefused(
             f"keyword {head.text}", head.column, refuse("keyword", head.column).reason

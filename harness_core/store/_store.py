@@ -410,11 +410,15 @@ class Store(HandleQueries, SpendQueries):
                  usage.get("cache_write_tokens"), usage.get("reasoning_tokens"),
                  usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason),
             )
+            base = conn.execute(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM provider_attempts"
+                " WHERE run_id = ? AND step_index = ?", (run_id, step),
+            ).fetchone()[0]
             for i, attempt in enumerate(attempts):
                 conn.execute(
                     "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
                     " error, status) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, i, attempt.get("provider", ""), attempt.get("model", ""),
+                    (run_id, step, base + i, attempt.get("provider", ""), attempt.get("model", ""),
                      1 if attempt.get("ok") else 0, attempt.get("error"), attempt.get("status")),
                 )
             for cite in citations:
@@ -429,6 +433,33 @@ class Store(HandleQueries, SpendQueries):
                     (run_id, step, call.get("name", ""), dumps(call.get("input", {}))),
                 )
             self._insert_messages(conn, run_id, step, [Message.assistant(text, tuple(tool_calls))])
+
+    def record_failed_attempts(
+        self, run_id: str, step: int, attempts: Sequence[dict[str, Any]]
+    ) -> None:
+        """Record the attempts of a completion that failed after every retry and fallback."""
+        if not attempts:
+            return
+        with self._tx() as conn:
+            base = conn.execute(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM provider_attempts"
+                " WHERE run_id = ? AND step_index = ?", (run_id, step),
+            ).fetchone()[0]
+            conn.executemany(
+                "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
+                " error, status) VALUES (?,?,?,?,?,?,?,?)",
+                [(run_id, step, base + i, a.get("provider", ""), a.get("model", ""), 0,
+                  a.get("error"), a.get("status")) for i, a in enumerate(attempts)],
+            )
+
+    def provider_attempts(self, run_id: str) -> list[dict[str, Any]]:
+        """Every recorded attempt of the run (successful and failed), in order."""
+        rows = self._query(
+            "SELECT step_index, seq, provider, model, ok, error, status FROM provider_attempts"
+            " WHERE run_id = ? ORDER BY step_index, seq", (run_id,),
+        )
+        keys = ("step", "seq", "provider", "model", "ok", "error", "status")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def step(self, run_id: str, step: int) -> StepRecord | None:
         """The committed completion of `step`, or None."""

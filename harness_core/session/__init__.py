@@ -1,0 +1,1 @@
+"""Sessions: conversations whose turns are runs, in an append-only tree."""
