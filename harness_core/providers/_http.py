@@ -402,6 +402,7 @@ class HttpProvider:
                     ProviderAttempt(self.name, request.model, False, str(exc), exc.status)
                 )
                 self.last_attempts = tuple(attempts)
+                exc.attempts = self.last_attempts
                 self._pause_or_raise(exc, retry)
                 retry += 1
                 continue

@@ -104,6 +104,7 @@ class Fallback:
             status=last.status,
             retry_after=last.retry_after,
             hint="check the vendors' status, keys and quotas; `io trace` lists each attempt",
+            attempts=self.last_attempts,
         ) from last
 
     def close(self) -> None:
@@ -113,7 +114,7 @@ class Fallback:
 
 
 def _attempts_of(provider: Provider, model: str, exc: ProviderError) -> tuple[ProviderAttempt, ...]:
-    recorded = getattr(provider, "last_attempts", None)
+    recorded = exc.attempts or getattr(provider, "last_attempts", None)
     if isinstance(recorded, tuple) and recorded:
         return tuple(a for a in recorded if isinstance(a, ProviderAttempt))
     return (ProviderAttempt(provider.name, model, False, str(exc), exc.status),)

@@ -14,7 +14,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import psutil
@@ -22,9 +22,14 @@ import psutil
 from harness_core.clock import Clock, SystemClock
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
-from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.messages import Message, ToolCall, ToolResult, Usage
 from harness_core.policy import Approver
-from harness_core.providers import CompletionRequest, CompletionResponse, Provider
+from harness_core.providers import (
+    CompletionRequest,
+    CompletionResponse,
+    Provider,
+    ProviderAttempt,
+)
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._launchers import Launchers, build_launchers
@@ -32,7 +37,7 @@ from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.store import LedgerEntry, RunStatus, Store
-from harness_core.tools import PauseRequested, ToolContext, ToolOutcome, Toolbox
+from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
 from harness_core.verification import run_gates
 
 __all__ = ["INTERRUPTED_OBSERVATION", "Runner"]
@@ -316,10 +321,22 @@ class Runner:
         began = self.clock.monotonic()
         try:
             response = self.provider.complete(request, step=step, on_token=on_token)
+            # Anthropic's `pause_turn`: the vendor stopped a long server-tool turn early and
+            # expects it continued. Ask again (what it said so far as the assistant's
+            # prefix) and keep one merged completion for the step, so the step is not
+            # mistaken for "done" and the record stays one row per step.
+            for _ in range(_MAX_PAUSE_TURNS):
+                if response.stop_reason != "pause_turn" or response.tool_calls:
+                    break
+                prefix = response.text.rstrip()
+                messages = request.messages + ((Message.assistant(prefix),) if prefix else ())
+                more = self.provider.complete(replace(request, messages=messages), step=step,
+                                              on_token=on_token)
+                response = _continued(response, more)
         except ProviderError as exc:
             attempts = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
             self.store.record_failed_attempts(drive.run_id, step, [
-                vars(a) if hasattr(a, "__dict__") else {"error": str(a)} for a in attempts])
+                _attempt_json(a) for a in attempts])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
         self.store.record_completion(
@@ -327,7 +344,7 @@ class Runner:
             provider=response.provider or self.provider.name, model_requested=spec.model,
             model_served=response.model or spec.model, usage=response.usage.to_json(),
             latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
-            attempts=[vars(a) for a in response.attempts],
+            attempts=[_attempt_json(a) for a in response.attempts],
             citations=[vars(c) for c in response.citations],
             server_tool_calls=[{"name": s.name, "input": s.input}
                                for s in response.server_tool_calls],
@@ -463,6 +480,34 @@ def _billed(usage: dict[str, int | None]) -> int:
     if total is not None:
         return total
     return (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+
+
+_MAX_PAUSE_TURNS = 8
+"""Continuations of one `pause_turn` step before the step is taken as it stands."""
+
+
+def _attempt_json(attempt: object) -> dict[str, Any]:
+    if isinstance(attempt, ProviderAttempt):
+        return {"provider": attempt.provider, "model": attempt.model, "ok": attempt.ok,
+                "error": attempt.error, "status": attempt.status}
+    return {"provider": "", "model": "", "ok": False, "error": str(attempt), "status": None}
+
+
+def _continued(first: CompletionResponse, more: CompletionResponse) -> CompletionResponse:
+    """One step's completion from a paused turn and its continuation."""
+    def add(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    usage = Usage(*(add(getattr(first.usage, f.name), getattr(more.usage, f.name))
+                    for f in fields(Usage)))
+    return replace(
+        more, text=first.text + more.text, usage=usage,
+        latency_ms=first.latency_ms + more.latency_ms,
+        ttft_ms=first.ttft_ms if first.ttft_ms is not None else more.ttft_ms,
+        citations=first.citations + more.citations,
+        server_tool_calls=first.server_tool_calls + more.server_tool_calls,
+        attempts=first.attempts + more.attempts,
+    )
 
 
 def _sandbox_json(launchers: Launchers) -> dict[str, Any]:

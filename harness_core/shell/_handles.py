@@ -325,7 +325,7 @@ class HandleRegistry:
     def poll(self, handle_id: str, max_bytes: int | None = None) -> HandlePoll:
         """What a handle printed since the previous poll, and whether it still runs.
 
-        An orphaned handle (or one this process does not hold) is answered from its
+        `max_bytes` of 0 reads nothing and only reports the state. An orphaned handle (or one this process does not hold) is answered from its
         record; nothing is read from or sent to any process.
 
         Raises:
@@ -335,7 +335,7 @@ class HandleRegistry:
         if live is None:
             return self._from_record(handle_id)
         done = live.done.is_set()
-        window = DEFAULT_POLL_WINDOW if max_bytes is None else max(1, max_bytes)
+        window = DEFAULT_POLL_WINDOW if max_bytes is None else max(0, max_bytes)
         try:
             with open(live.capture, "rb") as handle:
                 handle.seek(live.cursor)
