@@ -92,6 +92,10 @@ _EXPORTS: dict[str, str] = {
     "SessionInUse": "harness_core.errors:SessionInUse",
     "ShellRefused": "harness_core.errors:ShellRefused",
     "ShownValue": "harness_core.config:ShownValue",
+    "SpendBy": "harness_core.spend:SpendBy",
+    "SpendGroup": "harness_core.spend:SpendGroup",
+    "SpendReport": "harness_core.spend:SpendReport",
+    "SpendRow": "harness_core.spend:SpendRow",
     "StateError": "harness_core.errors:StateError",
     "StepRecord": "harness_core.store:StepRecord",
     "Store": "harness_core.store:Store",
@@ -123,6 +127,7 @@ _EXPORTS: dict[str, str] = {
     "run_gates": "harness_core.verification:run_gates",
     "sandbox_launcher": "harness_core.sandbox:launcher",
     "select_sandbox": "harness_core.sandbox:select",
+    "summarize": "harness_core.spend:summarize",
     "validate_web": "harness_core.providers:validate_web",
 }
 
@@ -206,6 +211,10 @@ __all__ = [
     "SessionInUse",
     "ShellRefused",
     "ShownValue",
+    "SpendBy",
+    "SpendGroup",
+    "SpendReport",
+    "SpendRow",
     "StateError",
     "StepRecord",
     "Store",
@@ -237,6 +246,7 @@ __all__ = [
     "run_gates",
     "sandbox_launcher",
     "select_sandbox",
+    "summarize",
     "validate_web",
 ]
 
@@ -366,6 +376,11 @@ if TYPE_CHECKING:
     from harness_core.spend import (  # noqa: F401
         ModelPrice,
         PriceTable,
+        SpendBy,
+        SpendGroup,
+        SpendReport,
+        SpendRow,
+        summarize,
     )
     from harness_core.store import (  # noqa: F401
         CHECKPOINT_FORMAT,

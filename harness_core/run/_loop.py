@@ -38,6 +38,7 @@ from harness_core.run._prompt import opening_messages
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.store import LedgerEntry, RunStatus, Store
 from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
+from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
 
 __all__ = ["INTERRUPTED_OBSERVATION", "Runner"]
@@ -97,6 +98,7 @@ class Runner:
         approver: Decides `ask` verdicts; None (or an approver answering None) pauses.
         toolbox: The tools offered; defaults to the built-ins.
         new_id: Makes run ids (injected where snapshots must be stable).
+        responder: Answers `ask_question` in this process; None pauses the run instead.
     """
 
     def __init__(
@@ -110,6 +112,7 @@ class Runner:
         toolbox: Toolbox | None = None,
         new_id: Callable[[], str] | None = None,
         extras: Callable[[str, ToolContext], dict[str, Any]] | None = None,
+        responder: Responder | None = None,
     ) -> None:
         self.store = store
         self.provider = provider
@@ -119,6 +122,7 @@ class Runner:
         self.toolbox = toolbox or Toolbox.builtins()
         self._new_id = new_id or (lambda: uuid.uuid4().hex[:12])
         self._extras = extras
+        self.responder = responder
         self._cancel = threading.Event()
 
     def cancel(self) -> None:
@@ -203,6 +207,9 @@ class Runner:
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
+        ctx.extras["todos"] = self.store
+        if self.responder is not None:
+            ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
         context.extend(self.store.messages(run_id))
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
@@ -334,9 +341,9 @@ class Runner:
                                               on_token=on_token)
                 response = _continued(response, more)
         except ProviderError as exc:
-            attempts = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
+            failed = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
             self.store.record_failed_attempts(drive.run_id, step, [
-                _attempt_json(a) for a in attempts])
+                _attempt_json(a) for a in failed])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
         self.store.record_completion(
@@ -390,6 +397,7 @@ class Runner:
             self._execute(drive, step, index, call)
 
     def _answered(self, drive: _Drive, step: int, index: int, call: ToolCall, text: str) -> None:
+        self.store.answer_question(drive.run_id, step, index, text, "person")
         self._emit(Event(EventKind.QUESTION, drive.run_id, {
             "step": step, "question": call.arguments.get("question"), "answer": text,
             "answered_by": "person",
@@ -404,16 +412,37 @@ class Runner:
         try:
             outcome = self.toolbox.call(call, drive.ctx)
         except PauseRequested as pause:
+            if pause.kind == "question":
+                self.store.record_question(drive.run_id, step, index, call.id,
+                                           str(pause.payload.get("question", "")))
             payload = {"kind": pause.kind, "step": step, "call_index": index,
                        "call_id": call.id, "tool": call.name, **pause.payload}
             raise _Stop(RunStatus.PAUSED, f"paused for {pause.kind}", payload) from None
         except ToolError as exc:
             outcome = ToolOutcome(f"error: {exc}", is_error=True)
+        self._report_plan_tool(drive, step, index, call, outcome)
         self._observe(drive, step, index, call, outcome)
         stalled = drive.progress.observe(call.key())
         if stalled is not None:
             self._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": stalled}))
             raise _Stop(RunStatus.STOPPED, stalled)
+
+    def _report_plan_tool(
+        self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome
+    ) -> None:
+        if outcome.is_error:
+            return
+        if call.name == "todo_write":
+            self._emit(Event(EventKind.PLAN, drive.run_id, {
+                "step": step, "items": outcome.data.get("todos", []),
+                "revision": outcome.data.get("revision")}))
+        elif call.name == "ask_question" and "answered_by" in outcome.data:
+            question, answer = outcome.data.get("question", ""), outcome.data.get("answer", "")
+            by = str(outcome.data["answered_by"])
+            self.store.record_question(drive.run_id, step, index, call.id, str(question),
+                                       answer=str(answer), answered_by=by)
+            self._emit(Event(EventKind.QUESTION, drive.run_id, {
+                "step": step, "question": question, "answer": answer, "answered_by": by}))
 
     def _observe(
         self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome

@@ -236,9 +236,13 @@ class PidsCgroup:
 
     def enter(self) -> None:
         """Move the calling process into the cgroup (runs in the child before exec)."""
+        self.admit(os.getpid())
+
+    def admit(self, pid: int) -> None:
+        """Move process `pid` into the cgroup (it must not have forked yet)."""
         fd = os.open(self._procs_file, os.O_WRONLY)
         try:
-            os.write(fd, b"%d" % os.getpid())
+            os.write(fd, b"%d" % pid)
         finally:
             os.close(fd)
 

@@ -21,8 +21,10 @@ know each other's placeholders; one may remove a mount point the other still use
 
 bwrap loads the seccomp program (`_seccomp`) from a pipe just before it executes
 the payload, and closes the pipe: the payload inherits fds 0, 1 and 2 only.
-Resource limits are set in the child before bwrap executes (they are inherited),
-and the child joins its pids cgroup there too.
+bwrap pauses (`--block-fd`) once the sandbox exists and before anything of the
+payload runs; in that pause the runner puts the sandbox's first process into the
+command's pids cgroup and sets its rlimits, and every process the payload starts
+inherits both.
 
 `probe_bwrap` runs the real argument set once per process against `true`, so a
 host where bwrap is installed but user namespaces are refused (Ubuntu's AppArmor
@@ -31,16 +33,21 @@ restriction, a container without CAP_SYS_ADMIN) is found at selection time.
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import select
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
-from harness_core.sandbox._cgroup import PidsHierarchy
+from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._process import Launch, PosixLauncher
 
 __all__ = [
@@ -165,6 +172,8 @@ def bwrap_arguments(
     seccomp_fd: int | None,
     empty_file_fds: Sequence[int] = (),
     run_visible: Sequence[Path] = (),
+    info_fd: int | None = None,
+    block_fd: int | None = None,
 ) -> list[str]:
     """The full `bwrap` command line for one command. Pure: touches nothing.
 
@@ -180,6 +189,8 @@ def bwrap_arguments(
         empty_file_fds: One readable fd per `plan.empty_files` entry (read to EOF).
         run_visible: Host paths under `/run` to keep visible (the resolver, when
             the network is on).
+        info_fd: Where bwrap writes the sandbox's first pid (JSON), or None.
+        block_fd: What the sandbox reads one byte from before it runs the payload, or None.
     """
     args = [info.path, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
@@ -206,6 +217,8 @@ def bwrap_arguments(
         args += ["--setenv", name, value]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
+    if info_fd is not None and block_fd is not None:
+        args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     return [*args, "--", *command]
 
 
@@ -286,6 +299,25 @@ def _probe(path: str, command: Sequence[str], seccomp: bytes | None) -> BwrapInf
     return info
 
 
+def _read_child_pid(fd: int) -> int | None:
+    """Read bwrap's `--info-fd` JSON to EOF; None when bwrap exited before writing it."""
+    data = b""
+    deadline = time.monotonic() + _PROBE_SECONDS
+    while True:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise SandboxUnavailable("bwrap did not report its sandbox within 10 s")
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        pid = json.loads(data)["child-pid"] if data else None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SandboxUnavailable(f"unreadable bwrap --info-fd output: {data!r}") from exc
+    return pid if isinstance(pid, int) else None
+
+
 _placeholder_users: dict[Path, int] = {}
 _placeholder_lock = threading.Lock()
 
@@ -319,7 +351,16 @@ def _resolver_paths() -> list[Path]:
 
 
 class LinuxLauncher(PosixLauncher):
-    """Starts each command inside bubblewrap with the spec's limits (see module docstring)."""
+    """Starts each command inside bubblewrap with the spec's limits (see module docstring).
+
+    bwrap is started without a `preexec_fn` (so Python can use the fast spawn path),
+    reports the pid of the sandbox's first process on `--info-fd`, and waits on
+    `--block-fd` before it runs anything of the payload's. In that pause `_admit`
+    puts that process in the pids cgroup and sets its rlimits; everything the
+    payload starts descends from it and inherits both.
+    """
+
+    _limits_in_child = False
 
     def __init__(
         self,
@@ -336,6 +377,24 @@ class LinuxLauncher(PosixLauncher):
         self._workdir = spec.workdir.resolve()
         self._run_visible = _resolver_paths() if spec.network else []
 
+    def _admit(
+        self, process: subprocess.Popen[bytes], launch: Launch, cgroup: PidsCgroup | None
+    ) -> None:
+        info_read, block_write = launch.handshake
+        child = _read_child_pid(info_read)
+        if child is not None:
+            try:
+                if cgroup is not None:
+                    cgroup.admit(child)
+                for res, soft, hard in self._rlimits:
+                    resource.prlimit(child, res, (soft, hard))
+            except ProcessLookupError:
+                child = None  # bwrap failed on its own; its exit status says why
+            except OSError as exc:
+                raise SandboxUnavailable(f"could not limit the sandbox: {exc}") from exc
+        if child is not None:
+            os.write(block_write, b"1")
+
     def _environment(self) -> dict[str, str]:
         env = super()._environment()
         env["TMPDIR"] = "/tmp"  # the private tmpfs; a host TMPDIR may be read-only or hidden
@@ -349,13 +408,20 @@ class LinuxLauncher(PosixLauncher):
             for path in plan.placeholders:
                 _placeholder_users[path] = _placeholder_users.get(path, 0) + 1
         fds: list[int] = []
+        handshake: list[int] = []
         try:
             seccomp_fd = _readable_pipe(self._seccomp) if self._seccomp is not None else None
             fds += [] if seccomp_fd is None else [seccomp_fd]
             empty_fds = [_readable_pipe(b"") for _ in plan.empty_files]
             fds += empty_fds
+            info_read, info_write = os.pipe()
+            handshake.append(info_read)
+            fds.append(info_write)
+            block_read, block_write = os.pipe()
+            handshake.append(block_write)
+            fds.append(block_read)
         except OSError:
-            for fd in fds:
+            for fd in fds + handshake:
                 os.close(fd)
             _release_placeholders(plan.placeholders)
             raise
@@ -370,6 +436,8 @@ class LinuxLauncher(PosixLauncher):
             seccomp_fd=seccomp_fd,
             empty_file_fds=empty_fds,
             run_visible=self._run_visible,
+            info_fd=info_write,
+            block_fd=block_read,
         )
         placeholders = plan.placeholders
         return Launch(
@@ -378,5 +446,6 @@ class LinuxLauncher(PosixLauncher):
             env=env,
             pass_fds=tuple(fds),
             parent_fds=fds,
+            handshake=handshake,
             on_finish=[lambda: _release_placeholders(placeholders)] if placeholders else [],
         )

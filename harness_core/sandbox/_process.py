@@ -217,6 +217,8 @@ class Launch:
         env: The environment of the executed file.
         pass_fds: Extra fds the executed file inherits (the wrapper reads and closes them).
         parent_fds: Fds to close in the parent once the child is started.
+        handshake: Parent ends of the wrapper's start-up handshake (`_admit` uses and
+            closes them).
         on_finish: Clean-ups to run after the process is reaped (or the start failed).
     """
 
@@ -225,6 +227,7 @@ class Launch:
     env: dict[str, str]
     pass_fds: tuple[int, ...] = ()
     parent_fds: list[int] = field(default_factory=lambda: [])
+    handshake: list[int] = field(default_factory=lambda: [])
     on_finish: list[Callable[[], None]] = field(default_factory=lambda: [])
 
 
@@ -235,7 +238,15 @@ class _Run:
 
 
 class PosixLauncher:
-    """A `ProcessLauncher` for unix; subclasses override `_wrap` and `_environment`."""
+    """A `ProcessLauncher` for unix; subclasses override `_wrap`, `_environment`, `_admit`.
+
+    By default the rlimits and the cgroup are applied in the forked child before it
+    executes (a `preexec_fn`). A wrapper that can pause before running the payload
+    (bwrap) sets `_limits_in_child = False` and applies them from the parent in
+    `_admit`, which spares the slower fork that a `preexec_fn` forces.
+    """
+
+    _limits_in_child = True
 
     def __init__(
         self,
@@ -284,7 +295,8 @@ class PosixLauncher:
             if cgroup is not None:
                 cgroup.remove()
             raise
-        setup = _ChildSetup(self._rlimits, cgroup) if (self._rlimits or cgroup) else None
+        in_child = self._limits_in_child and (self._rlimits or cgroup is not None)
+        setup = _ChildSetup(self._rlimits, cgroup) if in_child else None
         try:
             process = subprocess.Popen(
                 launch.argv,
@@ -301,17 +313,30 @@ class PosixLauncher:
             )
         except (OSError, subprocess.SubprocessError) as exc:
             self._release(_Run(cgroup, launch.on_finish))
+            _close_all(launch.handshake)
             raise _start_error(request.argv[0], self._selected, exc) from exc
         except BaseException:
             self._release(_Run(cgroup, launch.on_finish))
+            _close_all(launch.handshake)
             raise
         finally:
-            for fd in launch.parent_fds:
-                with suppress(OSError):
-                    os.close(fd)
+            _close_all(launch.parent_fds)
+        run = _Run(cgroup, launch.on_finish)
         with self._lock:
-            self._runs[process.pid] = _Run(cgroup, launch.on_finish)
+            self._runs[process.pid] = run
+        try:
+            self._admit(process, launch, cgroup)
+        except BaseException:
+            self.finish(process)
+            raise
+        finally:
+            _close_all(launch.handshake)
         return process
+
+    def _admit(
+        self, process: subprocess.Popen[bytes], launch: Launch, cgroup: PidsCgroup | None
+    ) -> None:
+        """Apply what could not be applied in the child (see the class docstring)."""
 
     def _make_cgroup(self) -> PidsCgroup | None:
         if self._pids is None:
@@ -344,6 +369,12 @@ class PosixLauncher:
             run.cgroup.remove()
         for clean_up in run.on_finish:
             clean_up()
+
+
+def _close_all(fds: Iterable[int]) -> None:
+    for fd in fds:
+        with suppress(OSError):
+            os.close(fd)
 
 
 def _start_error(program: str, selected: Selected, exc: Exception) -> HarnessError:

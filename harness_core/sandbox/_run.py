@@ -31,8 +31,9 @@ __all__ = ["DEFAULT_MAX_OUTPUT", "CommandResult", "run_command"]
 DEFAULT_MAX_OUTPUT = 1024 * 1024
 """Bytes kept per stream; the rest is counted in `truncated_bytes`."""
 
-_DRAIN_SECONDS = 2.0
-"""How long to keep reading after the tree is dead, for bytes already in the pipes."""
+_DRAIN_SECONDS = 0.5
+"""How long to keep reading once the tree is dead. Only a process that escaped the
+kill (possible on the floor without a cgroup) can hold the pipes open longer."""
 _POLL_SECONDS = 0.05
 """Exit check interval where the kernel has no pidfd to wait on."""
 
@@ -92,7 +93,12 @@ def run_command(
         stderr=subprocess.STDOUT if merged else subprocess.PIPE,
     )
     process = launcher.popen(request)
-    pump = _Pump(launcher, process, stdin_data or b"", max_output)
+    try:
+        pump = _Pump(launcher, process, stdin_data or b"", max_output)
+    except BaseException:
+        launcher.finish(process)  # kills what it started
+        _close_pipes(process)
+        raise
     try:
         timed_out = pump.run(None if limit is None else time.monotonic() + limit)
     finally:
@@ -108,6 +114,13 @@ def run_command(
         truncated_bytes=pump.truncated,
         timed_out=timed_out,
     )
+
+
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with suppress(OSError):
+                stream.close()
 
 
 def _effective_timeout(launcher: ProcessLauncher, timeout: float | None) -> float | None:

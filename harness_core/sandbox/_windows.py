@@ -134,12 +134,14 @@ class WindowsLauncher:
     def __init__(
         self, selected: Selected, spec: SandboxSpec, *, use_job: bool, contain: bool
     ) -> None:
-        """Args:
-        selected: What `select` reported.
-        spec: The command's confinement.
-        use_job: Put each command in a Job Object (needs pywin32); without one the
-            kill walks the process tree and can miss an orphaned grandchild.
-        contain: Request the resource limits from the job (not only kill-on-close).
+        """Build a launcher.
+
+        Args:
+            selected: What `select` reported.
+            spec: The command's confinement.
+            use_job: Put each command in a Job Object (needs pywin32); without one the
+                kill walks the process tree and can miss an orphaned grandchild.
+            contain: Request the resource limits from the job (not only kill-on-close).
         """
         self._selected = selected
         self.spec = spec

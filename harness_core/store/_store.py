@@ -26,6 +26,7 @@ from harness_core.errors import (
 from harness_core.messages import Message, ToolCall, ToolResult
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
     LedgerEntry,
@@ -36,7 +37,9 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
+from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
+from harness_core.store._todos import TODO_SCHEMA_SQL, TodoQueries
 
 __all__ = ["AliveCheck", "Store"]
 
@@ -60,7 +63,7 @@ def _translate(exc: sqlite3.Error, what: str) -> StateError:
     return StateError(f"store failed while {what}: {text}")
 
 
-class Store(HandleQueries, SpendQueries):
+class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQueries):
     """The run store.
 
     Args:
@@ -132,7 +135,10 @@ class Store(HandleQueries, SpendQueries):
             elif int(row[0]) != CHECKPOINT_FORMAT:
                 raise CheckpointFormatError(int(row[0]), CHECKPOINT_FORMAT)
             done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
-            for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL)):
+            for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL),
+                              ("0003_sessions", SESSION_SCHEMA_SQL),
+                              ("0004_todos", TODO_SCHEMA_SQL),
+                              ("0005_questions", QUESTION_SCHEMA_SQL)):
                 if name in done:
                     continue
                 for statement in sql.split(";"):

@@ -14,6 +14,7 @@ from harness_core.messages import ToolCall, ToolSpec
 from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._exec import Exec
 from harness_core.tools._files import EditFile, Find, Grep, ListDir, ReadFile, WriteFile
+from harness_core.tools._plan_tools import plan_tools
 
 __all__ = ["RESERVED_TOOL_NAMES", "Toolbox"]
 
@@ -65,8 +66,10 @@ class Toolbox:
 
     @staticmethod
     def builtins(*, include_shell: bool = False) -> Toolbox:
-        """The default built-ins: files, find/grep, exec, and the shell tools."""
+        """The default built-ins: files, find/grep, exec, the plan and question tools,
+        and the shell tools."""
         tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]
+        tools.extend(plan_tools())
         if include_shell:
             from harness_core.tools._shell_tools import shell_tools
 

@@ -20,7 +20,7 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error
 from io_harness_cli.output import error
 
 if TYPE_CHECKING:
-    from harness_core import Approver, Config, Provider, RunSpec, Store
+    from harness_core import Answer, Approver, Config, Provider, Responder, RunSpec, Store
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -160,6 +160,31 @@ def make_approver(interactive: bool) -> Approver | None:
     """A terminal approver when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
         return TtyApprover()
+    return None
+
+
+class TtyResponder:
+    """Puts the agent's question to the operator on the terminal (stderr prompt, stdin
+    answer). An empty line or end of input leaves it unanswered: the run pauses."""
+
+    def answer(self, question: str) -> Answer | None:
+        from harness_core import Answer, AnsweredBy
+
+        sys.stderr.write(f"\nio: the agent asks: {question}\n"
+                         "    your answer (an empty line pauses the run): ")
+        sys.stderr.flush()
+        try:
+            line = sys.stdin.readline()
+        except (OSError, ValueError):
+            return None
+        text = line.strip()
+        return Answer(text, AnsweredBy.PERSON) if text else None
+
+
+def make_responder(interactive: bool) -> Responder | None:
+    """A terminal responder when stdin and stderr are TTYs; None pauses the run instead."""
+    if interactive and sys.stdin.isatty() and sys.stderr.isatty():
+        return TtyResponder()
     return None
 
 

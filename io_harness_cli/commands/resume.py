@@ -36,6 +36,7 @@ def resume(
             build_spec,
             load_config,
             make_approver,
+            make_responder,
             workspace_path,
         )
         from io_harness_cli.commands.tool import handle_extras
@@ -61,7 +62,8 @@ def resume(
             try:
                 runner = Runner(store, provider, on_event=out,
                                 approver=make_approver(not json_out),
-                                extras=handle_extras(store))
+                                extras=handle_extras(store),
+                                responder=make_responder(not json_out))
                 decision = True if approve else (False if deny else None)
                 return runner.resume(record.run_id, spec, approve=decision, answer=answer)
             finally:

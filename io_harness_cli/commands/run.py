@@ -33,6 +33,7 @@ def run(
             build_spec,
             load_config,
             make_approver,
+            make_responder,
             open_store,
             workspace_path,
         )
@@ -52,7 +53,7 @@ def run(
         store = open_store(cfg)
         try:
             runner = Runner(store, provider, on_event=out, approver=make_approver(not json_out),
-                            extras=handle_extras(store))
+                            extras=handle_extras(store), responder=make_responder(not json_out))
             return runner.start(spec)
         finally:
             provider.close()

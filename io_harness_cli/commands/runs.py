@@ -26,7 +26,7 @@ def runs(
         records = store.list_runs(limit)
     finally:
         store.close()
-    rows = [{
+    rows: list[dict[str, object]] = [{
         "run_id": r.run_id, "created_at": r.created_at, "status": r.status.value,
         "exit_code": exit_code_for_status(r.status.value).value if r.status.value != "running"
         else None, "steps": r.steps_used, "tokens": r.tokens_used, "goal": r.goal,
@@ -39,7 +39,7 @@ def runs(
     from io_harness_cli.render import print_table
 
     print_table(["run", "created", "status", "steps", "tokens", "goal"], [
-        [row["run_id"], str(row["created_at"])[:19].replace("T", " "), row["status"],
+        [str(row["run_id"]), str(row["created_at"])[:19].replace("T", " "), str(row["status"]),
          str(row["steps"]), str(row["tokens"]), _short(str(row["goal"]))] for row in rows
     ], title="runs")
 

@@ -1,7 +1,240 @@
-"""`io spend`: tokens and derived cost, grouped (filled in with the providers work)."""
+"""`io spend`: tokens and derived cost, grouped by model, run, session or day.
+
+Costs are derived here, at query time, from the loaded `[prices]` table and never
+stored. A call the table cannot price is counted, not costed at zero, and a group (or
+the total) holding one is shown as a floor. The table goes to stdout (it is the
+answer): rich with a small bar per row on a terminal, tab-separated text otherwise
+(`NO_COLOR`, a pipe). rich is imported on the terminal path only.
+"""
 
 from __future__ import annotations
 
+import sys
+from datetime import UTC, date, datetime, time, timedelta
+from typing import TYPE_CHECKING, Annotated, Any
 
-def spend() -> None:
-    """Tokens and derived cost by model, run, session or day."""
+import typer
+
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport
+
+BY_CHOICES = ("model", "run", "session", "day")
+_BAR_WIDTH = 10
+_BLOCKS = " ▏▎▍▌▋▊▉█"
+
+
+def spend(
+    by: Annotated[str, typer.Option(
+        "--by", help="Group by model (the model that served), run, session or day (UTC).",
+        metavar="model|run|session|day")] = "model",
+    since: Annotated[str | None, typer.Option(
+        "--since", help="From this date or ISO timestamp (inclusive; UTC unless it says).",
+    )] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Up to this ISO timestamp (exclusive), or through this whole date.",
+    )] = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Tokens and derived cost by model, run, session or day; unpriced calls are counted."""
+    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.output import say, use_color, write_json
+
+    group = _by(by)
+    lower = _bound(since, "--since", end_of_day=False)
+    upper = _bound(until, "--until", end_of_day=True)
+    cfg = load_config(workspace_path(workspace), config)
+    store = open_store(cfg)
+    try:
+        raw = store.spend_rows(lower, upper)
+    finally:
+        store.close()
+    report = summarize_rows(raw, cfg.prices, group)
+    if json_out:
+        write_json({**report.to_json(), "since": lower, "until": upper})
+        return
+    if use_color(sys.stdout):
+        _rich_table(report)
+    else:
+        _plain_table(report)
+    for note in _notes(report, has_prices=cfg.prices is not None):
+        say(f"io: {note}")
+
+
+def summarize_rows(
+    raw: list[dict[str, Any]], prices: PriceTable | None, by: SpendBy
+) -> SpendReport:
+    """Turn the store's plain rows into `SpendRow`s and summarize them with `prices`."""
+    from harness_core import SpendRow, summarize
+
+    rows = [
+        SpendRow(
+            run_id=str(r["run_id"]),
+            session_id=None if r.get("session_id") is None else str(r["session_id"]),
+            model=str(r.get("model") or ""),
+            provider=str(r.get("provider") or ""),
+            created_at=_parse_stamp(str(r["created_at"])),
+            prompt_tokens=_count(r.get("prompt_tokens")),
+            completion_tokens=_count(r.get("completion_tokens")),
+            total_tokens=_count(r.get("total_tokens")),
+            cache_read_tokens=_count(r.get("cache_read_tokens")),
+            cache_write_tokens=_count(r.get("cache_write_tokens")),
+            reasoning_tokens=_count(r.get("reasoning_tokens")),
+            server_tool_requests=_count(r.get("server_tool_requests")),
+        )
+        for r in raw
+    ]
+    return summarize(rows, prices, by=by)
+
+
+# --- arguments -------------------------------------------------------------------------
+
+
+def _by(value: str) -> SpendBy:
+    from harness_core import UsageError
+
+    if value == "model":
+        return "model"
+    if value == "run":
+        return "run"
+    if value == "session":
+        return "session"
+    if value == "day":
+        return "day"
+    raise UsageError(f"--by {value!r} is not one of: {', '.join(BY_CHOICES)}",
+                     hint="io spend --by model|run|session|day")
+
+
+def _bound(text: str | None, option: str, *, end_of_day: bool) -> str | None:
+    """An ISO UTC bound in the store's own format, so that strings compare as times.
+
+    A bare date is midnight UTC; for `--until` it is the next midnight, so the whole
+    day is included. A timestamp without an offset is taken as UTC.
+    """
+    from harness_core import UsageError
+
+    if text is None:
+        return None
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            day = date.fromisoformat(value)
+            if end_of_day:
+                day += timedelta(days=1)
+            when = datetime.combine(day, time(0), tzinfo=UTC)
+        else:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError as exc:
+        raise UsageError(f"{option} {text!r} is not a date or an ISO timestamp",
+                         hint=f"{option} 2026-01-31 or {option} 2026-01-31T12:00:00Z") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _parse_stamp(text: str) -> datetime:
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+_HEADERS = ["{by}", "calls", "prompt", "output", "total", "cost_usd", "unpriced"]
+
+
+def _cells(group: SpendGroup, label: str) -> list[str]:
+    return [label, str(group.calls), _num(group.prompt_tokens),
+            _num(group.completion_tokens), _num(group.total_tokens), _cost(group),
+            str(group.unpriced_calls)]
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _cost(group: SpendGroup) -> str:
+    if group.cost_usd is None:
+        return "-"
+    figure = f"{group.cost_usd:.6f}"
+    return f">={figure}" if group.is_floor else figure
+
+
+def _label(group: SpendGroup, by: str) -> str:
+    if group.key is not None:
+        return group.key
+    return "(no session)" if by == "session" else "-"
+
+
+def _plain_table(report: SpendReport) -> None:
+    out = sys.stdout.write
+    out("\t".join([report.by, *_HEADERS[1:]]) + "\n")
+    for group in report.groups:
+        out("\t".join(_cells(group, _label(group, report.by))) + "\n")
+    out("\t".join(_cells(report.total, "total")) + "\n")
+    sys.stdout.flush()
+
+
+def _weight(group: SpendGroup, by_cost: bool) -> float:
+    if by_cost:
+        return group.cost_usd or 0.0
+    if group.total_tokens is not None:
+        return float(group.total_tokens)
+    return float((group.prompt_tokens or 0) + (group.completion_tokens or 0))
+
+
+def bar(fraction: float, width: int = _BAR_WIDTH) -> str:
+    """A bar `width` cells wide filled to `fraction` (0..1), in eighths of a cell."""
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (_BLOCKS[part] if part else "")
+    return text.ljust(width)
+
+
+def _rich_table(report: SpendReport) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    by_cost = report.total.cost_usd is not None
+    weights = [_weight(g, by_cost) for g in report.groups]
+    top = max(weights, default=0.0) or 1.0
+    title = f"spend by {report.by}"
+    if report.as_of is not None:
+        title += f", prices as of {report.as_of.isoformat()}"
+    # Text cells, never markup: a model name may contain "[".
+    table = Table(title=Text(title), show_footer=True, box=box.SIMPLE_HEAD)
+    rows = [_cells(g, _label(g, report.by)) for g in report.groups]
+    total = _cells(report.total, "total")
+    headers = [report.by, *_HEADERS[1:]]
+    for i, (header, footer) in enumerate(zip(headers, total, strict=True)):
+        # Only the key column may shrink (with an ellipsis); figures are never cut.
+        width = max(len(header), len(footer), *(len(r[i]) for r in rows))
+        table.add_column(Text(header), footer=Text(footer), no_wrap=True,
+                         justify="left" if i == 0 else "right",
+                         min_width=min(width, 8) if i == 0 else width)
+    table.add_column(Text("cost" if by_cost else "tokens"), footer=Text(""), no_wrap=True,
+                     min_width=_BAR_WIDTH)
+    for cells, weight in zip(rows, weights, strict=True):
+        table.add_row(*(Text(c) for c in cells), Text(bar(weight / top), style="cyan"))
+    Console(file=sys.stdout).print(table)
+
+
+def _notes(report: SpendReport, *, has_prices: bool) -> list[str]:
+    notes: list[str] = []
+    if not has_prices:
+        notes.append("no [prices] table: tokens only, no cost derived")
+    elif report.is_floor:
+        unpriced = report.total.unpriced_calls
+        notes.append(
+            f"{unpriced} call{'s' if unpriced != 1 else ''} could not be priced (no price for"
+            " the model that served, or no token counts): the cost is a floor, not a total")
+    return notes

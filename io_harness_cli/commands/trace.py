@@ -74,5 +74,6 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "refusals": [vars(p) for p in store.policy_events(run_id)],
         "verifications": [vars(v) for v in store.verifications(run_id)],
         "edits": store.edits(run_id),
+        "attempts": store.provider_attempts(run_id),
         "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
     }

@@ -25,6 +25,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,11 +145,13 @@ def openai_error(message: str, kind: str = "server_error", code: Any = None) -> 
 
 @dataclass
 class RecordedRequest:
-    """One request the fake received."""
+    """One request the fake received; `received_at` is `time.perf_counter()` once its
+    body was read (the benchmarks measure the client's gap between requests with it)."""
 
     path: str
     headers: dict[str, str]
     body: Any
+    received_at: float = field(default_factory=time.perf_counter)
 
     @property
     def wants_stream(self) -> bool:
@@ -638,6 +641,8 @@ class FakeVendorServer:
         self.vendor = vendor
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        self.answered_at: list[float] = []
+        """`time.perf_counter()` after the last byte of each scripted reply was written."""
         self.violations: list[str] = []
         self.responder: Callable[[RecordedRequest], Reply] | None = None
         self._queue: deque[Reply] = deque()
@@ -765,6 +770,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.violations.append("request with no scripted reply")
             return self._json(500, self._error_body("fake: no scripted reply"))
         self._answer(reply, request, sent_key)
+        fake.answered_at.append(time.perf_counter())
 
     def _sent_key(self, headers: dict[str, str]) -> str:
         if self.fake.vendor == "anthropic":

@@ -30,8 +30,9 @@ except OSError as exc:
 """
 
 
-def test_write_outside_the_workdir_is_refused(sandbox: Sandbox, native: Selected, off: Selected,
-                                              outside: Path) -> None:
+def test_write_outside_the_workdir_is_refused(
+    sandbox: Sandbox, native: Selected, off: Selected, outside: Path
+) -> None:
     target = outside / "escaped.txt"
     inside = sandbox.run(native, WRITE, args=[str(target)])
     assert inside.stdout == b"EROFS\n"
@@ -42,8 +43,9 @@ def test_write_outside_the_workdir_is_refused(sandbox: Sandbox, native: Selected
     assert target.read_text() == "planted"
 
 
-def test_write_through_a_symlink_in_the_workdir_is_refused(sandbox: Sandbox, native: Selected,
-                                                           off: Selected, outside: Path) -> None:
+def test_write_through_a_symlink_in_the_workdir_is_refused(
+    sandbox: Sandbox, native: Selected, off: Selected, outside: Path
+) -> None:
     (sandbox.workdir / "link").symlink_to(outside)
     inside = sandbox.run(native, WRITE, args=["link/escaped.txt"])
     assert inside.stdout == b"EROFS\n"
@@ -61,8 +63,9 @@ def test_writes_inside_the_workdir_and_private_tmp_work(sandbox: Sandbox, native
     assert sandbox.run(native, WRITE, args=["/tmp/scratch.txt"]).stdout == b"wrote\n"
 
 
-def test_host_tmp_outside_the_workdir_cannot_be_read(sandbox: Sandbox, native: Selected,
-                                                     off: Selected, tmp_path: Path) -> None:
+def test_host_tmp_outside_the_workdir_cannot_be_read(
+    sandbox: Sandbox, native: Selected, off: Selected, tmp_path: Path
+) -> None:
     secret = tmp_path / "host-secret.txt"
     secret.write_text("hunter2")
     assert sandbox.run(native, READ, args=[str(secret)]).stdout == b"ENOENT\n"
@@ -113,13 +116,21 @@ def repo(sandbox: Sandbox) -> Path:
 
 
 def protected(root: Path) -> list[Path]:
-    return [root / "io.toml", root / "io.local.toml", root / ".git" / "hooks",
-            root / ".git" / "config", root / ".gitmodules"]
+    return [
+        root / "io.toml",
+        root / "io.local.toml",
+        root / ".git" / "hooks",
+        root / ".git" / "config",
+        root / ".gitmodules",
+    ]
 
 
-@pytest.mark.parametrize("hooks_exist", [True, False], ids=["hooks-dir-exists", "hooks-dir-missing"])
-def test_planting_a_git_hook_from_inside_fails(sandbox: Sandbox, native: Selected, repo: Path,
-                                               hooks_exist: bool) -> None:
+@pytest.mark.parametrize(
+    "hooks_exist", [True, False], ids=["hooks-dir-exists", "hooks-dir-missing"]
+)
+def test_planting_a_git_hook_from_inside_fails(
+    sandbox: Sandbox, native: Selected, repo: Path, hooks_exist: bool
+) -> None:
     hooks = repo / ".git" / "hooks"
     if not hooks_exist:
         subprocess.run(["rm", "-rf", str(hooks)], check=True)
@@ -143,8 +154,9 @@ def test_planting_a_git_hook_from_inside_fails(sandbox: Sandbox, native: Selecte
     assert hooks.exists() is hooks_exist
 
 
-def test_planting_a_git_hook_works_without_the_sandbox(sandbox: Sandbox, off: Selected,
-                                                        repo: Path) -> None:
+def test_planting_a_git_hook_works_without_the_sandbox(
+    sandbox: Sandbox, off: Selected, repo: Path
+) -> None:
     result = sandbox.run(off, PLANT, read_only=protected(repo))
     assert result.stdout.decode().splitlines()[0] == "hook ok"
     assert (repo / ".git" / "hooks" / "pre-commit").exists()

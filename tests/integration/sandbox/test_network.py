@@ -22,7 +22,9 @@ except OSError as exc:
     print("failed", errno.errorcode.get(exc.errno, exc.errno))
 """
 
-DNS_QUERY = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x04pypi\x03org\x00\x00\x01\x00\x01"
+DNS_QUERY = (
+    struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"\x04pypi\x03org\x00\x00\x01\x00\x01"
+)
 
 UDP = f"""
 import errno, socket, sys
@@ -43,7 +45,9 @@ except OSError as exc:
     print("failed", type(exc).__name__)
 """
 
-INTERFACES = "print(sorted(l.split(':')[0].strip() for l in open('/proc/self/net/dev').readlines()[2:]))"
+INTERFACES = (
+    "print(sorted(l.split(':')[0].strip() for l in open('/proc/self/net/dev').readlines()[2:]))"
+)
 
 
 @pytest.fixture
@@ -68,8 +72,9 @@ def pending_datagram(server: socket.socket) -> bytes | None:
         return None
 
 
-def test_tcp_connect_to_a_host_listener_fails(sandbox: Sandbox, native: Selected, off: Selected,
-                                              tcp_listener: socket.socket) -> None:
+def test_tcp_connect_to_a_host_listener_fails(
+    sandbox: Sandbox, native: Selected, off: Selected, tcp_listener: socket.socket
+) -> None:
     port = str(tcp_listener.getsockname()[1])
     inside = sandbox.run(native, TCP, args=[port])
     assert inside.stdout.startswith(b"failed")
@@ -83,13 +88,16 @@ def test_tcp_connect_to_a_host_listener_fails(sandbox: Sandbox, native: Selected
         tcp_listener.accept()  # the sandboxed attempt never reached the listener
 
 
-def test_only_a_private_loopback_exists_inside(sandbox: Sandbox, native: Selected, off: Selected) -> None:
+def test_only_a_private_loopback_exists_inside(
+    sandbox: Sandbox, native: Selected, off: Selected
+) -> None:
     assert sandbox.run(native, INTERFACES).stdout == b"['lo']\n"
     assert sandbox.run(off, INTERFACES).stdout != b"['lo']\n"
 
 
-def test_udp_to_a_host_dns_server_fails(sandbox: Sandbox, native: Selected, off: Selected,
-                                        udp_listener: socket.socket) -> None:
+def test_udp_to_a_host_dns_server_fails(
+    sandbox: Sandbox, native: Selected, off: Selected, udp_listener: socket.socket
+) -> None:
     port = str(udp_listener.getsockname()[1])
     inside = sandbox.run(native, UDP, args=[port])
     assert inside.stdout.startswith(b"failed")
@@ -121,16 +129,25 @@ print("socketpair ok")
 """
 
 
-def test_seccomp_refuses_sockets_other_than_unix(sandbox: Sandbox, native: Selected, off: Selected) -> None:
+def test_seccomp_refuses_sockets_other_than_unix(
+    sandbox: Sandbox, native: Selected, off: Selected
+) -> None:
     inside = sandbox.run(native, SOCKETS).stdout.decode().splitlines()
-    assert inside == ["AF_UNIX ok", "AF_INET EPERM", "AF_INET6 EPERM", "AF_NETLINK EPERM",
-                      "AF_PACKET EPERM", "socketpair ok"]
+    assert inside == [
+        "AF_UNIX ok",
+        "AF_INET EPERM",
+        "AF_INET6 EPERM",
+        "AF_NETLINK EPERM",
+        "AF_PACKET EPERM",
+        "socketpair ok",
+    ]
     control = sandbox.run(off, SOCKETS).stdout.decode().splitlines()
     assert control[:2] == ["AF_UNIX ok", "AF_INET ok"]
 
 
-def test_network_true_lets_inet_sockets_through(sandbox: Sandbox, native: Selected,
-                                                tcp_listener: socket.socket) -> None:
+def test_network_true_lets_inet_sockets_through(
+    sandbox: Sandbox, native: Selected, tcp_listener: socket.socket
+) -> None:
     port = str(tcp_listener.getsockname()[1])
     assert sandbox.run(native, TCP, args=[port], network=True).stdout == b"connected\n"
     connection, _ = tcp_listener.accept()

@@ -29,9 +29,18 @@ def pairs(args: list[str], flag: str) -> list[str]:
 
 def test_every_namespace_is_unshared_and_capabilities_dropped(tmp_path: Path) -> None:
     args = args_for(tmp_path)
-    for flag in ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                 "--unshare-net", "--unshare-cgroup-try", "--disable-userns",
-                 "--die-with-parent", "--new-session", "--clearenv"):
+    for flag in (
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-net",
+        "--unshare-cgroup-try",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ):
         assert flag in args
     assert pairs(args, "--cap-drop") == ["ALL"]
 
@@ -42,8 +51,16 @@ def test_network_true_keeps_the_host_network_namespace(tmp_path: Path) -> None:
 
 def test_old_bwrap_without_disable_userns_is_not_given_it(tmp_path: Path) -> None:
     old = BwrapInfo("/usr/bin/bwrap", "bubblewrap 0.6.1", can_disable_userns=False)
-    args = bwrap_arguments(old, workdir=tmp_path, cwd=tmp_path, network=False,
-                           plan=ProtectionPlan(), env={}, command=["/bin/true"], seccomp_fd=None)
+    args = bwrap_arguments(
+        old,
+        workdir=tmp_path,
+        cwd=tmp_path,
+        network=False,
+        plan=ProtectionPlan(),
+        env={},
+        command=["/bin/true"],
+        seccomp_fd=None,
+    )
     assert "--disable-userns" not in args
     assert "--seccomp" not in args
 
@@ -51,7 +68,7 @@ def test_old_bwrap_without_disable_userns_is_not_given_it(tmp_path: Path) -> Non
 def test_root_is_read_only_and_only_workdir_and_private_tmp_are_writable(tmp_path: Path) -> None:
     args = args_for(tmp_path)
     i = args.index("--ro-bind")
-    assert args[i:i + 3] == ["--ro-bind", "/", "/"]
+    assert args[i : i + 3] == ["--ro-bind", "/", "/"]
     assert pairs(args, "--bind") == [str(tmp_path)]
     assert pairs(args, "--tmpfs") == ["/tmp", "/run"]
     # The workdir bind comes after the tmpfs, so a workdir under /tmp stays visible.
@@ -60,9 +77,9 @@ def test_root_is_read_only_and_only_workdir_and_private_tmp_are_writable(tmp_pat
 
 def test_environment_is_set_exactly_and_command_follows_the_separator(tmp_path: Path) -> None:
     args = args_for(tmp_path)
-    setenv = [args[i + 1:i + 3] for i, a in enumerate(args) if a == "--setenv"]
+    setenv = [args[i + 1 : i + 3] for i, a in enumerate(args) if a == "--setenv"]
     assert setenv == [["HOME", "/root"], ["PATH", "/usr/bin"]]
-    assert args[args.index("--"):] == ["--", "/usr/bin/true", "--flag"]
+    assert args[args.index("--") :] == ["--", "/usr/bin/true", "--flag"]
     assert pairs(args, "--seccomp") == ["7"]
     assert pairs(args, "--chdir") == [str(tmp_path)]
 
@@ -76,11 +93,24 @@ def test_plan_binds_are_emitted_parents_first_with_placeholders_last(tmp_path: P
     )
     args = args_for(tmp_path, plan=plan, empty_file_fds=[9])
     assert pairs(args, "--bind") == [str(tmp_path), str(tmp_path / ".git")]
-    assert pairs(args, "--ro-bind")[1:] == [str(tmp_path / "io.toml"), str(tmp_path / ".git" / "config")]
+    assert pairs(args, "--ro-bind")[1:] == [
+        str(tmp_path / "io.toml"),
+        str(tmp_path / ".git" / "config"),
+    ]
     assert pairs(args, "--remount-ro") == [str(tmp_path / "sub")]
     i = args.index("--ro-bind-data")
-    assert args[i - 2:i + 3] == ["--perms", "0444", "--ro-bind-data", "9", str(tmp_path / ".gitmodules")]
-    assert args.index("--ro-bind-data") > args.index("--remount-ro") > args.index(str(tmp_path / ".git" / "config"))
+    assert args[i - 2 : i + 3] == [
+        "--perms",
+        "0444",
+        "--ro-bind-data",
+        "9",
+        str(tmp_path / ".gitmodules"),
+    ]
+    assert (
+        args.index("--ro-bind-data")
+        > args.index("--remount-ro")
+        > args.index(str(tmp_path / ".git" / "config"))
+    )
 
 
 def test_existing_protected_paths_are_bound_read_only(tmp_path: Path) -> None:
@@ -123,3 +153,10 @@ def test_pending_placeholders_are_treated_as_missing(tmp_path: Path) -> None:
     (tmp_path / "io.toml").write_text("")
     plan = plan_protection(tmp_path, [Path("io.toml")], pending={tmp_path / "io.toml"})
     assert plan.empty_files == (tmp_path / "io.toml",)
+
+
+def test_handshake_fds_make_bwrap_report_and_wait(tmp_path: Path) -> None:
+    args = args_for(tmp_path, info_fd=11, block_fd=12)
+    assert pairs(args, "--info-fd") == ["11"]
+    assert pairs(args, "--block-fd") == ["12"]
+    assert "--info-fd" not in args_for(tmp_path)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness_core.sandbox._cgroup import PidsHierarchy, discover_pids_hierarchy, locate_pids_hierarchy
+from harness_core.sandbox._cgroup import (
+    PidsHierarchy,
+    discover_pids_hierarchy,
+    locate_pids_hierarchy,
+)
 
 V1_MOUNTINFO = """\
 25 30 0:22 / /sys/fs/cgroup rw,relatime shared:5 - tmpfs tmpfs rw,mode=755
@@ -27,7 +31,8 @@ def test_v1_pids_hierarchy_is_preferred_and_joined_with_our_path() -> None:
 def test_v2_unified_hierarchy_is_found_when_it_is_the_only_one() -> None:
     found = locate_pids_hierarchy(V2_MOUNTINFO, V2_CGROUP)
     assert found == PidsHierarchy(
-        2, Path("/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice"))
+        2, Path("/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice")
+    )
 
 
 def test_a_mount_of_a_subtree_strips_its_root_from_our_path() -> None:

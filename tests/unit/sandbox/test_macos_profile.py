@@ -13,14 +13,21 @@ def test_profile_denies_by_default_and_allows_writes_only_under_the_workdir(tmp_
     lines = text.splitlines()
     assert lines[:2] == ["(version 1)", "(deny default)"]
     assert f'(allow file-write* (subpath "{tmp_path.resolve()}"))' in lines
-    assert [line for line in lines if line.startswith("(allow file-write*")
-            and "subpath" in line] == [f'(allow file-write* (subpath "{tmp_path}"))'] + (
-        [] if tmp_path.resolve() == tmp_path else [f'(allow file-write* (subpath "{tmp_path.resolve()}"))'])
+    assert [
+        line for line in lines if line.startswith("(allow file-write*") and "subpath" in line
+    ] == [f'(allow file-write* (subpath "{tmp_path}"))'] + (
+        []
+        if tmp_path.resolve() == tmp_path
+        else [f'(allow file-write* (subpath "{tmp_path.resolve()}"))']
+    )
     assert lines[-1] == "(deny network*)"
 
 
 def test_network_true_allows_the_network(tmp_path: Path) -> None:
-    assert profile_text(SandboxSpec(workdir=tmp_path, network=True)).splitlines()[-1] == "(allow network*)"
+    assert (
+        profile_text(SandboxSpec(workdir=tmp_path, network=True)).splitlines()[-1]
+        == "(allow network*)"
+    )
 
 
 def test_protected_paths_are_denied_after_the_workdir_allow(tmp_path: Path) -> None:

@@ -73,8 +73,12 @@ def test_non_executable_file_is_not_a_program(tmp_path: Path) -> None:
 
 
 def test_rlimit_plan_maps_each_limit_and_always_disables_core_dumps() -> None:
-    plan = {res: (soft, hard) for res, soft, hard in rlimit_plan(
-        SandboxLimits(memory_mb=64, cpu_seconds=3, open_files=100, max_processes=None))}
+    plan = {
+        res: (soft, hard)
+        for res, soft, hard in rlimit_plan(
+            SandboxLimits(memory_mb=64, cpu_seconds=3, open_files=100, max_processes=None)
+        )
+    }
     assert plan[resource.RLIMIT_CORE] == (0, 0)
     assert plan[resource.RLIMIT_AS] == (64 * 1024 * 1024, 64 * 1024 * 1024)
     assert plan[resource.RLIMIT_CPU] == (3, 4)

@@ -24,20 +24,25 @@ def run_bpf(program: bytes, *, arch: int, nr: int, args: tuple[int, ...] = ()) -
     while True:
         code, jt, jf, k = insns[pc]
         if code == 0x20:  # ld [k]
-            acc = struct.unpack_from("<I", data, k)[0]
+            (acc,) = struct.unpack_from("<I", data, k)
             pc += 1
         elif code in (0x15, 0x35):  # jeq / jge
             taken = acc == k if code == 0x15 else acc >= k
             pc += 1 + (jt if taken else jf)
         elif code == 0x06:  # ret
-            return k
+            return int(k)
         else:
             raise AssertionError(f"unexpected opcode {code:#x}")
 
 
-X86 = native_arch("x86_64")
-ARM = native_arch("aarch64")
-assert X86 is not None and ARM is not None
+def known_arch(machine: str) -> SeccompArch:
+    found = native_arch(machine)
+    assert found is not None
+    return found
+
+
+X86 = known_arch("x86_64")
+ARM = known_arch("aarch64")
 
 
 @pytest.mark.parametrize("arch", [X86, ARM], ids=lambda a: a.name)
@@ -68,13 +73,17 @@ def test_socket_family_decides_socket_and_socketpair(
 ) -> None:
     program = build_filter(arch, allow_inet=allow_inet)
     for call in ("socket", "socketpair"):
-        assert run_bpf(program, arch=arch.audit_arch, nr=arch.table[call], args=(family,)) == expected
+        assert (
+            run_bpf(program, arch=arch.audit_arch, nr=arch.table[call], args=(family,)) == expected
+        )
 
 
 def test_socket_family_is_read_from_the_low_32_bits_only() -> None:
     program = build_filter(X86, allow_inet=False)
     high_garbage = (0xFFFF << 32) | AF_UNIX
-    assert run_bpf(program, arch=X86.audit_arch, nr=X86.table["socket"], args=(high_garbage,)) == ALLOW
+    assert (
+        run_bpf(program, arch=X86.audit_arch, nr=X86.table["socket"], args=(high_garbage,)) == ALLOW
+    )
 
 
 @pytest.mark.parametrize("arch", [X86, ARM], ids=lambda a: a.name)

@@ -68,8 +68,9 @@ def test_auto_without_bwrap_degrades_to_the_floor_and_says_why() -> None:
 
 def test_native_without_bwrap_is_a_clear_error() -> None:
     with pytest.raises(SandboxUnavailable, match="native.*bwrap") as caught:
-        select(SandboxConfig(backend=BackendChoice.NATIVE), env=ENV, which=no_program,
-               platform="linux")
+        select(
+            SandboxConfig(backend=BackendChoice.NATIVE), env=ENV, which=no_program, platform="linux"
+        )
     assert caught.value.hint is not None and "bubblewrap" in caught.value.hint
 
 
@@ -92,22 +93,37 @@ def fake_bwrap(tmp_path: Path, message: str) -> Path:
 
 def test_bwrap_that_cannot_make_namespaces_degrades_auto_with_its_message(tmp_path: Path) -> None:
     bwrap = fake_bwrap(tmp_path, "bwrap: setting up uid map: Permission denied")
-    selected = select(SandboxConfig(), env=ENV, platform="linux",
-                      which=lambda name: str(bwrap) if name == "bwrap" else None)
+    selected = select(
+        SandboxConfig(),
+        env=ENV,
+        platform="linux",
+        which=lambda name: str(bwrap) if name == "bwrap" else None,
+    )
     assert selected.backend is Backend.FLOOR
-    assert selected.degraded == "bwrap cannot create the sandbox here: bwrap: setting up uid map: Permission denied"
+    assert (
+        selected.degraded
+        == "bwrap cannot create the sandbox here: bwrap: setting up uid map: Permission denied"
+    )
 
 
 def test_bwrap_that_cannot_make_namespaces_fails_native(tmp_path: Path) -> None:
     bwrap = fake_bwrap(tmp_path, "bwrap: No permissions to creating new namespace")
     with pytest.raises(SandboxUnavailable, match="No permissions to creating new namespace"):
-        select(SandboxConfig(backend=BackendChoice.NATIVE), env=ENV, platform="linux",
-               which=lambda name: str(bwrap) if name == "bwrap" else None)
+        select(
+            SandboxConfig(backend=BackendChoice.NATIVE),
+            env=ENV,
+            platform="linux",
+            which=lambda name: str(bwrap) if name == "bwrap" else None,
+        )
 
 
 def test_macos_with_sandbox_exec_reports_its_confinement() -> None:
-    selected = select(SandboxConfig(), env=ENV, platform="darwin",
-                      which=lambda name: "/usr/bin/sandbox-exec" if name == "sandbox-exec" else None)
+    selected = select(
+        SandboxConfig(),
+        env=ENV,
+        platform="darwin",
+        which=lambda name: "/usr/bin/sandbox-exec" if name == "sandbox-exec" else None,
+    )
     assert selected.backend is Backend.MACOS
     assert {"fs", "protected_paths", "net", "memory", "cpu"} <= set(selected.enforced)
     assert "max_processes" not in selected.enforced
@@ -115,8 +131,12 @@ def test_macos_with_sandbox_exec_reports_its_confinement() -> None:
 
 
 def test_macos_with_network_allowed_does_not_claim_net() -> None:
-    selected = select(SandboxConfig(network=True), env=ENV, platform="darwin",
-                      which=lambda name: "/usr/bin/sandbox-exec")
+    selected = select(
+        SandboxConfig(network=True),
+        env=ENV,
+        platform="darwin",
+        which=lambda name: "/usr/bin/sandbox-exec",
+    )
     assert "net" not in selected.enforced
     assert selected.mechanisms["net"] == "none: [sandbox] network = true"
 
@@ -136,8 +156,9 @@ def test_unknown_platform_degrades_with_its_name() -> None:
 
 
 def test_unset_limits_are_reported_as_not_enforced() -> None:
-    limits = SandboxLimits(memory_mb=None, cpu_seconds=None, wall_seconds=None,
-                           max_processes=None, open_files=None)
+    limits = SandboxLimits(
+        memory_mb=None, cpu_seconds=None, wall_seconds=None, max_processes=None, open_files=None
+    )
     selected = select(SandboxConfig(backend=BackendChoice.FLOOR, limits=limits), env=ENV)
     for name in ("memory", "cpu", "wall", "max_processes", "open_files"):
         assert name not in selected.enforced

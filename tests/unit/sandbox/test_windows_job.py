@@ -20,7 +20,9 @@ ALWAYS = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_
 def test_every_limit_is_requested_from_the_job() -> None:
     wanted = job_limits(SandboxLimits(memory_mb=512, cpu_seconds=30, max_processes=64))
     assert wanted == {
-        "LimitFlags": ALWAYS | JOB_OBJECT_LIMIT_PROCESS_MEMORY | JOB_OBJECT_LIMIT_PROCESS_TIME
+        "LimitFlags": ALWAYS
+        | JOB_OBJECT_LIMIT_PROCESS_MEMORY
+        | JOB_OBJECT_LIMIT_PROCESS_TIME
         | JOB_OBJECT_LIMIT_ACTIVE_PROCESS,
         "ProcessMemoryLimit": 512 * 1024 * 1024,
         "PerProcessUserTimeLimit": 30 * 10_000_000,
@@ -39,12 +41,18 @@ def test_an_uncontained_job_only_kills_on_close() -> None:
 
 def test_limits_are_written_into_pywin32s_structure() -> None:
     info: dict[str, object] = {
-        "BasicLimitInformation": {"LimitFlags": 0, "PerProcessUserTimeLimit": 0,
-                                  "ActiveProcessLimit": 0, "PriorityClass": 0},
+        "BasicLimitInformation": {
+            "LimitFlags": 0,
+            "PerProcessUserTimeLimit": 0,
+            "ActiveProcessLimit": 0,
+            "PriorityClass": 0,
+        },
         "ProcessMemoryLimit": 0,
         "JobMemoryLimit": 0,
     }
-    merged = merge_job_limits(info, job_limits(SandboxLimits(memory_mb=1, cpu_seconds=2, max_processes=3)))
+    merged = merge_job_limits(
+        info, job_limits(SandboxLimits(memory_mb=1, cpu_seconds=2, max_processes=3))
+    )
     basic = merged["BasicLimitInformation"]
     assert isinstance(basic, dict)
     assert basic["ActiveProcessLimit"] == 3

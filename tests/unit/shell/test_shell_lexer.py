@@ -206,7 +206,7 @@ _NASTY = st.text(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, database=None)
 @given(st.one_of(st.text(max_size=60), _NASTY))
 def test_lexer_returns_a_plan_or_a_named_refusal_for_any_text(line: str) -> None:
     try:
@@ -218,7 +218,7 @@ def test_lexer_returns_a_plan_or_a_named_refusal_for_any_text(line: str) -> None
     assert isinstance(plan, Plan)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(line=st.one_of(st.text(max_size=60), _NASTY))
 def test_prepare_returns_a_run_plan_or_blocked_for_any_text(tmp_path: Path, line: str) -> None:
     result = prepare(line, Workspace(tmp_path), RecordingGate())
