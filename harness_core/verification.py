@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from harness_core.errors import SandboxUnavailable, ToolError, WorkspaceError
-from harness_core.sandbox import LaunchRequest, ProcessLauncher
+from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
 from harness_core.workspace import Workspace
 
 __all__ = ["CriterionKind", "GateResult", "TaskContract", "VerifyCriterion", "run_gates"]
@@ -96,26 +96,17 @@ def _run_command(
         return GateResult(criterion.command, False, None, "empty verification command")
     request = LaunchRequest(argv=argv, cwd=workspace.root, stderr=subprocess.STDOUT)
     try:
-        process = launcher.popen(request)
+        result = run_command(launcher, request, timeout=criterion.timeout_seconds,
+                             max_output=_GATE_OUTPUT_CAP)
     except (ToolError, SandboxUnavailable) as exc:
         return GateResult(criterion.command, False, None, str(exc))
-    try:
-        out, _ = process.communicate(timeout=criterion.timeout_seconds)
-    except subprocess.TimeoutExpired:
-        launcher.kill_tree(process)
-        out, _ = process.communicate()
-        launcher.finish(process)
-        return GateResult(
-            criterion.command, False, None,
-            _tail(out or b"") + f"\n[killed after {criterion.timeout_seconds:g}s]",
-        )
-    except BaseException:
-        launcher.kill_tree(process)
-        launcher.finish(process)
-        raise
-    launcher.finish(process)
-    status = process.returncode
-    return GateResult(criterion.command, status == 0, status, _tail(out or b""))
+    output = _tail(result.stdout)
+    if result.truncated_bytes:
+        output += f"\n[{result.truncated_bytes} more bytes of output not kept]"
+    if result.timed_out:
+        return GateResult(criterion.command, False, None,
+                          output + f"\n[killed after {criterion.timeout_seconds:g}s]")
+    return GateResult(criterion.command, result.exit_status == 0, result.exit_status, output)
 
 
 def _compile_python(workspace: Workspace, changed: Sequence[str]) -> GateResult:

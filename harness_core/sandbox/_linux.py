@@ -28,14 +28,14 @@ inherits both.
 
 `probe_bwrap` runs the real argument set once per process against `true`, so a
 host where bwrap is installed but user namespaces are refused (Ubuntu's AppArmor
-restriction, a container without CAP_SYS_ADMIN) is found at selection time.
+restriction, a container without CAP_SYS_ADMIN) is found at selection time. This module never decides what is protected: the
+paths come from the spec, which the run derives from its policy.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import select
 import subprocess
 import tempfile
@@ -371,7 +371,10 @@ class LinuxLauncher(PosixLauncher):
         pids: PidsHierarchy | None,
         seccomp: bytes | None,
     ) -> None:
+        import resource  # unix only; this module is imported on every platform
+
         super().__init__(selected, spec, apply_rlimits=True, pids=pids)
+        self._prlimit = resource.prlimit
         self._bwrap = bwrap
         self._seccomp = seccomp
         self._workdir = spec.workdir.resolve()
@@ -387,7 +390,7 @@ class LinuxLauncher(PosixLauncher):
                 if cgroup is not None:
                     cgroup.admit(child)
                 for res, soft, hard in self._rlimits:
-                    resource.prlimit(child, res, (soft, hard))
+                    self._prlimit(child, res, (soft, hard))
             except ProcessLookupError:
                 child = None  # bwrap failed on its own; its exit status says why
             except OSError as exc:

@@ -11,7 +11,8 @@ denied after the workdir is allowed, and `subpath` matching covers a protected
 path that does not exist yet. Renaming a directory that leads to a protected path
 is denied as an unlink of that directory. The network is denied entirely
 (including unix-domain sockets) unless the run allows it. `max_processes` is not
-enforced on macOS.
+enforced on macOS. This module must not claim more than the profile says: its
+entries in `Selected` are written in `_select` from the same facts.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ so the record of a run answers "what boundary was in force" without guessing.
 `launcher` turns a `Selected` (fresh, or read back from the store) into the
 `ProcessLauncher` that applies exactly that; if the host can no longer provide
 what the record claims, it raises rather than quietly doing less.
+
+Selection may run a probe (`bwrap` against `true`, once per process); it never runs
+a caller's command and never reads `os.environ` (the PATH comes from `env`).
 """
 
 from __future__ import annotations

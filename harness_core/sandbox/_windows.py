@@ -12,7 +12,8 @@ cross it fails). `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE` makes closing the job kill
 every process in it, which is how the tree kill works: no walk of the process
 table, so nothing escapes by losing its parent. The child is created suspended,
 put in the job, then resumed, so it cannot start anything before it is contained.
-A job confines neither the filesystem nor the network; `Selected` says so.
+A job confines neither the filesystem nor the network; `Selected` says so, and
+this module must not import pywin32 at module level.
 """
 
 from __future__ import annotations

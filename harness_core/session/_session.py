@@ -91,19 +91,19 @@ class SessionTree:
     def find(self, ref: int | str) -> TurnRecord:
         """The turn numbered `ref`, or whose run id is (or uniquely starts with) `ref`.
 
+        A number within the session's turns is a turn number; anything else is read as
+        a run id.
+
         Raises:
             UsageError: No such turn in this session.
         """
         text = str(ref).strip().lstrip("#")
-        if text.isdigit():
-            number = int(text)
-            if 1 <= number <= len(self.turns):
-                return self.turns[number - 1]
-        else:
-            matches = [t for t in self.turns if t.run_id.startswith(text)] if text else []
-            exact = [t for t in matches if t.run_id == text]
-            if len(exact) == 1 or len(matches) == 1:
-                return (exact or matches)[0]
+        if text.isdigit() and 1 <= int(text) <= len(self.turns):
+            return self.turns[int(text) - 1]
+        matches = [t for t in self.turns if t.run_id.startswith(text)] if text else []
+        exact = [t for t in matches if t.run_id == text]
+        if len(exact) == 1 or len(matches) == 1:
+            return (exact or matches)[0]
         raise UsageError(
             f"session {self.session.session_id} has no turn {ref!r}"
             f" (it has turns 1-{len(self.turns)})" if self.turns else

@@ -7,13 +7,12 @@ timeout kills its whole process tree. Output is bounded and the cut is stated.
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 from harness_core.errors import InvalidToolArguments, PathEscape, SandboxUnavailable, ToolError
 from harness_core.messages import ToolSpec
 from harness_core.policy import Act
-from harness_core.sandbox import LaunchRequest
+from harness_core.sandbox import CommandResult, LaunchRequest, run_command
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, refusal_outcome
 
@@ -22,29 +21,15 @@ __all__ = ["Exec", "run_argv"]
 
 def run_argv(
     ctx: ToolContext, argv: list[str], cwd_rel: str, timeout: float
-) -> tuple[int | None, bytes, bytes, bool]:
-    """Run `argv` through the launcher; (exit status or None, stdout, stderr, timed out).
+) -> CommandResult:
+    """Run `argv` through the run's launcher; the whole tree dies on timeout.
 
     Raises:
         ToolError: The program was not found.
         SandboxUnavailable: The sandbox could not start it.
     """
     request = LaunchRequest(argv=argv, cwd=ctx.workspace.abspath(cwd_rel))
-    process = ctx.launcher.popen(request)
-    timed_out = False
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        ctx.launcher.kill_tree(process)
-        out, err = process.communicate()
-    except BaseException:
-        ctx.launcher.kill_tree(process)
-        raise
-    finally:
-        ctx.launcher.finish(process)
-    status = None if timed_out else process.returncode
-    return status, out or b"", err or b"", timed_out
+    return run_command(ctx.launcher, request, timeout=timeout, max_output=ctx.output_cap)
 
 
 class Exec:
@@ -90,12 +75,15 @@ class Exec:
         if not ctx.workspace.is_dir(cwd_rel):
             return ToolOutcome(output=f"exec: cwd {cwd!r} is not a directory", is_error=True)
         try:
-            status, out, err, timed_out = run_argv(ctx, argv, cwd_rel, timeout)
+            result = run_argv(ctx, argv, cwd_rel, timeout)
         except (ToolError, SandboxUnavailable) as exc:
             return ToolOutcome(output=f"exec: {exc}", is_error=True)
+        timed_out = result.timed_out
+        status: int | None = None if timed_out else result.exit_status
         half = max(ctx.output_cap // 2, 1)
-        stdout, cut_out = bounded(out.decode("utf-8", errors="replace"), half)
-        stderr, cut_err = bounded(err.decode("utf-8", errors="replace"), half)
+        stdout, cut_out = bounded(result.stdout.decode("utf-8", errors="replace"), half)
+        stderr, cut_err = bounded(result.stderr.decode("utf-8", errors="replace"), half)
+        cut_out += result.truncated_bytes
         head = (f"timed out after {timeout:g}s; the process tree was killed" if timed_out
                 else f"exit status {status}")
         parts = [head]
