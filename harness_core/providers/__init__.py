@@ -1,7 +1,7 @@
 """Model providers: the `Provider` seam and its implementations.
 
 The vendor classes are re-exported lazily (PEP 562): importing this package never
-imports httpx; a vendor module is loaded when its class is first named or built.
+imports the HTTP machinery; a vendor module is loaded when its class is first named or built.
 """
 
 from typing import TYPE_CHECKING

@@ -7,7 +7,7 @@ format: the URL, headers, request body and the parsing of a JSON body or an SSE 
 
 Secrets: a vendor's error text is passed through a `Redactor` before it reaches an
 exception message or an attempt record, and the key is sent per request, never stored
-on a shared `httpx.Client`. This module never touches the store or the terminal.
+on a shared `Transport`. This module never touches the store or the terminal.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, NamedTuple
 
-import httpx
-
 from harness_core.clock import Clock
 from harness_core.errors import ConfigError, ProviderError
+from harness_core.messages import Message
 from harness_core.providers._base import (
     CompletionRequest,
     CompletionResponse,
@@ -32,8 +31,10 @@ from harness_core.providers._base import (
     TokenCallback,
 )
 from harness_core.providers._config import ProviderConfig
+from harness_core.providers._transport import Timeouts, Transport, TransportError
 
 __all__ = [
+    "WIRE_JSON",
     "HttpProvider",
     "Redactor",
     "RetryPolicy",
@@ -54,6 +55,9 @@ _KEY_PREFIX_LEN = 12
 """Vendors echo a key's head in 401 bodies (``sk-proj-abc1…``); twelve characters is
 enough to identify most keys, so that prefix is treated as the secret itself."""
 _MAX_ERROR_CHARS = 300
+USER_AGENT = "io-harness"
+WIRE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""How request bodies are encoded: compact UTF-8 JSON."""
 
 
 # --- retry policy --------------------------------------------------------------------
@@ -313,7 +317,7 @@ class HttpProvider:
         *,
         env: Mapping[str, str],
         clock: Clock,
-        http_client: httpx.Client | None = None,
+        transport: Transport | None = None,
         jitter: Callable[[], float] | None = None,
     ) -> None:
         key = config.api_key or env.get(self.env_var) or ""
@@ -329,11 +333,12 @@ class HttpProvider:
         self._jitter = jitter if jitter is not None else random.random
         self._policy = RetryPolicy(max_retries=max(0, config.max_retries))
         self._base_url = (config.base_url or self.default_base_url).rstrip("/")
-        self._timeout = httpx.Timeout(
-            config.timeout_seconds, connect=min(10.0, config.timeout_seconds)
+        self._timeouts = Timeouts(
+            connect=min(10.0, config.timeout_seconds), read=config.timeout_seconds
         )
-        self._owns_client = http_client is None
-        self._client = http_client if http_client is not None else httpx.Client()
+        self._owns_transport = transport is None
+        self._transport = transport if transport is not None else Transport(env)
+        self._fragments: dict[int, tuple[Message, Any]] = {}
         self.last_attempts: tuple[ProviderAttempt, ...] = ()
 
     def __repr__(self) -> str:
@@ -348,6 +353,11 @@ class HttpProvider:
         raise NotImplementedError
 
     def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
+        """The request body without its ``messages`` (`_messages_json` encodes those)."""
+        raise NotImplementedError
+
+    def _messages_json(self, messages: tuple[Message, ...]) -> str:
+        """The JSON text of the body's ``messages`` array."""
         raise NotImplementedError
 
     def _parse_body(self, data: dict[str, Any]) -> CompletionResponse:
@@ -427,25 +437,51 @@ class HttpProvider:
         self, request: CompletionRequest, on_token: TokenCallback | None
     ) -> CompletionResponse:
         stream = self.config.stream
-        body = self._body(request, stream=stream)
-        headers = self._headers(request)
+        payload = self.payload(request, stream=stream)
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if stream else "application/json",
+            "user-agent": USER_AGENT,
+            **self._headers(request),
+        }
+        ttft = StreamClock(self._clock)  # from the request, not from the headers
         try:
-            if not stream:
-                reply = self._client.post(
-                    self._url(), json=body, headers=headers, timeout=self._timeout
-                )
-                self._raise_for_status(reply.status_code, reply.headers, reply.text)
-                return self._parse_body(json_object(reply.content, self.name))
-            ttft = StreamClock(self._clock)  # from the request, not from the headers
-            with self._client.stream(
-                "POST", self._url(), json=body, headers=headers, timeout=self._timeout
-            ) as reply:
-                if reply.status_code >= 400:
-                    reply.read()
-                    self._raise_for_status(reply.status_code, reply.headers, reply.text)
+            with self._transport.post(self._url(), payload, headers, self._timeouts) as reply:
+                if reply.status >= 400:
+                    self._raise_for_status(reply.status, reply.headers, reply.text())
+                if not stream:
+                    return self._parse_body(json_object(reply.read(), self.name))
                 return self._parse_stream(iter_sse(reply.iter_lines()), on_token, ttft)
-        except httpx.HTTPError as exc:
+        except TransportError as exc:
             raise self._transport_error(exc) from exc
+
+    def payload(self, request: CompletionRequest, *, stream: bool) -> bytes:
+        """The encoded request body: `_body`'s fields and the ``messages`` array."""
+        rest = WIRE_JSON.encode(self._body(request, stream=stream))
+        messages = self._messages_json(request.messages)
+        self._prune(request.messages)
+        return ('{"messages":' + messages + ("," + rest[1:] if len(rest) > 2 else "}")).encode()
+
+    def encoded(self, message: Message, encode: Callable[[Message], Any]) -> Any:
+        """`encode(message)`, computed once per message object.
+
+        A conversation only grows between steps, so re-encoding every earlier message
+        for every request made a step's cost grow with the step number; with this
+        cache a request costs a join over the earlier messages' encoded fragments.
+        Messages are frozen, so one object always encodes the same.
+        """
+        entry = self._fragments.get(id(message))
+        if entry is not None and entry[0] is message:
+            return entry[1]
+        value = encode(message)
+        self._fragments[id(message)] = (message, value)
+        return value
+
+    def _prune(self, messages: tuple[Message, ...]) -> None:
+        """Forget fragments of messages the latest request no longer holds."""
+        if len(self._fragments) > 2 * len(messages) + 16:
+            keep = {id(m) for m in messages}
+            self._fragments = {k: v for k, v in self._fragments.items() if k in keep}
 
     def _raise_for_status(self, status: int, headers: Mapping[str, str], text: str) -> None:
         if status < 400:
@@ -467,21 +503,15 @@ class HttpProvider:
             hint=f"check the key ({self.env_var} or `api_key`)" if status in (401, 403) else None,
         )
 
-    def _transport_error(self, exc: httpx.HTTPError) -> ProviderError:
-        retryable = isinstance(
-            exc, httpx.TimeoutException | httpx.NetworkError | httpx.RemoteProtocolError
-        )
-        kind = type(exc).__name__
+    def _transport_error(self, exc: TransportError) -> ProviderError:
         text = one_line(str(exc), self._redact)
-        return ProviderError(
-            f"{self.name}: {kind}: {text}" if text else f"{self.name}: {kind}", retryable=retryable
-        )
+        return ProviderError(f"{self.name}: {text}", retryable=exc.retryable)
 
     def stream_error(self, detail: str, *, retryable: bool = True) -> ProviderError:
         """A failure found inside a stream (an error event, a cut), redacted."""
         return ProviderError(f"{self.name}: {one_line(detail, self._redact)}", retryable=retryable)
 
     def close(self) -> None:
-        """Close the HTTP client if this provider created it."""
-        if self._owns_client:
-            self._client.close()
+        """Close the transport's connections if this provider created it."""
+        if self._owns_transport:
+            self._transport.close()

@@ -1,7 +1,7 @@
 """From a `ProviderConfig` to a `Provider`: a name → ``"module:attr"`` table, imported lazily.
 
-Vendor modules (and therefore httpx) are imported only when a provider of that kind is
-built, so `io --help` and config checks stay cheap. `validate_web` states which web
+Vendor modules (and therefore `http.client`) are imported only when a provider of that
+kind is built, so `io --help` and config checks stay cheap. `validate_web` states which web
 declarations each vendor can carry; it is called by every vendor constructor and is
 exported so `io config check` can refuse a bad `[web]` table without building anything.
 This module never opens a connection.
@@ -19,7 +19,7 @@ from harness_core.providers._base import Provider, WebAccess
 from harness_core.providers._config import ProviderConfig
 
 if TYPE_CHECKING:
-    import httpx
+    from harness_core.providers._transport import Transport
 
 __all__ = ["PROVIDER_KINDS", "build_provider", "validate_web"]
 
@@ -100,7 +100,7 @@ def build_provider(
     *,
     env: Mapping[str, str],
     clock: Clock,
-    http_client: httpx.Client | None = None,
+    transport: Transport | None = None,
 ) -> Provider:
     """Build the provider `config` names, wrapped in a `Fallback` when it lists fallbacks.
 
@@ -108,7 +108,7 @@ def build_provider(
         config: The `[provider]` table, typed.
         env: Where the vendor's usual key variable is looked up when `api_key` is unset.
         clock: Time for backoff sleeps and latency.
-        http_client: A shared client (tests point it at a loopback fake); each provider
+        transport: Shared connections (several providers, one pool); each provider
             makes its own when None.
 
     Returns:
@@ -118,7 +118,7 @@ def build_provider(
         ConfigError: Unknown kind, missing key, a fallback with its own fallbacks, or a
             web declaration a vendor cannot carry.
     """
-    primary = _build_one(config, env=env, clock=clock, http_client=http_client)
+    primary = _build_one(config, env=env, clock=clock, transport=transport)
     if not config.fallback:
         return primary
     from harness_core.providers.fallback import Fallback
@@ -130,7 +130,7 @@ def build_provider(
                 raise ConfigError(
                     f"a [[provider.fallback]] ({backup.kind}) cannot list fallbacks of its own"
                 )
-            chain.append(_build_one(backup, env=env, clock=clock, http_client=http_client))
+            chain.append(_build_one(backup, env=env, clock=clock, transport=transport))
     except BaseException:
         for built in chain:
             built.close()
@@ -144,13 +144,13 @@ def _build_one(
     *,
     env: Mapping[str, str],
     clock: Clock,
-    http_client: httpx.Client | None,
+    transport: Transport | None,
 ) -> Provider:
     factory = _load(config.kind)
     if config.kind == "scripted":
         return cast(Callable[[ProviderConfig], Provider], factory)(config)
     build = cast(Callable[..., Provider], factory)
-    return build(config, env=env, clock=clock, http_client=http_client)
+    return build(config, env=env, clock=clock, transport=transport)
 
 
 def _load(kind: str) -> object:

@@ -1,4 +1,4 @@
-"""Anthropic's Messages API (``POST /v1/messages``), JSON and SSE, over httpx.
+"""Anthropic's Messages API (``POST /v1/messages``), JSON and SSE, over `_transport`.
 
 This module holds only Anthropic's wire format: how `messages` types become a request
 body, and how a response body or an event stream becomes a `CompletionResponse`. Cache
@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
@@ -28,6 +26,7 @@ from harness_core.providers._base import (
 )
 from harness_core.providers._config import ProviderConfig
 from harness_core.providers._http import (
+    WIRE_JSON,
     HttpProvider,
     SSEEvent,
     StreamClock,
@@ -35,6 +34,7 @@ from harness_core.providers._http import (
     tool_arguments,
 )
 from harness_core.providers._registry import validate_web
+from harness_core.providers._transport import Transport
 
 __all__ = ["AnthropicProvider"]
 
@@ -52,7 +52,7 @@ class AnthropicProvider(HttpProvider):
         config: The provider table; `base_url` defaults to ``https://api.anthropic.com``.
         env: Looked up for ``ANTHROPIC_API_KEY`` when `config.api_key` is unset.
         clock: Time for backoff and latency.
-        http_client: A client to share; one is made (and closed by `close`) when None.
+        transport: Connections to share; one is made (and closed by `close`) when None.
         jitter: A ``random.random``-like source for backoff jitter.
 
     Raises:
@@ -69,11 +69,11 @@ class AnthropicProvider(HttpProvider):
         *,
         env: Mapping[str, str],
         clock: Clock,
-        http_client: httpx.Client | None = None,
+        transport: Transport | None = None,
         jitter: Callable[[], float] | None = None,
     ) -> None:
         validate_web("anthropic", config.web)
-        super().__init__(config, env=env, clock=clock, http_client=http_client, jitter=jitter)
+        super().__init__(config, env=env, clock=clock, transport=transport, jitter=jitter)
 
     def _check_web(self, request: CompletionRequest) -> None:
         validate_web("anthropic", request.web)
@@ -88,11 +88,10 @@ class AnthropicProvider(HttpProvider):
         return headers
 
     def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
-        system, messages = wire_messages(request.messages)
+        system = system_text(request.messages)
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
-            "messages": messages,
         }
         if system:
             body["system"] = system
@@ -107,6 +106,23 @@ class AnthropicProvider(HttpProvider):
         if stream:
             body["stream"] = True
         return body
+
+    def _messages_json(self, messages: tuple[Message, ...]) -> str:
+        # The same turns as `wire_messages`, from each message's blocks encoded once.
+        turns: list[tuple[str, list[str]]] = []
+        for message in messages:
+            if message.role is Role.SYSTEM:
+                continue
+            role, blocks = self.encoded(message, _encode_blocks)
+            if not blocks:
+                continue
+            if turns and turns[-1][0] == role:
+                turns[-1][1].extend(blocks)
+            else:
+                turns.append((role, list(blocks)))
+        return "[" + ",".join(
+            f'{{"role":"{role}","content":[{",".join(blocks)}]}}' for role, blocks in turns
+        ) + "]"
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -186,6 +202,16 @@ def wire_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, An
         else:
             out.append({"role": role, "content": blocks})
     return "\n\n".join(system), out
+
+
+def system_text(messages: tuple[Message, ...]) -> str:
+    """Anthropic's ``system`` text: every system message, in order."""
+    return "\n\n".join(m.content for m in messages if m.role is Role.SYSTEM and m.content)
+
+
+def _encode_blocks(message: Message) -> tuple[str, tuple[str, ...]]:
+    role, blocks = _blocks(message)
+    return role, tuple(WIRE_JSON.encode(block) for block in blocks)
 
 
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:

@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
@@ -28,6 +26,7 @@ from harness_core.providers._base import (
 )
 from harness_core.providers._config import ProviderConfig
 from harness_core.providers._http import (
+    WIRE_JSON,
     HttpProvider,
     SSEEvent,
     StreamClock,
@@ -36,6 +35,7 @@ from harness_core.providers._http import (
     tool_arguments,
 )
 from harness_core.providers._registry import validate_web
+from harness_core.providers._transport import Transport
 
 __all__ = ["OpenAIProvider"]
 
@@ -53,7 +53,7 @@ class OpenAIProvider(HttpProvider):
         config: The provider table; `base_url` defaults to ``https://api.openai.com/v1``.
         env: Looked up for the vendor's key variable when `config.api_key` is unset.
         clock: Time for backoff and latency.
-        http_client: A client to share; one is made (and closed by `close`) when None.
+        transport: Connections to share; one is made (and closed by `close`) when None.
         jitter: A ``random.random``-like source for backoff jitter.
 
     Raises:
@@ -70,11 +70,11 @@ class OpenAIProvider(HttpProvider):
         *,
         env: Mapping[str, str],
         clock: Clock,
-        http_client: httpx.Client | None = None,
+        transport: Transport | None = None,
         jitter: Callable[[], float] | None = None,
     ) -> None:
         validate_web(self.name, config.web)
-        super().__init__(config, env=env, clock=clock, http_client=http_client, jitter=jitter)
+        super().__init__(config, env=env, clock=clock, transport=transport, jitter=jitter)
         self._url_text = self._base_url + "/chat/completions"
         self._tokens_field = (
             "max_completion_tokens" if _OPENAI_HOST in self._base_url else "max_tokens"
@@ -92,7 +92,6 @@ class OpenAIProvider(HttpProvider):
     def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": wire_messages(request.messages),
             self._tokens_field: request.max_tokens,
         }
         if request.tools:
@@ -119,6 +118,9 @@ class OpenAIProvider(HttpProvider):
         if web.allowed_domains:
             options["filters"] = {"allowed_domains": list(web.allowed_domains)}
         body["web_search_options"] = options
+
+    def _messages_json(self, messages: tuple[Message, ...]) -> str:
+        return "[" + ",".join(self.encoded(m, _encode_message) for m in messages) + "]"
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -201,34 +203,37 @@ class OpenAIProvider(HttpProvider):
 
 def wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for a conversation."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role is Role.TOOL:
-            out.append(
-                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-            )
-        elif message.role is Role.ASSISTANT:
-            # Content may be null only beside tool calls; an empty turn stays "".
-            content = message.content or (None if message.tool_calls else "")
-            entry: dict[str, Any] = {"role": "assistant", "content": content}
-            if message.tool_calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.name,
-                            "arguments": call.raw_arguments
-                            if call.raw_arguments is not None
-                            else json.dumps(call.arguments),
-                        },
-                    }
-                    for call in message.tool_calls
-                ]
-            out.append(entry)
-        else:
-            out.append({"role": message.role.value, "content": message.content})
-    return out
+    return [wire_message(message) for message in messages]
+
+
+def wire_message(message: Message) -> dict[str, Any]:
+    """One message in Chat Completions' shape."""
+    if message.role is Role.TOOL:
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role is not Role.ASSISTANT:
+        return {"role": message.role.value, "content": message.content}
+    # Content may be null only beside tool calls; an empty turn stays "".
+    content = message.content or (None if message.tool_calls else "")
+    entry: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.raw_arguments
+                    if call.raw_arguments is not None
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in message.tool_calls
+        ]
+    return entry
+
+
+def _encode_message(message: Message) -> str:
+    return WIRE_JSON.encode(wire_message(message))
 
 
 # --- response ------------------------------------------------------------------------

@@ -11,10 +11,13 @@ its outcome is unknown (at most once). Nothing here writes to the terminal.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -36,6 +39,7 @@ from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._spec import RunOutcome, RunSpec
+from harness_core.shell import HandleRegistry
 from harness_core.store import LedgerEntry, RunStatus, Store
 from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
@@ -216,8 +220,13 @@ class Runner:
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before)
         handles: dict[str, Any] = {}
+        capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
-            handles = self._open_extras(drive)
+            handles = {"handles": HandleRegistry(
+                run_id=run_id, launcher=launchers.commands, workspace=spec.workspace,
+                capture_dir=capture_dir, clock=self.clock, store=self.store)}
+            ctx.extras.update(handles)
+            handles.update(self._open_extras(drive))
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
         except KeyboardInterrupt:
@@ -228,6 +237,7 @@ class Runner:
             raise
         finally:
             _close_extras(handles)
+            shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome
 

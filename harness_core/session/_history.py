@@ -5,18 +5,17 @@ Only the branch from the first turn to the parent counts; a sibling branch is ne
 shown. Whole turns are kept, newest first, while they fit; the older ones are replaced
 by one marker saying how many were left out and where to read them. Every tool call
 in the history keeps a matching result (a call that never got one is given a stated
-placeholder) and call ids are prefixed per turn, so no provider sees a dangling or a
+placeholder) and call ids are prefixed per turn (by its distance from the new one), so no provider sees a dangling or a
 duplicated call. Nothing here reads the terminal or changes the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from harness_core.messages import Message, Role, ToolCall
 from harness_core.run._context import estimate_tokens
-from harness_core.store._sessions import TurnRecord
 
 __all__ = ["HISTORY_SHARE", "branch_history", "well_formed"]
 
@@ -63,16 +62,17 @@ def well_formed(messages: Sequence[Message], prefix: str) -> list[Message]:
 
 
 def branch_history(
-    path: Sequence[TurnRecord],
+    ancestry: Iterable[str],
     read: Callable[[str], list[Message]],
     *,
     max_tokens: int | None,
     session_id: str,
 ) -> tuple[Message, ...]:
-    """The messages of the turns on `path` (first turn → parent) a new turn is shown.
+    """The messages of earlier turns a new turn is shown.
 
     Args:
-        path: The branch, oldest first.
+        ancestry: Run ids from the parent turn back to the first turn, newest first
+            (`Store.turn_ancestry`); read only as far as the budget allows.
         read: A turn's own messages by run id (`Store.turn_messages`).
         max_tokens: The run's context ceiling; None keeps every turn.
         session_id: Named in the marker.
@@ -84,20 +84,21 @@ def branch_history(
     limit = None if max_tokens is None else int(max_tokens * HISTORY_SHARE)
     kept: list[list[Message]] = []
     total = 0
-    for turn in reversed(path):
-        messages = well_formed(read(turn.run_id), f"t{turn.number}_")
+    dropped = False
+    for distance, run_id in enumerate(ancestry, start=1):
+        messages = well_formed(read(run_id), f"h{distance}_")
         size = sum(estimate_tokens(m) for m in messages)
         if limit is not None and kept and total + size > limit:
+            dropped = True
             break
         kept.append(messages)
         total += size
-    dropped = len(path) - len(kept)
     out: list[Message] = []
     if dropped:
         out.append(Message.user(
-            f"[the first {dropped} turn(s) of this conversation were left out to fit the"
-            f" context budget; the operator can list them with `io session show"
-            f" {session_id}` and read each with `io trace RUN`]"))
+            "[earlier turns of this conversation were left out to fit the context budget;"
+            f" the operator can list them with `io session show {session_id}` and read each"
+            " with `io trace RUN`]"))
     for messages in reversed(kept):
         out.extend(messages)
     return tuple(out)

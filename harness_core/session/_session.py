@@ -14,22 +14,25 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from harness_core.errors import UsageError
 from harness_core.messages import Message
-from harness_core.run import Runner, RunOutcome, RunSpec
 from harness_core.session._history import branch_history
-from harness_core.store import AliveCheck, Store
 from harness_core.store._sessions import SessionRecord, TurnRecord
+
+if TYPE_CHECKING:  # the loop is needed only to take a turn; `show` must stay cheap
+    from harness_core.run import Runner, RunOutcome, RunSpec
+    from harness_core.store import AliveCheck, Store
 
 __all__ = ["Session", "SessionTree"]
 
 
 def _process_alive(pid: int, started: float | None) -> bool:
+    import psutil
+
     try:
         proc = psutil.Process(pid)
         if started is None:
@@ -40,6 +43,8 @@ def _process_alive(pid: int, started: float | None) -> bool:
 
 
 def _own_start_time() -> float:
+    import psutil
+
     return float(psutil.Process(os.getpid()).create_time())
 
 
@@ -61,7 +66,11 @@ class SessionTree:
         return self.turns[-1] if self.turns else None
 
     def by_run(self) -> dict[str, TurnRecord]:
-        """Turns keyed by run id."""
+        """Turns keyed by run id (built once per tree)."""
+        return self._by_run
+
+    @cached_property
+    def _by_run(self) -> dict[str, TurnRecord]:
         return {t.run_id: t for t in self.turns}
 
     def parent(self, turn: TurnRecord) -> TurnRecord | None:
@@ -200,13 +209,27 @@ class Session:
         """The session's turns as a tree, read now."""
         return SessionTree(self.store.session(self.id), tuple(self.store.session_turns(self.id)))
 
-    def history(self, parent: TurnRecord | None, tree: SessionTree,
-                max_tokens: int | None) -> tuple[Message, ...]:
+    def history(self, parent: TurnRecord | None, max_tokens: int | None) -> tuple[Message, ...]:
         """What a turn taken from `parent` is shown of the conversation before it."""
         if parent is None:
             return ()
-        return branch_history(tree.path(parent), self.store.turn_messages,
+        return branch_history(self.store.turn_ancestry(parent.run_id), self.store.turn_messages,
                               max_tokens=max_tokens, session_id=self.id)
+
+    def find(self, ref: int | str) -> TurnRecord:
+        """The turn numbered `ref`, or whose run id is (or uniquely starts with) `ref`.
+
+        A number within the session's turns is a turn number; anything else is read as
+        a run id.
+
+        Raises:
+            UsageError: No such turn in this session.
+        """
+        turn = self.store.find_turn(self.id, str(ref))
+        if turn is None:
+            raise UsageError(f"session {self.id} has no turn {ref!r}",
+                             hint=f"`io session show {self.id}` lists its turns")
+        return turn
 
     def turn(self, runner: Runner, spec: RunSpec, *,
              from_turn: int | str | None = None) -> RunOutcome:
@@ -215,18 +238,17 @@ class Session:
         The turn continues the newest turn, or branches from `from_turn` (a turn number
         or run id). It sees the conversation along its own branch, bounded by
         `spec.context_max_tokens`. Whatever `spec` says about the session, parent or
-        history is replaced.
+        history is replaced. Its cost does not grow with the number of turns.
 
         Raises:
             SessionInUse: Another live process has a turn of this session in flight.
             UsageError: `from_turn` names no turn of this session.
         """
-        tree = self.tree()
-        parent = tree.find(from_turn) if from_turn is not None else tree.latest
+        parent = self.find(from_turn) if from_turn is not None else self.store.latest_turn(self.id)
         pid = os.getpid()
         self.store.acquire_session(self.id, pid, _own_start_time(), alive=self._alive)
         try:
-            history = self.history(parent, tree, spec.context_max_tokens)
+            history = self.history(parent, spec.context_max_tokens)
             turn_spec = replace(spec, session_id=self.id, history=history,
                                 parent_run_id=parent.run_id if parent is not None else None)
             return runner.start(turn_spec)

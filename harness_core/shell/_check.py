@@ -99,6 +99,9 @@ class LineChecker:
     def _dir(self, lexical: str, base_cwd: str, dirs: dict[str, str], column: int) -> str | Blocked:
         if lexical in dirs:
             return dirs[lexical]
+        if not lexical and not base_cwd:
+            dirs[lexical] = ""  # the root itself: nothing to resolve
+            return ""
         try:
             resolved = self.workspace.resolve(lexical, cwd=base_cwd)
         except (PathEscape, WorkspaceError) as exc:
@@ -161,10 +164,7 @@ class LineChecker:
         return CheckedStage(stage, cwd, tuple(redirects), cd, frozenset(acts))
 
     def _problem(self, problem: OperandProblem, column: int) -> Blocked:
-        if problem.escape:
-            return self._escape(problem.kind, problem.word, problem.reason, column)
-        return Blocked(reason=problem.reason, act=problem.kind.value,
-                       target=f"{problem.kind.value} {problem.word}", column=column)
+        return self._escape(problem.kind, problem.word, problem.reason, column)
 
     def _redirect(
         self, kind: RedirectKind, word: str, cwd: str, column: int, acts: dict[Act, None]
@@ -186,8 +186,18 @@ class LineChecker:
             return blocked
         return CheckedRedirect(kind, word, path)
 
-    def recheck(self, stage: CheckedStage, base_cwd: str = "") -> Blocked | None:
+    def recheck(
+        self, stage: CheckedStage, base_cwd: str = "", *, consult_gate: bool = True
+    ) -> Blocked | None:
         """Check `stage` again just before it starts, against the filesystem as it is now.
+
+        Args:
+            stage: The stage about to start.
+            base_cwd: The directory the line started in.
+            consult_gate: Ask the gate about acts the first check did not see (a
+                directory that gained entries, a destination that became a directory).
+                When False (a handle's line, re-checked on its own thread, where nobody
+                can be asked), any such act stops the line instead.
 
         Returns:
             None when it may start; otherwise why the line must stop here.
@@ -213,6 +223,12 @@ class LineChecker:
             return self._problem(problem, plain.column)
         acts = dict.fromkeys(stage.acts)
         for act in found:
+            if not consult_gate and act not in acts:
+                return Blocked(
+                    reason=f"the line now also reaches {act.describe()!r}, which was not "
+                    "checked before it started; run that part again as its own line",
+                    act=act.kind.value, target=act.describe(), column=plain.column,
+                )
             blocked = self._gate(act, plain.column, acts)
             if blocked is not None:
                 return blocked

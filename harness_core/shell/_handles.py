@@ -127,8 +127,11 @@ class HandlePoll:
         running: Whether its line is still running.
         exit_status: The line's status, once it exited on its own.
         end_reason: ``exited``, ``killed``, ``swept``, ``orphaned`` or None while running.
-        orphaned: Started by an earlier process: answered from the record only.
+        orphaned: Started by a process that is gone and left unended: never polled,
+            signalled or re-attached.
         blocked: Why a spawn-time re-check stopped its line, if one did.
+        from_record: Answered from the store (a handle of an earlier process), not from
+            a process of this one.
     """
 
     handle_id: str
@@ -141,6 +144,7 @@ class HandlePoll:
     end_reason: str | None
     orphaned: bool = False
     blocked: Blocked | None = None
+    from_record: bool = False
 
 
 class _Live:
@@ -457,4 +461,5 @@ class HandleRegistry:
             exit_status=row.exit_status,
             end_reason="orphaned" if orphaned else row.end_reason,
             orphaned=orphaned,
+            from_record=True,
         )

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from harness_core.errors import ShellRefused
 
@@ -97,8 +97,7 @@ class OpKind(Enum):
     ERR_TO_OUT = "2>&1"
 
 
-@dataclass(frozen=True, slots=True)
-class Word:
+class Word(NamedTuple):
     """A word after quote removal.
 
     Attributes:
@@ -114,8 +113,7 @@ class Word:
     plain_prefix: str
 
 
-@dataclass(frozen=True, slots=True)
-class Op:
+class Op(NamedTuple):
     """An operator and its 1-based column."""
 
     kind: OpKind
@@ -124,7 +122,8 @@ class Op:
 
 Token = Word | Op
 
-_PLAIN = re.compile(r"[A-Za-z0-9_./,:=+@%^\-]+")
+# The common cases in one match: blanks, or plain characters and single-quoted parts.
+_FAST = re.compile(r"(?P<blank>[ \t]+)|(?P<word>(?:[A-Za-z0-9_./,:=+@%^\-]+|'[^']*')+)")
 _DQ_PLAIN = re.compile(r'[^"\\$`]+')
 # C0 controls except tab, DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -225,14 +224,25 @@ class _Lexer:
         line = self.line
         index = 0
         end = len(line)
+        fast = _FAST.match
         while index < end:
-            plain = _PLAIN.match(line, index)
-            if plain is not None:
-                self.start_word(index)
-                self.parts.append(plain.group())
-                index = plain.end()
+            found = fast(line, index)
+            if found is None:
+                index = self.step(index)
                 continue
-            index = self.step(index)
+            if found.lastgroup == "blank":
+                self.flush()
+            else:
+                self.start_word(index)
+                raw = found.group()
+                quote = raw.find("'")
+                if quote < 0:
+                    self.parts.append(raw)
+                else:  # quotes in this match only delimit '…' parts: drop them
+                    self.parts.append(raw[:quote])
+                    self.mark_quoted()
+                    self.parts.append(raw[quote:].replace("'", ""))
+            index = found.end()
         self.flush()
         return self.tokens
 

@@ -6,11 +6,12 @@ that is plain from the argv alone. Each such operand becomes a `Read` or `Write`
 so a rename cannot carry a protected path out from under its protection nor a file
 onto it:
 
-- a source that disappears (``mv``, ``rm``) is a Read and a Write of itself and a Write
-  of every entry under it, so ``mv .git g`` is a Write of ``.git/config``;
-- a destination is a Write of the path it creates and of every entry the source brings
-  under it, and a Write of each protected path it would shadow, so ``mv d .git`` is a
-  Write of ``.git/config`` even when ``d`` is empty today.
+- a source that disappears (``mv``, ``rm -r``) is a Read and a Write of itself, a Write
+  of every entry under it and of every protected path it could hold, so ``mv .git g``
+  is a Write of ``.git/config``;
+- a destination is a Write of the path it creates, of every entry the source brings
+  under it, and of each protected path it would shadow, so ``mv d .git`` is a Write of
+  ``.git/config`` even when ``d`` is empty today.
 
 Options are read the GNU way (clusters, ``--opt=value``, unambiguous long prefixes,
 ``--``); an option this module does not know is taken for a flag, so every other word
@@ -35,8 +36,10 @@ from harness_core.workspace import Workspace
 __all__ = ["MAX_TREE_ENTRIES", "OPERAND_PROGRAMS", "OperandProblem", "operand_acts"]
 
 MAX_TREE_ENTRIES = 20_000
-"""Entries under one moved, copied or removed directory checked one by one; a larger
-tree is refused rather than half-checked."""
+"""Entries under one moved, copied or removed directory checked one by one. Beyond it
+(a ``node_modules``) only the directory itself and the protected paths it could hold
+are checked: refusing would only send the model to ``find -delete``, which no operand
+check sees either."""
 
 _GLOB = frozenset("*?[")
 
@@ -82,14 +85,12 @@ class OperandProblem:
     Attributes:
         kind: The act kind the operand would have been.
         word: The operand as written.
-        reason: Why.
-        escape: Whether the path leaves the root (as opposed to being too big to check).
+        reason: Why (it leaves the root, or cannot be resolved).
     """
 
     kind: ActKind
     word: str
     reason: str
-    escape: bool
 
 
 class _Stop(Exception):  # noqa: N818 - private control flow, never leaves this module
@@ -171,12 +172,12 @@ class _Collector:
             )
             return f"{base}/{name}" if base else name
         except PathEscape as exc:
-            raise _Stop(OperandProblem(kind, word, f"{word!r} {exc.reason}", True)) from exc
+            raise _Stop(OperandProblem(kind, word, f"{word!r} {exc.reason}")) from exc
         except WorkspaceError as exc:
-            raise _Stop(OperandProblem(kind, word, str(exc), True)) from exc
+            raise _Stop(OperandProblem(kind, word, str(exc))) from exc
 
-    def tree(self, rel: str, word: str, kind: ActKind) -> Iterator[str]:
-        """Entries under `rel` (relative to `rel`) when it is a real directory."""
+    def tree(self, rel: str) -> Iterator[str]:
+        """Entries under `rel` (relative to it) when it is a real directory, up to the cap."""
         root = self.ws.root.joinpath(*rel.split("/")) if rel else self.ws.root
         try:
             if not stat.S_ISDIR(os.lstat(root).st_mode):
@@ -188,19 +189,25 @@ class _Collector:
         while stack:
             prefix, directory = stack.pop()
             try:
-                entries = list(os.scandir(directory))
+                with os.scandir(directory) as listing:
+                    entries = list(listing)
             except OSError:
                 continue
             for entry in entries:
                 count += 1
                 if count > MAX_TREE_ENTRIES:
-                    reason = (f"{word!r} holds more than {MAX_TREE_ENTRIES} entries, too many "
-                              "to check one by one")
-                    raise _Stop(OperandProblem(kind, word, reason, False))
+                    return
                 name = f"{prefix}/{entry.name}" if prefix else entry.name
                 yield name
                 if entry.is_dir(follow_symlinks=False):
                     stack.append((name, entry.path))
+
+    def shadows(self, rel: str) -> None:
+        """Write of every protected path that lies under `rel`, whether it exists or not."""
+        lowered = rel.lower() + "/"
+        for literal in _PROTECTED_LITERALS:
+            if not rel or literal.lower().startswith(lowered):
+                self.add(ActKind.WRITE, literal)
 
     def is_dir(self, word: str) -> bool:
         try:
@@ -209,28 +216,26 @@ class _Collector:
             return False
 
     def gone(self, word: str, *, tree: bool) -> str:
-        """A path that disappears: Read and Write of it, Write of everything under it."""
+        """A path that disappears: Read and Write of it, Write of what it holds."""
         rel = self.resolve(ActKind.WRITE, word, follow=False)
         self.add(ActKind.READ, rel)
         self.add(ActKind.WRITE, rel)
         if tree:
-            for entry in self.tree(rel, word, ActKind.WRITE):
+            self.shadows(rel)
+            for entry in self.tree(rel):
                 self.add(ActKind.WRITE, f"{rel}/{entry}" if rel else entry)
         return rel
 
-    def arrives(self, target_word: str, source_rel: str, source_word: str, *, follow: bool) -> None:
+    def arrives(self, target_word: str, source_rel: str, *, follow: bool) -> None:
         """`target_word` is created from `source_rel`: Write of it, its tree, its shadows."""
         target = self.resolve(ActKind.WRITE, target_word, follow=False)
         self.add(ActKind.WRITE, target)
         if follow:
             target = self.resolve(ActKind.WRITE, target_word, follow=True)
             self.add(ActKind.WRITE, target)
-        for entry in self.tree(source_rel, source_word, ActKind.WRITE):
+        self.shadows(target)
+        for entry in self.tree(source_rel):
             self.add(ActKind.WRITE, f"{target}/{entry}" if target else entry)
-        lowered = target.lower() + "/"
-        for literal in _PROTECTED_LITERALS:
-            if not target or literal.lower().startswith(lowered):
-                self.add(ActKind.WRITE, literal)
 
 
 def _destinations(
@@ -260,11 +265,11 @@ def _move_or_copy(col: _Collector, operands: list[str], options: dict[str, list[
             continue
         rel = col.resolve(ActKind.READ, source, follow=True)
         col.add(ActKind.READ, rel)
-        for entry in col.tree(rel, source, ActKind.READ):
+        for entry in col.tree(rel):
             col.add(ActKind.READ, f"{rel}/{entry}" if rel else entry)
         resolved[source] = rel
     for source, target in pairs:
-        col.arrives(target, resolved[source], source, follow=not move)
+        col.arrives(target, resolved[source], follow=not move)
 
 
 def _link(col: _Collector, operands: list[str], options: dict[str, list[str]]) -> None:
@@ -309,8 +314,8 @@ def operand_acts(
         workspace: The resolver (and the tree listed for moved or removed directories).
 
     Returns:
-        The acts in a stable order, and a problem when an operand leaves the root or a
-        tree is too large to check (the acts are then incomplete and must not be used).
+        The acts in a stable order, and a problem when an operand leaves the root (the
+        acts are then incomplete and must not be used).
     """
     if not argv:
         return [], None

@@ -11,6 +11,7 @@ Pure: no filesystem, no policy, no processes.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 
@@ -186,8 +187,12 @@ def _refuse_command_position(head: Word) -> None:
         raise refuse("shell builtin", head.column, head.text)
 
 
+@functools.lru_cache(maxsize=512)
 def parse(line: str) -> Plan:
     """Parse one command line into a `Plan`.
+
+    Pure, and the `Plan` is immutable, so recent lines are remembered (a run tends to
+    repeat its test and build commands); a refusal is raised afresh each time.
 
     Args:
         line: The line.

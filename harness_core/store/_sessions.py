@@ -14,7 +14,7 @@ the caller passes the liveness check.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,6 +50,12 @@ _SELECT_SESSIONS = (
     " LIMIT 1),"
     " (SELECT MAX(r.updated_at) FROM runs r WHERE r.session_id = s.session_id)"
     " FROM sessions s"
+)
+
+
+_SELECT_TURN = (
+    "SELECT rowid, run_id, parent_run_id, goal, status, reason, created_at, steps_used,"
+    " tokens_used FROM runs"
 )
 
 
@@ -168,15 +174,63 @@ class SessionQueries:
 
     def session_turns(self, session_id: str) -> list[TurnRecord]:
         """Every turn of the session, oldest first (numbered from 1)."""
+        rows = self._session_read(_SELECT_TURN + " WHERE session_id = ? ORDER BY rowid",
+                                  (session_id,))
+        return [_turn_record(i, r[1:]) for i, r in enumerate(rows, start=1)]
+
+    def latest_turn(self, session_id: str) -> TurnRecord | None:
+        """The session's newest turn, or None before the first (reads one row)."""
         rows = self._session_read(
-            "SELECT run_id, parent_run_id, goal, status, reason, created_at, steps_used,"
-            " tokens_used FROM runs WHERE session_id = ? ORDER BY rowid",
-            (session_id,),
-        )
-        return [
-            TurnRecord(i, r[0], r[1], r[2], RunStatus(r[3]), r[4], r[5], int(r[6]), int(r[7]))
-            for i, r in enumerate(rows, start=1)
-        ]
+            _SELECT_TURN + " WHERE session_id = ? ORDER BY rowid DESC LIMIT 1", (session_id,))
+        return self._numbered(session_id, rows[0]) if rows else None
+
+    def find_turn(self, session_id: str, ref: str) -> TurnRecord | None:
+        """The turn numbered `ref` (when `ref` is a number in range), else the turn whose
+        run id is `ref` or uniquely starts with it; None when nothing matches."""
+        text = ref.strip().lstrip("#")
+        if text.isdigit() and int(text) >= 1:
+            rows = self._session_read(
+                _SELECT_TURN + " WHERE session_id = ? ORDER BY rowid LIMIT 1 OFFSET ?",
+                (session_id, int(text) - 1))
+            if rows:
+                return self._numbered(session_id, rows[0])
+        if not text:
+            return None
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._session_read(
+            _SELECT_TURN + " WHERE session_id = ? AND (run_id = ? OR run_id LIKE ? ESCAPE '\\')"
+            " ORDER BY run_id = ? DESC LIMIT 2", (session_id, text, escaped + "%", text))
+        if not rows or (len(rows) > 1 and rows[0][1] != text):
+            return None
+        return self._numbered(session_id, rows[0])
+
+    def _numbered(self, session_id: str, row: tuple[Any, ...]) -> TurnRecord:
+        number = self._session_read(
+            "SELECT COUNT(*) FROM runs WHERE session_id = ? AND rowid <= ?", (session_id, row[0]))
+        return _turn_record(int(number[0][0]), row[1:])
+
+    def turn_ancestry(self, run_id: str) -> Iterator[str]:
+        """`run_id`, its parent, its grandparent … up to a first turn, one at a time.
+
+        One recursive statement, stepped lazily: a caller that stops early (because its
+        context budget is full) never pays for the rest of a long branch.
+        """
+        try:
+            cursor = self._conn.execute(
+                "WITH RECURSIVE chain(run_id, parent) AS ("
+                " SELECT run_id, parent_run_id FROM runs WHERE run_id = ?"
+                " UNION ALL SELECT r.run_id, r.parent_run_id FROM runs r"
+                " JOIN chain c ON r.run_id = c.parent)"
+                " SELECT run_id FROM chain", (run_id,))
+        except sqlite3.Error as exc:
+            raise StateError(f"store failed while reading a session branch: {exc}") from exc
+        try:
+            for row in cursor:
+                yield str(row[0])
+        except sqlite3.Error as exc:
+            raise StateError(f"store failed while reading a session branch: {exc}") from exc
+        finally:
+            cursor.close()  # a half-read statement must not pin a read snapshot
 
     def turn_messages(self, run_id: str) -> list[Message]:
         """What one turn added to its conversation: its goal message and everything after.
@@ -242,6 +296,11 @@ def _run_of(conn: sqlite3.Connection, session_id: str, pid: int) -> str:
         " LIMIT 1", (session_id, pid),
     ).fetchone()
     return str(row[0]) if row is not None else "not yet started"
+
+
+def _turn_record(number: int, r: tuple[Any, ...]) -> TurnRecord:
+    return TurnRecord(number, r[0], r[1], r[2], RunStatus(r[3]), r[4], r[5], int(r[6]),
+                      int(r[7]))
 
 
 def _session_record(r: tuple[Any, ...]) -> SessionRecord:

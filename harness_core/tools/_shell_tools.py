@@ -202,7 +202,8 @@ class ShellStart:
         checker = LineChecker(ctx.workspace, ctx.gate)
         try:
             started = registry.start(
-                plan, recheck=lambda stage: checker.recheck(stage, plan.base_cwd)
+                plan,
+                recheck=lambda stage: checker.recheck(stage, plan.base_cwd, consult_gate=False),
             )
         except (ToolError, SandboxUnavailable) as exc:
             return ToolOutcome(f"shell_start: {exc}", is_error=True)
@@ -294,7 +295,7 @@ class ShellPoll:
             poll = registry.poll(handle, min(max_bytes, ctx.output_cap))
         except ToolError as exc:
             return ToolOutcome(f"shell_poll: {exc}", is_error=True)
-        if poll.orphaned or (not poll.running and poll.end_reason is None):
+        if poll.from_record:
             return ToolOutcome(_orphan_text(poll, "polled"), data=_poll_data(poll))
         text = poll.text + ("" if not poll.text or poll.text.endswith("\n") else "\n")
         if poll.blocked is not None:
@@ -326,7 +327,7 @@ class ShellKill:
             poll = registry.kill(handle)
         except ToolError as exc:
             return ToolOutcome(f"shell_kill: {exc}", is_error=True)
-        if poll.orphaned:
+        if poll.from_record:
             return ToolOutcome(_orphan_text(poll, "killed"), data=_poll_data(poll))
         if poll.end_reason == "killed":
             text = f"killed handle {poll.handle_id} and every process it started"

@@ -65,7 +65,7 @@ class Toolbox:
             self._tools[tool.spec.name] = tool
 
     @staticmethod
-    def builtins(*, include_shell: bool = False) -> Toolbox:
+    def builtins(*, include_shell: bool = True) -> Toolbox:
         """The default built-ins: files, find/grep, exec, the plan and question tools,
         and the shell tools."""
         tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]

@@ -46,5 +46,9 @@ def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
     from io_harness_cli.output import say
 
     cfg = load_config(workspace_path(workspace), config)
+    if cfg.provider is not None:
+        from io_harness_cli.commands._common import build_provider
+
+        build_provider(cfg).close()  # keys present, web declarations the vendors can carry
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     say(f"io: config ok ({files})")

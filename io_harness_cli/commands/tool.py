@@ -7,7 +7,10 @@ For operators checking what a policy admits, and for scripts. Exit 0 when the to
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,10 +22,18 @@ if TYPE_CHECKING:
 
 
 def handle_extras(store: Store) -> Callable[[str, ToolContext], dict[str, Any]]:
-    """The run-scoped services of the shell tools (process handles) for a run."""
+    """Run-scoped services the CLI adds to a run (process handles are the loop's own)."""
     def make(run_id: str, ctx: ToolContext) -> dict[str, Any]:
         return {}
     return make
+
+
+def _tool_handles(store: Store, ctx: ToolContext, capture_dir: Path) -> Any:
+    """A handle registry for one `io tool` call; its handles die when the call ends."""
+    from harness_core import HandleRegistry, SystemClock
+
+    return HandleRegistry(run_id="io-tool", launcher=ctx.launcher, workspace=ctx.workspace,
+                          capture_dir=capture_dir, clock=SystemClock(), store=store)
 
 
 def tool(
@@ -82,9 +93,10 @@ def tool(
                           exec_timeout=spec.exec_timeout)
         store = open_store(cfg) if name.startswith("shell_") else None
         registry = None
+        capture = Path(tempfile.mkdtemp(prefix="io-tool-"))
         if store is not None:
-            ctx.extras.update(handle_extras(store)("io-tool", ctx))
-            registry = ctx.extras["handles"]
+            registry = _tool_handles(store, ctx, capture)
+            ctx.extras["handles"] = registry
         try:
             outcome = toolbox.call(ToolCall("io-tool", name, parsed), ctx)
         except ApprovalPending as pending:
@@ -104,6 +116,7 @@ def tool(
                 registry.close_all()
             if store is not None:
                 store.close()
+            shutil.rmtree(capture, ignore_errors=True)
     except HarnessError as exc:
         fail(exc)
     ran = outcome.refused is None and (

@@ -643,6 +643,8 @@ class FakeVendorServer:
         self.requests: list[RecordedRequest] = []
         self.answered_at: list[float] = []
         """`time.perf_counter()` after the last byte of each scripted reply was written."""
+        self.connections: set[tuple[str, int]] = set()
+        """Client (host, port) pairs seen: one per TCP connection the client opened."""
         self.violations: list[str] = []
         self.responder: Callable[[RecordedRequest], Reply] | None = None
         self._queue: deque[Reply] = deque()
@@ -727,6 +729,9 @@ def _handler_for(fake: FakeVendorServer) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 10
+    # As real API servers do: without it a stream's last small write waits on the
+    # client's delayed ACK (40 ms on Linux), which the benchmarks would measure.
+    disable_nagle_algorithm = True
     fake: FakeVendorServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -748,6 +753,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         request = RecordedRequest(self.path, headers, body)
+        fake.connections.add((str(self.client_address[0]), int(self.client_address[1])))
         if self.path != PATHS[fake.vendor]:
             fake.requests.append(request)
             fake.violations.append(f"request to unknown path {self.path}")

@@ -65,6 +65,7 @@ def test_io_run_streams_a_multi_step_tool_conversation_and_records_the_served_mo
     assert len(fake.requests) == STEPS + 1
     assert all(r.wants_stream for r in fake.requests)
     assert all(r.body["model"] == REQUESTED for r in fake.requests)
+    assert len(fake.connections) == 1  # every step reused the first keep-alive connection
     run_id = finished(result.stdout)["run_id"]
     outputs = [e["output"] for e in events(result.stdout) if e["kind"] == "tool_result"]
     assert outputs == [f"exit status 0\nstdout:\nhi-{i}\n" for i in range(STEPS)]

@@ -134,5 +134,5 @@ def test_unknown_session_and_bad_turn_are_usage_errors(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no session" in missing.stderr
     session = _new(ws)
     bad = run_io(["session", "branch", session, "x", "--from", "7", "-w", str(ws), "--json"])
-    assert bad.returncode == 2 and "no turns yet" in bad.stderr
+    assert bad.returncode == 2 and "has no turn" in bad.stderr
     assert json_lines(bad.stdout)[-1]["kind"] == "run_finished"

@@ -189,7 +189,7 @@ def _files(root: Path) -> dict[str, bytes]:
     return out
 
 
-@settings(max_examples=3000, deadline=None, database=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(line=lines())
 def test_shell_agrees_with_bash(line: str) -> None:
     with tempfile.TemporaryDirectory() as temp:

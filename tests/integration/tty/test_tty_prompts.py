@@ -1,5 +1,6 @@
 """The terminal paths, through a real pseudo-terminal (pexpect): the question prompt,
-the approval prompt of `approval = "ask"`, and live tokens marked provisional."""
+the approval prompt of `approval = "ask"`, live tokens marked provisional, and the
+session tree drawn with rich."""
 
 from __future__ import annotations
 
@@ -92,4 +93,20 @@ def test_streamed_tokens_are_shown_live_and_marked_provisional(
     child = _io(spawn, ws, "run", "goal", env=env)
     child.expect("\\(provisional\\) streaming hello there")
     child.expect("says: streaming hello there")  # the committed step follows
+    assert _finish(child) == 0
+
+
+def test_session_show_draws_a_rich_tree_on_a_terminal(tmp_path: Path,
+                                                      spawn: list[pexpect.spawn]) -> None:
+    from tests.conftest import run_io
+
+    ws = make_workspace(tmp_path / "w", [replay_line("ok")])
+    session = run_io(["session", "new", "-w", str(ws)]).stdout.strip()
+    for args in (["first"], ["second"], ["other", "--from", "1"]):
+        assert run_io(["session", "turn", session, *args, "-w", str(ws)]).returncode == 0
+    child = _io(spawn, ws, "session", "show", session)
+    child.expect(f"session {session}")
+    child.expect("── .*#1 .*first")
+    child.expect("── .*#3 .*other.*\\(branch from #1\\)")
+    child.expect("── .*#2 .*second")
     assert _finish(child) == 0

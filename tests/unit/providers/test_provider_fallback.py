@@ -211,12 +211,13 @@ def test_the_kind_table_names_scripted_and_the_three_vendors() -> None:
     assert set(PROVIDER_KINDS) == {"anthropic", "openai", "openrouter", "scripted"}
 
 
-def test_importing_the_providers_package_does_not_import_httpx() -> None:
+def test_importing_the_providers_package_loads_no_http_machinery_and_never_httpx() -> None:
     code = (
         "import sys, harness_core.providers as p; "
         "p.validate_web('openai', None); "
-        "assert 'httpx' not in sys.modules, 'httpx imported'; "
-        "p.OpenAIProvider; "
-        "assert 'httpx' in sys.modules"
+        "assert 'http.client' not in sys.modules, 'http.client imported'; "
+        "p.OpenAIProvider; p.AnthropicProvider; "
+        "assert 'http.client' in sys.modules; "
+        "assert 'httpx' not in sys.modules, 'httpx imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -516,19 +516,25 @@ def test_a_missing_key_is_a_config_error_naming_the_variable(
         make_provider(vendor, None, api_key=None, env={})
 
 
-def test_a_shared_client_is_not_closed_by_the_provider(clock: ManualClock) -> None:
-    import httpx
-
+def test_a_shared_transport_keeps_its_connection_after_the_provider_closes(
+    clock: ManualClock,
+) -> None:
     from harness_core.providers import ProviderConfig
+    from harness_core.providers._transport import Transport
     from harness_core.providers.openai import OpenAIProvider
 
-    with start_vendor_server("openai") as fake, httpx.Client() as client:
+    transport = Transport()
+    with start_vendor_server("openai") as fake:
         config = ProviderConfig(kind="openai", model="m", api_key="k", base_url=fake.base_url)
-        provider = OpenAIProvider(config, env={}, clock=clock, http_client=client)
-        fake.push(Turn(text="one"))
-        assert provider.complete(request(), step=0).text == "one"
-        provider.close()
-        assert not client.is_closed
+        first = OpenAIProvider(config, env={}, clock=clock, transport=transport)
+        fake.push(Turn(text="one"), Turn(text="two"))
+        assert first.complete(request(), step=0).text == "one"
+        first.close()
+        second = OpenAIProvider(config, env={}, clock=clock, transport=transport)
+        assert second.complete(request(), step=0).text == "two"
+        second.close()
+        transport.close()
+    assert len(fake.connections) == 1  # the second provider reused the first's connection
 
 
 def test_concurrent_providers_share_nothing(clock: ManualClock) -> None:

@@ -99,7 +99,7 @@ def test_a_turn_can_be_named_by_run_id_and_a_bad_name_is_a_usage_error(
     _, provider = _turn(session, store, ws, "again", "ok", from_turn=one)
     assert _seen(provider) == ["one", "r1", "again"]
     with pytest.raises(UsageError, match="no turn"):
-        _turn(session, store, ws, "x", "y", from_turn=9)
+        _turn(session, store, ws, "x", "y", from_turn=10**15)
     with pytest.raises(UsageError, match="no session"):
         Session.open(store, "nope")
 
@@ -112,7 +112,7 @@ def test_history_is_bounded_by_the_context_budget_with_a_marker(setup: tuple[Sto
         _turn(session, store, ws, f"message {i} " + "x" * 400, f"reply {i}")
     _, provider = _turn(session, store, ws, "last", "ok", context_max_tokens=1000)
     seen = _seen(provider)
-    assert "turn(s) of this conversation were left out" in seen[0]
+    assert "earlier turns of this conversation were left out" in seen[0]
     assert seen[-3].startswith("message 11") and seen[-2] == "reply 11" and seen[-1] == "last"
     assert not any(s.startswith("message 0 ") for s in seen)
     # the store still holds every earlier turn whole
@@ -199,3 +199,17 @@ def test_walk_lists_branches_under_their_turn_without_deepening_lines(
     as_json = session.tree().to_json()
     assert [t["parent"] for t in as_json["turns"]] == [None, 1, 2, 1, 2]
     assert as_json["latest"] == 5
+
+
+def test_find_reads_a_number_in_range_as_a_turn_and_anything_else_as_a_run_id() -> None:
+    from harness_core.session import SessionRecord, SessionTree, TurnRecord
+
+    def turn(number: int, run_id: str) -> TurnRecord:
+        return TurnRecord(number, run_id, None, "m", RunStatus.FINISHED, None, "t", 1, 1)
+
+    tree = SessionTree(SessionRecord("s1", "t", "", "/w", 3, "9zz", "t"),
+                       (turn(1, "111aaa"), turn(2, "222bbb"), turn(3, "9zz")))
+    assert tree.find(1).run_id == "111aaa" and tree.find("#3").run_id == "9zz"
+    assert tree.find("222").run_id == "222bbb" and tree.find("9").run_id == "9zz"
+    with pytest.raises(UsageError, match="turns 1-3"):
+        tree.find("4")

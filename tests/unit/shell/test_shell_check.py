@@ -240,3 +240,69 @@ def test_denied_act_kinds_round_trip_into_the_refusal(tmp_path: Path) -> None:
     blocked = _blocked(tmp_path, "ls", gate)
     assert blocked.act == ActKind.EXEC.value
     assert blocked.layer == "tier"
+
+
+def _src(root: Path) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "a.py").write_text("")
+
+
+def test_a_destination_that_became_a_directory_is_checked_again_at_spawn_time(
+    tmp_path: Path,
+) -> None:
+    _src(tmp_path)
+    gate = RecordingGate()
+    outcome = Shell().run({"line": "mkdir build && cp -r src build"}, context(tmp_path, gate))
+    assert outcome.data["exit_status"] == 0, outcome.output
+    assert (tmp_path / "build" / "src" / "a.py").exists()
+    assert Act.write("build/src/a.py") in gate.checked  # only knowable once build existed
+
+
+def test_a_spawn_time_act_the_policy_denies_stops_the_line_there(tmp_path: Path) -> None:
+    _src(tmp_path)
+    gate = RecordingGate(Policy.from_lists(tier=Tier.FULL, deny_write=["build/src/**"]))
+    outcome = Shell().run({"line": "mkdir build && cp -r src build; touch after"},
+                          context(tmp_path, gate))
+    assert outcome.refused is not None and outcome.refused.rule == "build/src/**"
+    assert (tmp_path / "build").is_dir()  # what ran before the refusal, ran
+    assert not (tmp_path / "build" / "src").exists() and not (tmp_path / "after").exists()
+
+
+def test_a_handle_line_never_asks_at_spawn_time_it_stops(tmp_path: Path) -> None:
+    from harness_core.clock import SystemClock
+    from harness_core.shell import HandleRegistry
+    from harness_core.tools._shell_tools import ShellPoll, ShellStart
+    from tests.unit.shell.support import off_launcher, wait_for
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    _src(root)
+    with HandleRegistry(run_id="r", launcher=off_launcher(root), workspace=Workspace(root),
+                        capture_dir=tmp_path / "cap", clock=SystemClock()) as registry:
+        gate = RecordingGate()
+        ctx = context(root, gate, extras={"handles": registry})
+        started = ShellStart().run({"line": "mkdir build && cp -r src build"}, ctx)
+        handle = started.data["handle"]
+        assert wait_for(lambda: not registry.poll(handle, 0).running)
+        polled = ShellPoll().run({"handle": handle}, ctx)
+        assert "was not checked before it started" in polled.output
+        assert not (root / "build" / "src").exists()
+        assert Act.write("build/src/a.py") not in gate.checked
+
+
+def test_beyond_the_tree_cap_the_protected_paths_are_still_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness_core.shell._operands as operands
+
+    monkeypatch.setattr(operands, "MAX_TREE_ENTRIES", 3)
+    big = tmp_path / "node_modules"
+    big.mkdir()
+    for index in range(10):
+        (big / f"f{index}.js").write_text("")
+    gate = RecordingGate()
+    _plan(tmp_path, "rm -rf node_modules", gate)
+    assert len([a for a in gate.checked if a.target.startswith("node_modules/")]) == 3
+    (tmp_path / "io.toml").write_text("")
+    blocked = _blocked(tmp_path, "rm -rf .")
+    assert blocked.layer == "builtin"

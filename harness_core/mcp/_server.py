@@ -1,0 +1,240 @@
+"""The asyncio side of the MCP client: one event loop thread, and one task per server.
+
+The `mcp` SDK is asyncio (anyio). `EventLoopThread` runs one loop in a daemon thread for
+a whole session; sync callers bridge to it with `asyncio.run_coroutine_threadsafe`.
+`serve` is a server's whole life in one task: it enters the SDK's `stdio_client` and
+`ClientSession`, publishes the tool listing on `ServerHandle.ready`, waits for
+`ServerHandle.stop`, and leaves both contexts in that same task, as anyio requires
+(the SDK's exit closes the server's stdin, then signals its process group if it
+lingers). `call` sends one `tools/call`.
+
+Every SDK import is inside a coroutine: importing this module loads no SDK. Payloads
+are dumped to JSON (wire field names) and parsed by `harness_core.mcp._tools` at once.
+Nothing here decides policy or writes to the terminal: a server's stderr goes to a
+temporary file whose tail is quoted in failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from harness_core.mcp._config import McpServerConfig
+from harness_core.mcp._tools import McpCallResult, McpToolInfo
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+__all__ = ["EventLoopThread", "ServerHandle", "call", "serve"]
+
+_STDERR_TAIL = 2000
+"""Bytes of a server's stderr quoted when it fails."""
+_MAX_PAGES = 100
+"""Pages of a tool listing read before giving up on a server that never ends it."""
+
+_T = TypeVar("_T")
+
+
+class EventLoopThread:
+    """One asyncio event loop running in a daemon thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name="io-mcp", daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            try:
+                pending = asyncio.all_tasks(self.loop)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    self.loop.run_until_complete(
+                        asyncio.gather(*pending, return_exceptions=True))
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+                self.loop.run_until_complete(self.loop.shutdown_default_executor())
+            finally:
+                self.loop.close()
+
+    def submit(self, coro: Coroutine[object, object, _T]) -> Future[_T]:
+        """Run `coro` on the loop; the caller waits on the returned future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call_soon(self, fn: Callable[[], object]) -> None:
+        with suppress(RuntimeError):  # the loop already stopped
+            self.loop.call_soon_threadsafe(fn)
+
+    def stop(self, timeout: float) -> None:
+        """Stop the loop (its pending tasks are cancelled and awaited) and join the thread."""
+        self.call_soon(self.loop.stop)
+        self._thread.join(timeout)
+
+
+class ServerHandle:
+    """One server's state, shared between the caller's thread and the loop's."""
+
+    def __init__(self, config: McpServerConfig, program: str, env: dict[str, str],
+                 cwd: Path) -> None:
+        self.config = config
+        self.program = program
+        self.env = env
+        self.cwd = cwd
+        fd, self._log_path = tempfile.mkstemp(prefix="io-mcp-", suffix=".log")
+        os.close(fd)
+        self.errlog = open(self._log_path, "a", encoding="utf-8", errors="replace")
+        self.ready: Future[tuple[McpToolInfo, ...] | str] = Future()
+        self.stop = asyncio.Event()
+        self.task: Future[None] | None = None
+        self.session: ClientSession | None = None
+        self.ended: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def is_running(self) -> bool:
+        return self.session is not None and self.ended is None
+
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr, or ""."""
+        try:
+            with open(self._log_path, "rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(0, size - _STDERR_TAIL))
+                text = log.read().decode("utf-8", errors="replace").strip()
+        except OSError:
+            return ""
+        return f"\nserver stderr (last lines):\n{text}" if text else ""
+
+    def discard_log(self) -> None:
+        self.errlog.close()
+        with suppress(OSError):
+            os.unlink(self._log_path)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _describe(exc: BaseException) -> str:
+    leaves = _leaves(exc)
+    leaf = next((e for e in leaves if not isinstance(e, asyncio.CancelledError)), leaves[0])
+    text = str(leaf)
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+async def _list_tools(session: ClientSession) -> tuple[McpToolInfo, ...]:
+    from mcp import types
+
+    found: list[McpToolInfo] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        if cursor is None:
+            result = await session.list_tools()
+        else:
+            result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        listed = data.get("tools")
+        for entry in listed if isinstance(listed, list) else []:
+            info = McpToolInfo.from_json(entry) if isinstance(entry, dict) else None
+            if info is not None:
+                found.append(info)
+        following = data.get("nextCursor")
+        if not isinstance(following, str) or not following:
+            break
+        cursor = following
+    return tuple(found)
+
+
+async def serve(server: ServerHandle, timeout: float) -> None:
+    """Start `server`, publish its tools on `ready`, and hold it until `stop` is set."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=server.program, args=list(server.config.args),
+                                   env=server.env, cwd=server.cwd)
+    try:
+        async with stdio_client(params, errlog=server.errlog) as (read, write), \
+                ClientSession(read, write) as session:
+            with anyio.fail_after(timeout):
+                await session.initialize()
+                tools = await _list_tools(session)
+            server.session = session
+            server.ready.set_result(tools)
+            await server.stop.wait()
+    except Exception as exc:
+        leaves = _leaves(exc)
+        if any(isinstance(leaf, TimeoutError) for leaf in leaves):
+            message = f"no answer to initialize and tools/list within {timeout:g} s"
+        else:
+            message = _describe(exc)
+        if not server.ready.done():
+            server.ready.set_result(f"did not start: {message}{server.stderr_tail()}")
+        elif not server.stop.is_set():
+            server.ended = message
+    finally:
+        server.session = None
+        if server.ended is None and server.stop.is_set():
+            server.ended = "stopped"
+        if not server.ready.done():
+            server.ready.set_result("did not start: cancelled")
+
+
+async def call(server: ServerHandle, tool: str, arguments: dict[str, Any],
+               timeout: float) -> McpCallResult:
+    """Send one ``tools/call``; every failure (timeout, lost server) is an error result."""
+    import anyio
+
+    session = server.session
+    if session is None or server.ended is not None:
+        return McpCallResult(_not_running(server), is_error=True)
+    try:
+        with anyio.fail_after(timeout):
+            result = await session.call_tool(tool, arguments)
+    except TimeoutError:
+        return McpCallResult(
+            f"MCP tool {tool!r} of server {server.name!r} did not answer within {timeout:g} s",
+            is_error=True)
+    except Exception as exc:
+        if _is_connection_lost(exc):
+            server.ended = "its connection closed; it may have exited"
+            return McpCallResult(_not_running(server), is_error=True)
+        return McpCallResult(
+            f"MCP tool {tool!r} of server {server.name!r} failed: {_describe(exc)}",
+            is_error=True)
+    return McpCallResult.from_json(result.model_dump(mode="json", by_alias=True,
+                                                     exclude_none=True))
+
+
+def _is_connection_lost(exc: BaseException) -> bool:
+    import anyio
+    from mcp.types import CONNECTION_CLOSED
+
+    for leaf in _leaves(exc):
+        if isinstance(leaf, (anyio.ClosedResourceError, anyio.BrokenResourceError,
+                             anyio.EndOfStream)):
+            return True
+        # The SDK's error type was renamed between major versions; its payload was not.
+        error = getattr(leaf, "error", None)
+        if getattr(error, "code", None) == CONNECTION_CLOSED:
+            return True
+    return False
+
+
+def _not_running(server: ServerHandle) -> str:
+    why = f" ({server.ended})" if server.ended else ""
+    return f"MCP server {server.name!r} is not running{why}{server.stderr_tail()}"

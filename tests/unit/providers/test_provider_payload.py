@@ -1,0 +1,61 @@
+"""The encoded request body: built from per-message fragments, equal to the plain encoding."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.providers import CompletionRequest
+from harness_core.providers import anthropic as anthropic_wire
+from harness_core.providers import openai as openai_wire
+from tests.unit.providers.conftest import TOOLS, MakeProvider
+
+
+def _conversation(steps: int) -> list[Message]:
+    messages = [Message.system("Be brief."), Message.system("Really."), Message.user("go ✓")]
+    for i in range(steps):
+        calls = (ToolCall(f"c{i}", "exec", {"cmd": f"echo {i}"}),
+                 ToolCall(f"d{i}", "exec", {}, raw_arguments="{not json"))
+        messages.append(Message.assistant(f"step {i}" if i % 2 else "", calls))
+        messages.append(Message.tool(ToolResult(f"c{i}", "exec", f"out {i}")))
+        messages.append(Message.tool(ToolResult(f"d{i}", "exec", "bad", is_error=True)))
+        if i == 1:
+            messages.append(Message.user("[operator steer] faster"))
+    return messages
+
+
+def _plain(vendor: str, provider: Any, request: CompletionRequest) -> dict[str, Any]:
+    body = dict(provider._body(request, stream=True))
+    if vendor == "anthropic":
+        _, body["messages"] = anthropic_wire.wire_messages(request.messages)
+    else:
+        body["messages"] = openai_wire.wire_messages(request.messages)
+    return body
+
+
+def test_the_payload_equals_the_plain_encoding_at_every_step(
+    vendor: str, make_provider: MakeProvider
+) -> None:
+    provider = make_provider(vendor, None)
+    messages = _conversation(5)
+    for end in range(3, len(messages) + 1):
+        request = CompletionRequest(model="m", messages=tuple(messages[:end]), tools=TOOLS)
+        assert json.loads(provider.payload(request, stream=True)) == _plain(
+            vendor, provider, request)
+
+
+def test_earlier_messages_are_encoded_once_and_forgotten_when_gone(
+    vendor: str, make_provider: MakeProvider
+) -> None:
+    provider = make_provider(vendor, None)
+    messages = _conversation(30)
+    request = CompletionRequest(model="m", messages=tuple(messages), tools=TOOLS)
+    provider.payload(request, stream=False)
+    cached = dict(provider._fragments)
+    provider.payload(request, stream=False)
+    assert provider._fragments == cached  # nothing re-encoded, nothing added
+    short = CompletionRequest(model="m", messages=tuple(messages[:3]))
+    for _ in range(2):
+        provider.payload(short, stream=False)
+    assert len(provider._fragments) <= 2 * 3 + 16
