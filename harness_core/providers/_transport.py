@@ -209,8 +209,10 @@ class Transport:
                 sent["proxy-authorization"] = proxy.auth
         conn, reused = self._checkout(origin, parts.scheme, parts.hostname, parts.port, proxy,
                                       timeouts)
+        sending = True
         try:
             conn.request("POST", target, body=body, headers=sent)
+            sending = False
             response = conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
@@ -218,7 +220,7 @@ class Transport:
                 # The server closed the idle connection as we reused it: nothing was
                 # processed, so one fresh connection is not a retry of the request.
                 return self.post(url, body, headers, timeouts)
-            raise _translate(exc, reading=False) from exc
+            raise _translate(exc, reading=not sending) from exc
         return Reply(self, origin, conn, response, timeouts)
 
     def give_back(

@@ -234,7 +234,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQu
         Raises:
             RunNotFound: No such run.
         """
-        rows = self._query(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,))
+        rows = self._query(_RUN_BY_ID, (run_id,))
         if not rows:
             raise RunNotFound(run_id)
         return _run_record(rows[0])
@@ -242,9 +242,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQu
     def find_run(self, prefix: str) -> RunRecord:
         """The run whose id is `prefix` or uniquely starts with it."""
         rows = self._query(
-            f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\'"
-            " ORDER BY run_id = ? DESC LIMIT 2",
-            (prefix, prefix.replace("%", "\\%").replace("_", "\\_") + "%", prefix),
+            _RUN_BY_PREFIX,
+            (prefix, prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%", prefix),
         )
         if not rows or (len(rows) > 1 and rows[0][0] != prefix):
             raise RunNotFound(prefix)
@@ -253,15 +252,9 @@ class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQu
     def list_runs(self, limit: int = 20, *, session_id: str | None = None) -> list[RunRecord]:
         """The most recent runs, newest first."""
         if session_id is None:
-            rows = self._query(
-                f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY created_at DESC LIMIT ?", (limit,)
-            )
+            rows = self._query(_RUNS_RECENT, (limit,))
         else:
-            rows = self._query(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE session_id = ?"
-                " ORDER BY created_at DESC LIMIT ?",
-                (session_id, limit),
-            )
+            rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
         return [_run_record(r) for r in rows]
 
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
@@ -705,10 +698,27 @@ class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQu
         return bool(rows)
 
 
-_RUN_COLUMNS = (
-    "run_id, created_at, updated_at, status, goal, workspace, model, session_id, parent_run_id,"
-    " settings, policy, sandbox, exit_code, reason, pause, owner_pid, steps_used, tokens_used,"
-    " wall_used"
+_RUN_BY_ID = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ?"
+)
+_RUN_BY_PREFIX = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ? OR run_id LIKE ?"
+    " ESCAPE '!' ORDER BY run_id = ? DESC LIMIT 2"
+)
+_RUNS_RECENT = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs ORDER BY created_at DESC LIMIT ?"
+)
+_RUNS_OF_SESSION = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
+    "ated_at DESC LIMIT ?"
 )
 
 

@@ -234,6 +234,37 @@ class Find:
         return ToolOutcome(output=shown, data={"matches": hits, "truncated": cut})
 
 
+def _search(
+    ctx: ToolContext, files: list[str], regex: re.Pattern[str], path_filter: re.Pattern[str] | None
+) -> list[str]:
+    matches: list[str] = []
+    skipped = 0
+    for name in files:
+        if path_filter is not None and not path_filter.match(name):
+            continue
+        _, denied = gated_path(ctx, name, ActKind.READ)
+        if denied is not None:
+            skipped += 1
+            continue
+        try:
+            data = ctx.workspace.read_bytes(name)
+        except WorkspaceError:
+            continue
+        if b"\x00" in data[:1024]:
+            continue
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if regex.search(line):
+                matches.append(f"{name}:{number}:{line}")
+                if len(matches) >= _MAX_GREP_MATCHES:
+                    break
+        if len(matches) >= _MAX_GREP_MATCHES:
+            matches.append(f"[stopped at {_MAX_GREP_MATCHES} matches]")
+            break
+    if skipped:
+        matches.append(f"[{skipped} file(s) skipped: the policy refuses reading them]")
+    return matches
+
+
 class Grep:
     """Search file contents by regular expression."""
 
@@ -258,31 +289,6 @@ class Grep:
         if refused is not None:
             return refused
         files = [rel] if rel and ctx.workspace.is_file(rel) else list(ctx.workspace.walk_files(rel))
-        path_filter = _glob_regex(glob) if glob else None
-        matches: list[str] = []
-        skipped = 0
-        for name in files:
-            if path_filter is not None and not path_filter.match(name):
-                continue
-            _, denied = gated_path(ctx, name, ActKind.READ)
-            if denied is not None:
-                skipped += 1
-                continue
-            try:
-                data = ctx.workspace.read_bytes(name)
-            except WorkspaceError:
-                continue
-            if b"\x00" in data[:1024]:
-                continue
-            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    matches.append(f"{name}:{number}:{line}")
-                    if len(matches) >= _MAX_GREP_MATCHES:
-                        break
-            if len(matches) >= _MAX_GREP_MATCHES:
-                matches.append(f"[stopped at {_MAX_GREP_MATCHES} matches]")
-                break
-        if skipped:
-            matches.append(f"[{skipped} file(s) skipped: the policy refuses reading them]")
+        matches = _search(ctx, files, regex, _glob_regex(glob) if glob else None)
         shown, cut = bounded("\n".join(matches) if matches else "(no matches)", ctx.output_cap)
         return ToolOutcome(output=shown, data={"count": len(matches), "truncated": cut})

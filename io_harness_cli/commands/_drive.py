@@ -54,7 +54,6 @@ class EventOutput:
 def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
     """Run `body`, map its outcome or error to an exit code, always close with run_finished."""
     from harness_core import HarnessError
-
     from io_harness_cli.commands._common import sigterm_as_interrupt
 
     restore = sigterm_as_interrupt()

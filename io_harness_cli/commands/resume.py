@@ -30,7 +30,6 @@ def resume(
 
     def body() -> object:
         from harness_core import Policy, Runner, Store, UsageError
-
         from io_harness_cli.commands._common import (
             build_provider,
             build_spec,

@@ -27,7 +27,6 @@ def run(
 
     def body() -> object:
         from harness_core import Runner, UsageError
-
         from io_harness_cli.commands._common import (
             build_provider,
             build_spec,

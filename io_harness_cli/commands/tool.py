@@ -36,6 +36,17 @@ def _tool_handles(store: Store, ctx: ToolContext, capture_dir: Path) -> Any:
                           capture_dir=capture_dir, clock=SystemClock(), store=store)
 
 
+def _unapproved(pending: Any) -> Any:
+    from harness_core import Refusal, ToolOutcome
+
+    return ToolOutcome(
+        f"refused: {pending.act.describe()} needs approval and there is no terminal to ask",
+        True, {}, Refusal(
+            reason="needs approval (approval = \"ask\") and io tool cannot pause",
+            act=pending.act.kind.value, target=pending.act.describe(),
+            rule=pending.decision.rule, layer=pending.decision.layer))
+
+
 def tool(
     name: Annotated[str, typer.Argument(help="The built-in tool, e.g. read_file, exec, shell.")],
     args: Annotated[str, typer.Option("--args", help="The tool's arguments as a JSON object.")]
@@ -53,14 +64,12 @@ def tool(
         InvalidToolArguments,
         RunSpec,
         SystemClock,
-        ToolCall,
         Toolbox,
+        ToolCall,
         ToolContext,
-        ToolOutcome,
         UsageError,
         build_launchers,
     )
-
     from io_harness_cli.commands._common import (
         build_spec,
         fail,
@@ -69,7 +78,6 @@ def tool(
         open_store,
         workspace_path,
     )
-    from io_harness_cli.output import say, write_json
 
     try:
         try:
@@ -100,15 +108,7 @@ def tool(
         try:
             outcome = toolbox.call(ToolCall("io-tool", name, parsed), ctx)
         except ApprovalPending as pending:
-            outcome = ToolOutcome(
-                f"refused: {pending.act.describe()} needs approval and there is no terminal"
-                " to ask", is_error=True)
-            from harness_core import Refusal
-
-            outcome = ToolOutcome(outcome.output, True, {}, Refusal(
-                reason="needs approval (approval = \"ask\") and io tool cannot pause",
-                act=pending.act.kind.value, target=pending.act.describe(),
-                rule=pending.decision.rule, layer=pending.decision.layer))
+            outcome = _unapproved(pending)
         except InvalidToolArguments as exc:
             raise UsageError(str(exc)) from exc
         finally:
@@ -119,6 +119,13 @@ def tool(
             shutil.rmtree(capture, ignore_errors=True)
     except HarnessError as exc:
         fail(exc)
+    raise typer.Exit(_report(name, outcome, json_out))
+
+
+def _report(name: str, outcome: Any, json_out: bool) -> int:
+    """Print what the model would see (or the JSON object); return the exit code."""
+    from io_harness_cli.output import say, write_json
+
     ran = outcome.refused is None and (
         not outcome.is_error or outcome.data.get("exit_status") is not None)
     if json_out:
@@ -134,4 +141,4 @@ def tool(
         sys.stdout.write(outcome.output + ("" if outcome.output.endswith("\n") else "\n"))
         if not ran:
             say(f"io: {name} {'was refused' if outcome.refused else 'failed'}")
-    raise typer.Exit(0 if ran else 1)
+    return 0 if ran else 1

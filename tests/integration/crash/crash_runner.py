@@ -18,16 +18,16 @@ from typing import Any
 from harness_core import (
     Budget,
     ProviderConfig,
-    RunSpec,
     Runner,
+    RunSpec,
     SandboxConfig,
     ScriptedProvider,
     Store,
     TaskContract,
+    Toolbox,
     ToolContext,
     ToolOutcome,
     ToolSpec,
-    Toolbox,
     Workspace,
 )
 from harness_core.sandbox import BackendChoice
