@@ -15,8 +15,10 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "BUILTIN_LAYER": "harness_core.policy:BUILTIN_LAYER",
     "CHECKPOINT_FORMAT": "harness_core.store:CHECKPOINT_FORMAT",
+    "CONSTRUCTS": "harness_core.shell:CONSTRUCTS",
     "EVENT_SCHEMA": "harness_core.events:EVENT_SCHEMA",
     "INTERRUPTED_OBSERVATION": "harness_core.run:INTERRUPTED_OBSERVATION",
+    "MAX_LIVE_HANDLES": "harness_core.shell:MAX_LIVE_HANDLES",
     "PROTECTED_WRITE_PATTERNS": "harness_core.policy:PROTECTED_WRITE_PATTERNS",
     "PROVIDER_KINDS": "harness_core.providers:PROVIDER_KINDS",
     "RESERVED_TOOL_NAMES": "harness_core.tools:RESERVED_TOOL_NAMES",
@@ -24,6 +26,8 @@ _EXPORTS: dict[str, str] = {
     "Act": "harness_core.policy:Act",
     "ActKind": "harness_core.policy:ActKind",
     "AgentDef": "harness_core.agents:AgentDef",
+    "Answer": "harness_core.tools._plan_tools:Answer",
+    "AnsweredBy": "harness_core.tools._plan_tools:AnsweredBy",
     "ApprovalDecision": "harness_core.policy:ApprovalDecision",
     "ApprovalMode": "harness_core.policy:ApprovalMode",
     "ApprovalPending": "harness_core.run:ApprovalPending",
@@ -54,10 +58,18 @@ _EXPORTS: dict[str, str] = {
     "Fallback": "harness_core.providers:Fallback",
     "Gate": "harness_core.run:Gate",
     "GateResult": "harness_core.verification:GateResult",
+    "HandleRegistry": "harness_core.shell:HandleRegistry",
     "HarnessError": "harness_core.errors:HarnessError",
     "InvalidToolArguments": "harness_core.errors:InvalidToolArguments",
     "LaunchRequest": "harness_core.sandbox:LaunchRequest",
     "LedgerEntry": "harness_core.store:LedgerEntry",
+    "McpCallResult": "harness_core.mcp:McpCallResult",
+    "McpFailure": "harness_core.mcp:McpFailure",
+    "McpRefusal": "harness_core.mcp:McpRefusal",
+    "McpServerConfig": "harness_core.mcp:McpServerConfig",
+    "McpSession": "harness_core.mcp:McpSession",
+    "McpTool": "harness_core.mcp:McpTool",
+    "McpToolInfo": "harness_core.mcp:McpToolInfo",
     "Message": "harness_core.messages:Message",
     "ModelPrice": "harness_core.spend:ModelPrice",
     "PathEscape": "harness_core.errors:PathEscape",
@@ -71,7 +83,9 @@ _EXPORTS: dict[str, str] = {
     "ProviderAttempt": "harness_core.providers:ProviderAttempt",
     "ProviderConfig": "harness_core.providers:ProviderConfig",
     "ProviderError": "harness_core.errors:ProviderError",
+    "QuestionRecord": "harness_core.store._questions:QuestionRecord",
     "Refusal": "harness_core.tools:Refusal",
+    "Responder": "harness_core.tools._plan_tools:Responder",
     "Role": "harness_core.messages:Role",
     "Rule": "harness_core.policy:Rule",
     "RunInUse": "harness_core.errors:RunInUse",
@@ -91,7 +105,10 @@ _EXPORTS: dict[str, str] = {
     "ScriptedProvider": "harness_core.providers.scripted:ScriptedProvider",
     "Selected": "harness_core.sandbox:Selected",
     "ServerToolCall": "harness_core.providers:ServerToolCall",
+    "Session": "harness_core.session:Session",
     "SessionInUse": "harness_core.errors:SessionInUse",
+    "SessionRecord": "harness_core.store._sessions:SessionRecord",
+    "SessionTree": "harness_core.session:SessionTree",
     "ShellRefused": "harness_core.errors:ShellRefused",
     "ShownValue": "harness_core.config:ShownValue",
     "SpendBy": "harness_core.spend:SpendBy",
@@ -113,6 +130,7 @@ _EXPORTS: dict[str, str] = {
     "ToolSpec": "harness_core.messages:ToolSpec",
     "Toolbox": "harness_core.tools:Toolbox",
     "Toolchain": "harness_core.toolchain:Toolchain",
+    "TurnRecord": "harness_core.store._sessions:TurnRecord",
     "Usage": "harness_core.messages:Usage",
     "UsageError": "harness_core.errors:UsageError",
     "Verdict": "harness_core.policy:Verdict",
@@ -126,6 +144,7 @@ _EXPORTS: dict[str, str] = {
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
     "load_config": "harness_core.config:load",
+    "render_template": "harness_core.templates:render_template",
     "run_command": "harness_core.sandbox:run_command",
     "run_gates": "harness_core.verification:run_gates",
     "sandbox_launcher": "harness_core.sandbox:launcher",
@@ -137,8 +156,10 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "BUILTIN_LAYER",
     "CHECKPOINT_FORMAT",
+    "CONSTRUCTS",
     "EVENT_SCHEMA",
     "INTERRUPTED_OBSERVATION",
+    "MAX_LIVE_HANDLES",
     "PROTECTED_WRITE_PATTERNS",
     "PROVIDER_KINDS",
     "RESERVED_TOOL_NAMES",
@@ -146,6 +167,8 @@ __all__ = [
     "Act",
     "ActKind",
     "AgentDef",
+    "Answer",
+    "AnsweredBy",
     "ApprovalDecision",
     "ApprovalMode",
     "ApprovalPending",
@@ -176,10 +199,18 @@ __all__ = [
     "Fallback",
     "Gate",
     "GateResult",
+    "HandleRegistry",
     "HarnessError",
     "InvalidToolArguments",
     "LaunchRequest",
     "LedgerEntry",
+    "McpCallResult",
+    "McpFailure",
+    "McpRefusal",
+    "McpServerConfig",
+    "McpSession",
+    "McpTool",
+    "McpToolInfo",
     "Message",
     "ModelPrice",
     "PathEscape",
@@ -193,7 +224,9 @@ __all__ = [
     "ProviderAttempt",
     "ProviderConfig",
     "ProviderError",
+    "QuestionRecord",
     "Refusal",
+    "Responder",
     "Role",
     "Rule",
     "RunInUse",
@@ -213,7 +246,10 @@ __all__ = [
     "ScriptedProvider",
     "Selected",
     "ServerToolCall",
+    "Session",
     "SessionInUse",
+    "SessionRecord",
+    "SessionTree",
     "ShellRefused",
     "ShownValue",
     "SpendBy",
@@ -235,6 +271,7 @@ __all__ = [
     "ToolSpec",
     "Toolbox",
     "Toolchain",
+    "TurnRecord",
     "Usage",
     "UsageError",
     "Verdict",
@@ -248,6 +285,7 @@ __all__ = [
     "detect_toolchain",
     "discover_config",
     "load_config",
+    "render_template",
     "run_command",
     "run_gates",
     "sandbox_launcher",
@@ -317,6 +355,15 @@ if TYPE_CHECKING:
         Event,
         EventKind,
         EventSink,
+    )
+    from harness_core.mcp import (  # noqa: F401
+        McpCallResult,
+        McpFailure,
+        McpRefusal,
+        McpServerConfig,
+        McpSession,
+        McpTool,
+        McpToolInfo,
     )
     from harness_core.messages import (  # noqa: F401
         Message,
@@ -390,6 +437,15 @@ if TYPE_CHECKING:
     from harness_core.sandbox import (
         select as select_sandbox,
     )
+    from harness_core.session import (  # noqa: F401
+        Session,
+        SessionTree,
+    )
+    from harness_core.shell import (  # noqa: F401
+        CONSTRUCTS,
+        MAX_LIVE_HANDLES,
+        HandleRegistry,
+    )
     from harness_core.spend import (  # noqa: F401
         ModelPrice,
         PriceTable,
@@ -409,6 +465,16 @@ if TYPE_CHECKING:
         Store,
         VerificationRecord,
     )
+    from harness_core.store._questions import (  # noqa: F401
+        QuestionRecord,
+    )
+    from harness_core.store._sessions import (  # noqa: F401
+        SessionRecord,
+        TurnRecord,
+    )
+    from harness_core.templates import (  # noqa: F401
+        render_template,
+    )
     from harness_core.toolchain import (  # noqa: F401
         Toolchain,
     )
@@ -423,6 +489,11 @@ if TYPE_CHECKING:
         Toolbox,
         ToolContext,
         ToolOutcome,
+    )
+    from harness_core.tools._plan_tools import (  # noqa: F401
+        Answer,
+        AnsweredBy,
+        Responder,
     )
     from harness_core.verification import (  # noqa: F401
         CriterionKind,

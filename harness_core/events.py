@@ -48,6 +48,8 @@ class EventKind(Enum):
     """A verification gate ran (data: command, passed, exit_status, output)."""
     STALL = "stall"
     """The stall detector saw repetition (data: call)."""
+    WARNING = "warning"
+    """Something the operator should know that did not stop the run (data: mcp, text)."""
     RUN_FINISHED = "run_finished"
     """The run ended, however it ended (data: status, exit_code, reason)."""
 

@@ -1,26 +1,31 @@
 """MCP: stdio Model Context Protocol servers, configured, started under the policy, and
 exposed as tools.
 
-Importing this package must stay cheap: the `mcp` SDK is imported only when a server
-is started (`McpSession.start`), never at import time.
+Importing this package must stay cheap (config loading imports `McpServerConfig`): the
+client modules load on first use of their names, and the `mcp` SDK only when a server
+is started (`McpSession.start`).
 """
 
-from harness_core.mcp._client import (
-    SESSION_MARKER,
-    McpFailure,
-    McpRefusal,
-    McpSession,
-    server_environment,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from harness_core.mcp._config import McpServerConfig
-from harness_core.mcp._tools import (
-    MAX_TOOL_NAME,
-    TOOL_PREFIX,
-    McpCallResult,
-    McpTool,
-    McpToolInfo,
-    tool_name,
-)
+
+_LAZY = {
+    "SESSION_MARKER": "harness_core.mcp._client",
+    "McpFailure": "harness_core.mcp._client",
+    "McpRefusal": "harness_core.mcp._client",
+    "McpSession": "harness_core.mcp._client",
+    "server_environment": "harness_core.mcp._client",
+    "MAX_TOOL_NAME": "harness_core.mcp._tools",
+    "TOOL_PREFIX": "harness_core.mcp._tools",
+    "McpCallResult": "harness_core.mcp._tools",
+    "McpTool": "harness_core.mcp._tools",
+    "McpToolInfo": "harness_core.mcp._tools",
+    "tool_name": "harness_core.mcp._tools",
+}
 
 __all__ = [
     "MAX_TOOL_NAME",
@@ -36,3 +41,28 @@ __all__ = [
     "server_environment",
     "tool_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness_core.mcp' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+if TYPE_CHECKING:
+    from harness_core.mcp._client import (
+        SESSION_MARKER,
+        McpFailure,
+        McpRefusal,
+        McpSession,
+        server_environment,
+    )
+    from harness_core.mcp._tools import (
+        MAX_TOOL_NAME,
+        TOOL_PREFIX,
+        McpCallResult,
+        McpTool,
+        McpToolInfo,
+        tool_name,
+    )

@@ -66,6 +66,8 @@ _START_GRACE = 10.0
 shutdown is bounded at about 6 s: 2 s after stdin closes, 2 s after SIGTERM, 2 s to reap)."""
 _STOP_WAIT = 10.0
 """Seconds `close` gives the servers to stop the SDK's way before cancelling them."""
+_KILL_WAIT = 5.0
+"""Seconds `close` waits for killed stragglers to die (SIGKILL lands within milliseconds)."""
 _CALL_GRACE = 5.0
 """Seconds past a call's own timeout before the caller stops waiting for the loop."""
 
@@ -154,14 +156,29 @@ def _decide(gate: ActGate, act: Act) -> Decision:
 
 
 def _kill_marked(token: str) -> None:
-    """Kill every process (ours or not our child any more) whose environment carries `token`."""
+    """Kill every process whose environment carries `token`, ours or reparented away,
+    and wait (bounded) until each is gone or only a zombie left for its parent to reap."""
     me = os.getpid()
+    killed: list[psutil.Process] = []
     for proc in psutil.process_iter():
         if proc.pid == me:
             continue
         with suppress(psutil.Error, OSError):
             if proc.environ().get(SESSION_MARKER) == token:
                 proc.kill()
+                killed.append(proc)
+    deadline = time.monotonic() + _KILL_WAIT
+    while killed and time.monotonic() < deadline:
+        killed = [p for p in killed if _still_running(p)]
+        if killed:
+            time.sleep(0.01)
+
+
+def _still_running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 class McpSession:

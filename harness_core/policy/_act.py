@@ -28,6 +28,11 @@ class ActKind(Enum):
     NET = "net"
     """Dial a host from this process or a command it starts; the target is the host."""
 
+    # Members are singletons compared by identity, so the identity hash is consistent
+    # with equality; Enum's own hash runs Python code, and every `Act` hash (policy
+    # memo, act sets) goes through it.
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True)
 class Act:

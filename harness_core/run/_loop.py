@@ -25,6 +25,7 @@ import psutil
 from harness_core.clock import Clock, SystemClock
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
+from harness_core.mcp import McpSession
 from harness_core.messages import Message, ToolCall, ToolResult, Usage
 from harness_core.policy import Approver
 from harness_core.providers import (
@@ -89,6 +90,7 @@ class _Drive:
     tokens_used: int
     changed: set[str] = field(default_factory=lambda: set())
     verified: bool | None = None
+    toolbox: Toolbox = field(default_factory=Toolbox)
 
 
 class Runner:
@@ -227,6 +229,9 @@ class Runner:
                 capture_dir=capture_dir, clock=self.clock, store=self.store)}
             ctx.extras.update(handles)
             handles.update(self._open_extras(drive))
+            drive.toolbox = self.toolbox
+            if spec.mcp:
+                handles["mcp"] = self._start_mcp(drive)
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
         except KeyboardInterrupt:
@@ -240,6 +245,18 @@ class Runner:
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome
+
+    def _start_mcp(self, drive: _Drive) -> McpSession:
+        """Start the run's MCP servers (each start checked by the gate) and offer their
+        tools; a refused or failed server is reported and the run goes on without it."""
+        session = McpSession.start(drive.spec.mcp, gate=drive.gate, env=drive.spec.env,
+                                   workspace=drive.spec.workspace)
+        drive.toolbox = self.toolbox.with_tools(session.tools)
+        for refusal in session.refusals:
+            self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": refusal.describe()}))
+        for failure in session.failures:
+            self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": failure.message}))
+        return session
 
     def _open_extras(self, drive: _Drive) -> dict[str, Any]:
         if self._extras is None:
@@ -328,7 +345,7 @@ class Runner:
         self._emit(Event(EventKind.STEP_STARTED, drive.run_id, {"step": step}))
         spec = drive.spec
         request = CompletionRequest(
-            model=spec.model, messages=drive.context.view(), tools=self.toolbox.specs(),
+            model=spec.model, messages=drive.context.view(), tools=drive.toolbox.specs(),
             max_tokens=spec.max_tokens, web=spec.web,
         )
 
@@ -420,7 +437,7 @@ class Runner:
             "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments,
         }))
         try:
-            outcome = self.toolbox.call(call, drive.ctx)
+            outcome = drive.toolbox.call(call, drive.ctx)
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
@@ -557,7 +574,7 @@ def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
 
 def _close_extras(extras: dict[str, Any]) -> None:
     for value in extras.values():
-        close = getattr(value, "close_all", None)
+        close = getattr(value, "close_all", None) or getattr(value, "close", None)
         if callable(close):
             close()
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message
 from harness_core.policy import Policy
 from harness_core.providers import WebAccess
@@ -42,6 +43,7 @@ class RunSpec:
         parent_run_id: The previous turn (or parent run), if any.
         history: Messages of earlier turns shown before the goal (sessions).
         protected_paths: Extra absolute paths commands must not write (the store).
+        mcp: stdio MCP servers to start for the run (each start checked by the policy).
     """
 
     workspace: Workspace
@@ -62,6 +64,7 @@ class RunSpec:
     parent_run_id: str | None = None
     history: tuple[Message, ...] = ()
     protected_paths: tuple[str, ...] = ()
+    mcp: tuple[McpServerConfig, ...] = ()
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""

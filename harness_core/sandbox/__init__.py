@@ -1,4 +1,13 @@
-"""Confinement: select a backend at run time and launch processes through it."""
+"""Confinement: select a backend at run time and launch processes through it.
+
+The data types load with the package; `select`, `launcher` and `run_command` (and the
+backends behind them) load on first use, so reading a config stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from harness_core.sandbox._base import (
     Backend,
@@ -10,8 +19,13 @@ from harness_core.sandbox._base import (
     SandboxSpec,
     Selected,
 )
-from harness_core.sandbox._run import CommandResult, run_command
-from harness_core.sandbox._select import launcher, select
+
+_LAZY = {
+    "CommandResult": "harness_core.sandbox._run",
+    "run_command": "harness_core.sandbox._run",
+    "launcher": "harness_core.sandbox._select",
+    "select": "harness_core.sandbox._select",
+}
 
 __all__ = [
     "Backend",
@@ -27,3 +41,15 @@ __all__ = [
     "run_command",
     "select",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness_core.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+if TYPE_CHECKING:
+    from harness_core.sandbox._run import CommandResult, run_command
+    from harness_core.sandbox._select import launcher, select

@@ -89,6 +89,13 @@ class Toolbox:
             raise ToolError(f"tool name {name!r} is registered twice")
         self._tools[name] = tool
 
+    def with_tools(self, tools: Iterable[Tool]) -> Toolbox:
+        """A new toolbox with this one's tools and `tools` (validated like `add`)."""
+        combined = Toolbox(self._tools.values())
+        for tool in tools:
+            combined.add(tool)
+        return combined
+
     def names(self) -> list[str]:
         return sorted(self._tools)
 

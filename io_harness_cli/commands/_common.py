@@ -116,6 +116,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         env=environment(),
         web=config.web,
         protected_paths=_store_paths(config, workspace),
+        mcp=tuple(config.mcp),
     )
 
 

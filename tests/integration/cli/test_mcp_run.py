@@ -1,0 +1,42 @@
+"""`io run` with a real MCP server from PyPI (mcp-server-time): its start goes through the
+policy, its tools reach the model, and nothing is left running."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_io
+from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
+
+pytestmark = pytest.mark.skipif(shutil.which("mcp-server-time") is None,
+                                reason="mcp-server-time is not installed (pip install -e '.[dev]')")
+
+MCP = '[[mcp]]\nname = "time"\ncommand = "mcp-server-time"\nargs = []\n'
+
+
+def test_an_mcp_tool_is_called_through_a_run(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("time?", ("mcp__time__get_current_time", {"timezone": "UTC"})),
+        replay_line("done"),
+    ], toml_extra='[policy]\nallow_exec = ["mcp-server-time*"]\n' + MCP)
+    result = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert result.returncode == 0, result.stderr
+    results = [e for e in json_lines(result.stdout) if e["kind"] == "tool_result"]
+    assert not results[0]["is_error"] and "UTC" in results[0]["output"]
+
+
+def test_a_denied_mcp_server_is_not_started_and_the_run_goes_on(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("time?", ("mcp__time__get_current_time", {"timezone": "UTC"})),
+        replay_line("done"),
+    ], toml_extra='[policy]\ndeny_exec = ["mcp-server-time*"]\n' + MCP)
+    result = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert result.returncode == 0, result.stderr
+    events = json_lines(result.stdout)
+    refusals = [e for e in events if e["kind"] == "refusal"]
+    assert refusals and refusals[0]["rule"] == "mcp-server-time*"
+    results = [e for e in events if e["kind"] == "tool_result"]
+    assert results[0]["is_error"] and "unknown tool" in results[0]["output"]
