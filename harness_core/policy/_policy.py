@@ -34,6 +34,9 @@ pass as ``pytest*``. Host patterns are case-insensitive and ignore a port.
 Command patterns are textual: ``git -C . push`` is not ``git push*``.
 
 `check` is pure and does no I/O; patterns are compiled once, when the policy is built.
+Because a policy is frozen and `check` is pure, each policy remembers the decisions of
+recent acts (a bounded memo keyed by the act): a run asks about the same few commands
+and paths over and over.
 """
 
 from __future__ import annotations
@@ -72,14 +75,37 @@ POLICY_FORMAT = 1
 
 _TIER_RANK = {Tier.READ_ONLY: 0, Tier.WORKSPACE_WRITE: 1, Tier.FULL: 2}
 _VERDICT_RANK = {Verdict.DENY: 0, Verdict.ASK: 1, Verdict.ALLOW: 2}
+_MEMO_SIZE = 4096
+"""Decisions a policy remembers; the memo is emptied when full (a run uses far fewer)."""
+_MEMO_TEXT = 2048
+"""Acts longer than this (characters of target and argv) are decided afresh every time,
+so a memo of long command lines cannot grow beyond a few megabytes."""
+
+_Rules = tuple[tuple[Rule, re.Pattern[str]], ...]
 
 
 @dataclass(frozen=True)
 class _Compiled:
-    deny: Mapping[ActKind, tuple[tuple[Rule, re.Pattern[str]], ...]]
-    allow: Mapping[ActKind, tuple[tuple[Rule, re.Pattern[str]], ...]]
+    deny: Mapping[ActKind, _Rules]
+    allow: Mapping[ActKind, _Rules]
+    # One alternation of a kind's rules, or None when there are none: a miss (the
+    # common case) is then one regex call; which rule matched is looked up on a hit.
+    deny_any: Mapping[ActKind, re.Pattern[str] | None]
+    allow_any: Mapping[ActKind, re.Pattern[str] | None]
     exact_write_allows: frozenset[str]
     protected: tuple[tuple[str, re.Pattern[str]], ...]
+    protected_any: re.Pattern[str] | None
+
+
+def _alternation(regexes: Iterable[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One regex that fully matches what any of `regexes` fully matches (same flags)."""
+    found = list(regexes)
+    if not found:
+        return None
+    flags = found[0].flags
+    if any(r.flags != flags for r in found):
+        raise PolicyError("internal: patterns of one kind compiled with different flags")
+    return re.compile("|".join(f"(?:{r.pattern})" for r in found), flags)
 
 
 def _build(rules: Iterable[Rule], protected: Iterable[str]) -> _Compiled:
@@ -101,8 +127,11 @@ def _build(rules: Iterable[Rule], protected: Iterable[str]) -> _Compiled:
     return _Compiled(
         deny={k: tuple(v) for k, v in deny.items()},
         allow={k: tuple(v) for k, v in allow.items()},
+        deny_any={k: _alternation(r for _, r in v) for k, v in deny.items()},
+        allow_any={k: _alternation(r for _, r in v) for k, v in allow.items()},
         exact_write_allows=frozenset(exact),
         protected=guarded,
+        protected_any=_alternation(r for _, r in guarded),
     )
 
 
@@ -120,12 +149,35 @@ def _exec_lines(argv: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]
     """(candidates a deny may match, candidates an allow may match)."""
     line = " ".join(argv)
     program = argv[0]
-    base = re.split(r"[\\/]", program)[-1]
+    base = program.replace("\\", "/").rpartition("/")[2]
+    if base == program and not base.lower().endswith(".exe"):
+        return (line, program), (line,)  # the common case: a bare program name
     names = {program, base}
     if base.lower().endswith(".exe"):
         names.add(base[:-4])
     deny = {line, *names, *(" ".join((name, *argv[1:])) for name in names)}
     return tuple(deny), (line,)
+
+
+def _act_size(act: Act) -> int:
+    return len(act.target) + sum(map(len, act.argv))
+
+
+def _first_match(rules: _Rules, candidates: tuple[str, ...]) -> Rule | None:
+    for rule, regex in rules:
+        for candidate in candidates:
+            if regex.fullmatch(candidate):
+                return rule
+    return None
+
+
+def _any_match(regex: re.Pattern[str] | None, candidates: tuple[str, ...]) -> bool:
+    if regex is None:
+        return False
+    for candidate in candidates:
+        if regex.fullmatch(candidate):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -152,6 +204,7 @@ class Policy:
     protected: tuple[str, ...] = ()
     within: tuple[Policy, ...] = ()
     _compiled: _Compiled = field(init=False, repr=False, compare=False)
+    _memo: dict[Act, Decision] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         tier: object = self.tier
@@ -164,6 +217,7 @@ class Policy:
         object.__setattr__(self, "protected", tuple(self.protected))
         object.__setattr__(self, "within", tuple(self.within))
         object.__setattr__(self, "_compiled", _build(self.rules, self.protected))
+        object.__setattr__(self, "_memo", {})
 
     def check(self, act: Act) -> Decision:
         """Decide `act` (see the module docstring for the order of the steps).
@@ -174,6 +228,21 @@ class Policy:
         Returns:
             The decision with its reason, and the rule and layer that took it.
         """
+        memo = self._memo
+        try:
+            known = memo.get(act)
+        except TypeError:  # an act built by hand with a list for argv: not hashable
+            return self._check(act)
+        if known is not None:
+            return known
+        decision = self._check(act)
+        if _act_size(act) <= _MEMO_TEXT:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()  # atomic, so safe from the threads that recheck handles
+            memo[act] = decision
+        return decision
+
+    def _check(self, act: Act) -> Decision:
         decision = self._decide(act)
         for outer in self.within:
             other = outer.check(act)
@@ -202,16 +271,18 @@ class Policy:
                 if refusal is not None:
                     return refusal
             deny_candidates = allow_candidates = (path,)
-        for rule, regex in compiled.deny[kind]:
-            if any(regex.fullmatch(c) for c in deny_candidates):
+        if _any_match(compiled.deny_any[kind], deny_candidates):
+            rule = _first_match(compiled.deny[kind], deny_candidates)
+            if rule is not None:
                 return Decision(
                     Verdict.DENY,
                     f"denied by deny_{kind.value} {rule.pattern!r} ({rule.layer})",
                     rule.pattern,
                     rule.layer,
                 )
-        for rule, regex in compiled.allow[kind]:
-            if any(regex.fullmatch(c) for c in allow_candidates):
+        if _any_match(compiled.allow_any[kind], allow_candidates):
+            rule = _first_match(compiled.allow[kind], allow_candidates)
+            if rule is not None:
                 return Decision(
                     Verdict.ALLOW,
                     f"allowed by allow_{kind.value} {rule.pattern!r} ({rule.layer})",
@@ -221,8 +292,11 @@ class Policy:
         return self._tier_default(act)
 
     def _protected(self, path: str) -> Decision | None:
-        for pattern, regex in self._compiled.protected:
-            if regex.fullmatch(path) and path not in self._compiled.exact_write_allows:
+        compiled = self._compiled
+        if path in compiled.exact_write_allows or not _any_match(compiled.protected_any, (path,)):
+            return None
+        for pattern, regex in compiled.protected:
+            if regex.fullmatch(path):
                 return Decision(
                     Verdict.DENY,
                     f"{path} is protected (scope files, git hooks and "
