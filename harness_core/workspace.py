@@ -53,6 +53,7 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _MAX_LINKS = 40
 """Symbolic links followed while resolving one path (Linux's own limit is 40)."""
 _SKIPPED_DIR = ".git"
+_WINDOWS = os.sep == "\\"
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,7 @@ class Workspace:
         if not os.path.isdir(given):
             raise WorkspaceError(f"workspace {given!r} is not an existing directory")
         self._root = Path(os.path.realpath(given))
+        self._root_slash = str(self._root).rstrip(os.sep) + os.sep
         self._prefixes = _unique_parts(str(self._root), given)
         self._use_dir_fd = _USE_DIR_FD
 
@@ -238,13 +240,15 @@ class Workspace:
         """
         if "\0" in path or "\0" in cwd:
             raise WorkspaceError(f"path {path!r} contains a NUL byte")
-        if os.sep == "\\":
+        if _WINDOWS:
             path, cwd = path.replace("\\", "/"), cwd.replace("\\", "/")
         if _is_absolute(path):
             parts = self._inside(path, path)
+        elif not cwd:
+            parts = path.split("/")
         else:
             base = self._inside(cwd, path) if _is_absolute(cwd) else cwd.split("/")
-            parts = [*base, *path.split("/")]
+            parts = base + path.split("/")
         return self._follow(parts, path)
 
     def _inside(self, absolute: str, original: str) -> list[str]:
@@ -254,37 +258,67 @@ class Workspace:
                 return parts[len(prefix) :]
         raise PathEscape(original, "is an absolute path outside the workspace root")
 
-    def _follow(self, parts: list[str], original: str) -> str:
-        pending = list(reversed(parts))
+    def _follow(self, parts: list[str], original: str) -> str:  # noqa: C901 - one walk
+        # One lstat per component, on a path string built as the walk goes. Below a
+        # component that is missing or not a directory nothing can exist, so the rest
+        # is kept as written without asking the filesystem again (until a `..` climbs
+        # back above it). Nothing is remembered between calls.
+        pending = parts[::-1]
         resolved: list[str] = []
+        where: list[str] = []  # where[i]: the absolute location of resolved[: i + 1]
+        root = self._root_slash
+        lstat, readlink, is_link, is_dir = os.lstat, os.readlink, stat.S_ISLNK, stat.S_ISDIR
+        dead = -1  # index in `resolved` of a component that is missing or not a directory
         links = 0
         last_link = ""
         while pending:
             name = pending.pop()
-            if name in ("", "."):
+            if name == "" or name == ".":
                 continue
             if name == "..":
                 if not resolved:
                     raise PathEscape(original, *([_through(last_link)] if last_link else []))
                 resolved.pop()
+                where.pop()
+                if dead >= len(resolved):
+                    dead = -1
                 continue
-            target = _link_target(os.path.join(self._root, *resolved, name))
-            if target is None:
-                resolved.append(name)
-                continue
-            links += 1
-            if links > _MAX_LINKS:
-                raise WorkspaceError(f"path {original!r} goes through too many symbolic links")
-            last_link = "/".join([*resolved, name])
-            if _is_absolute(target):
-                resolved = []
+            location = (where[-1] + "/" if where else root) + name
+            if dead < 0:
                 try:
-                    target_parts = self._inside(target, original)
-                except PathEscape:
-                    raise PathEscape(original, _through(last_link)) from None
-            else:
-                target_parts = target.replace(os.sep, "/").split("/")
-            pending.extend(reversed(target_parts))
+                    mode = lstat(location).st_mode
+                except (FileNotFoundError, NotADirectoryError):
+                    dead = len(resolved)
+                    mode = 0
+                except OSError:
+                    mode = 0  # unreadable: kept as written; the I/O decides
+                else:
+                    if is_link(mode):
+                        try:
+                            target = readlink(location)
+                        except OSError:
+                            mode = 0  # no longer a link: treated as what it now is
+                        else:
+                            links += 1
+                            if links > _MAX_LINKS:
+                                raise WorkspaceError(
+                                    f"path {original!r} goes through too many symbolic links"
+                                )
+                            last_link = "/".join([*resolved, name])
+                            if _is_absolute(target):
+                                resolved, where = [], []
+                                try:
+                                    target_parts = self._inside(target, original)
+                                except PathEscape:
+                                    raise PathEscape(original, _through(last_link)) from None
+                            else:
+                                target_parts = target.replace(os.sep, "/").split("/")
+                            pending.extend(reversed(target_parts))
+                            continue
+                    elif not is_dir(mode):
+                        dead = len(resolved)
+            resolved.append(name)
+            where.append(location)
         return "/".join(resolved)
 
     def abspath(self, rel: str) -> Path:
@@ -554,27 +588,12 @@ class Workspace:
                 raise
 
 
-def _link_target(location: str) -> str | None:
-    """The target of the link at `location`, or None when it is not (or no longer) a link.
-
-    Absent or unreadable entries are kept as written; the I/O, which never follows a
-    link, then decides. A link swapped for a file between the lstat and the readlink is
-    treated as the file it now is.
-    """
-    try:
-        if not stat.S_ISLNK(os.lstat(location).st_mode):
-            return None
-        return os.readlink(location)
-    except OSError:
-        return None
-
-
 def _through(link: str) -> str:
     return f"leads outside the workspace root through link {link!r}"
 
 
 def _is_absolute(path: str) -> bool:
-    return path.startswith("/") or os.path.isabs(path)
+    return path.startswith("/") or (_WINDOWS and os.path.isabs(path))
 
 
 def _split_absolute(path: str) -> list[str]:

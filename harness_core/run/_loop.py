@@ -25,7 +25,6 @@ import psutil
 from harness_core.clock import Clock, SystemClock
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
-from harness_core.mcp import McpSession
 from harness_core.messages import Message, ToolCall, ToolResult, Usage
 from harness_core.policy import Approver
 from harness_core.providers import (
@@ -246,9 +245,11 @@ class Runner:
             self.store.release_run(run_id, os.getpid())
         return outcome
 
-    def _start_mcp(self, drive: _Drive) -> McpSession:
+    def _start_mcp(self, drive: _Drive) -> Any:
         """Start the run's MCP servers (each start checked by the gate) and offer their
         tools; a refused or failed server is reported and the run goes on without it."""
+        from harness_core.mcp import McpSession  # asyncio and the client: only when configured
+
         session = McpSession.start(drive.spec.mcp, gate=drive.gate, env=drive.spec.env,
                                    workspace=drive.spec.workspace)
         drive.toolbox = self.toolbox.with_tools(session.tools)
