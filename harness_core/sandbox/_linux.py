@@ -203,6 +203,8 @@ def bwrap_arguments(
     args += ["--tmpfs", "/tmp", "--tmpfs", "/run"]
     for path in run_visible:
         args += ["--ro-bind-try", str(path), str(path)]
+    for hidden in _toolchains_under_tmp(env.get("PATH", ""), workdir):
+        args += ["--ro-bind-try", hidden, hidden]
     args += ["--bind", str(workdir), str(workdir)]
     for path in plan.keep:
         args += ["--bind", str(path), str(path)]
@@ -452,3 +454,20 @@ class LinuxLauncher(PosixLauncher):
             handshake=handshake,
             on_finish=[lambda: _release_placeholders(placeholders)] if placeholders else [],
         )
+
+
+def _toolchains_under_tmp(path_var: str, workdir: Path) -> list[str]:
+    """PATH directories the private /tmp would hide (a venv or toolchain unpacked under
+    /tmp), to bind back read-only; a virtualenv's whole root, so its site-packages come
+    along. The workdir itself is already bound."""
+    out: list[str] = []
+    for entry in path_var.split(os.pathsep):
+        if not entry.startswith("/tmp/") or not os.path.isdir(entry):
+            continue
+        root = os.path.dirname(entry.rstrip("/"))
+        target = root if os.path.isfile(os.path.join(root, "pyvenv.cfg")) else entry
+        real = os.path.realpath(target)
+        if real.startswith(str(workdir) + os.sep) or real in out:
+            continue
+        out.append(real)
+    return out
