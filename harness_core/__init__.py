@@ -323,7 +323,11 @@ if TYPE_CHECKING:
         RunSettings,
         Scope,
         ShownValue,
+    )
+    from harness_core.config import (
         discover as discover_config,
+    )
+    from harness_core.config import (
         load as load_config,
     )
     from harness_core.errors import (  # noqa: F401
@@ -370,29 +374,29 @@ if TYPE_CHECKING:
         Usage,
     )
     from harness_core.policy import (  # noqa: F401
+        BUILTIN_LAYER,
+        PROTECTED_WRITE_PATTERNS,
+        TIER_LAYER,
         Act,
         ActKind,
         ApprovalDecision,
         ApprovalMode,
         ApproveAll,
         Approver,
-        BUILTIN_LAYER,
         Decision,
         DenyAll,
         Effect,
-        PROTECTED_WRITE_PATTERNS,
         Policy,
         Rule,
-        TIER_LAYER,
         Tier,
         Verdict,
     )
     from harness_core.providers import (  # noqa: F401
+        PROVIDER_KINDS,
         Citation,
         CompletionRequest,
         CompletionResponse,
         Fallback,
-        PROVIDER_KINDS,
         Provider,
         ProviderAttempt,
         ProviderConfig,
@@ -405,14 +409,14 @@ if TYPE_CHECKING:
         ScriptedProvider,
     )
     from harness_core.run import (  # noqa: F401
+        INTERRUPTED_OBSERVATION,
         ApprovalPending,
         Budget,
         ContextBudget,
         Gate,
-        INTERRUPTED_OBSERVATION,
+        Runner,
         RunOutcome,
         RunSpec,
-        Runner,
         build_launchers,
     )
     from harness_core.sandbox import (  # noqa: F401
@@ -425,8 +429,12 @@ if TYPE_CHECKING:
         SandboxLimits,
         SandboxSpec,
         Selected,
-        launcher as sandbox_launcher,
         run_command,
+    )
+    from harness_core.sandbox import (
+        launcher as sandbox_launcher,
+    )
+    from harness_core.sandbox import (
         select as select_sandbox,
     )
     from harness_core.session import (  # noqa: F401
@@ -435,8 +443,8 @@ if TYPE_CHECKING:
     )
     from harness_core.shell import (  # noqa: F401
         CONSTRUCTS,
-        HandleRegistry,
         MAX_LIVE_HANDLES,
+        HandleRegistry,
     )
     from harness_core.spend import (  # noqa: F401
         ModelPrice,
@@ -469,16 +477,18 @@ if TYPE_CHECKING:
     )
     from harness_core.toolchain import (  # noqa: F401
         Toolchain,
+    )
+    from harness_core.toolchain import (
         detect as detect_toolchain,
     )
     from harness_core.tools import (  # noqa: F401
-        PauseRequested,
         RESERVED_TOOL_NAMES,
+        PauseRequested,
         Refusal,
         Tool,
+        Toolbox,
         ToolContext,
         ToolOutcome,
-        Toolbox,
     )
     from harness_core.tools._plan_tools import (  # noqa: F401
         Answer,

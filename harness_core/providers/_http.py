@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -298,7 +299,7 @@ def json_object(text: str | bytes, what: str) -> dict[str, Any]:
 # --- the call skeleton ---------------------------------------------------------------
 
 
-class HttpProvider:
+class HttpProvider(ABC):
     """Base of the HTTP providers: retries, attempts, timing, transport errors.
 
     Subclasses set `name`, `env_var` and `default_base_url` and implement the wire
@@ -346,31 +347,38 @@ class HttpProvider:
 
     # Wire methods a vendor implements.
 
+    @abstractmethod
     def _url(self) -> str:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _headers(self, request: CompletionRequest) -> dict[str, str]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
         """The request body without its ``messages`` (`_messages_json` encodes those)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
         """The JSON text of the body's ``messages`` array."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _parse_body(self, data: dict[str, Any]) -> CompletionResponse:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _parse_stream(
         self, events: Iterator[SSEEvent], on_token: TokenCallback | None, ttft: StreamClock
     ) -> CompletionResponse:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         """The vendor's error text from an error body, and whether it says to retry."""
-        raise NotImplementedError
+        ...
 
     def _check_web(self, request: CompletionRequest) -> None:
         """Raise `ConfigError` when the request declares web access this vendor lacks."""

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 from harness_core.errors import StateError
+from harness_core.store._parts import StoreParts
 
 __all__ = ["END_REASONS", "HANDLE_SCHEMA_SQL", "HandleOutputRecord", "HandleQueries", "HandleRecord"]
 
@@ -120,7 +120,7 @@ def _record(row: Sequence[Any]) -> HandleRecord:
     )
 
 
-class HandleQueries:
+class HandleQueries(StoreParts):
     """Mixin of `Store`: the `process_handles` and `handle_output` tables.
 
     Implements the `harness_core.shell.HandleStore` protocol.
@@ -128,8 +128,6 @@ class HandleQueries:
 
     _conn: sqlite3.Connection
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:  # provided by Store
-        raise NotImplementedError
 
     def _handle_rows(self, sql: str, params: Sequence[Any]) -> Iterator[Sequence[Any]]:
         try:

@@ -10,12 +10,12 @@ prompt, or `io resume --answer`).
 from __future__ import annotations
 
 import sqlite3
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from harness_core.errors import StateError
+from harness_core.store._parts import StoreParts
 
 __all__ = ["ANSWERED_BY", "QUESTION_SCHEMA_SQL", "QuestionQueries", "QuestionRecord"]
 
@@ -75,13 +75,11 @@ class QuestionRecord:
         return self.answered_by is not None
 
 
-class QuestionQueries:
+class QuestionQueries(StoreParts):
     """Mixin of `Store`: record questions and answers; read them back."""
 
     _conn: sqlite3.Connection
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError  # provided by Store
 
     def record_question(
         self,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from harness_core.errors import SessionInUse, StateError, UsageError
 from harness_core.messages import Message
 from harness_core.store._codec import loads, message_from_json
+from harness_core.store._parts import StoreParts
 from harness_core.store._records import RunStatus
 
 __all__ = ["SESSION_SCHEMA_SQL", "SessionQueries", "SessionRecord", "TurnRecord"]
@@ -123,13 +123,11 @@ class TurnRecord:
         return out
 
 
-class SessionQueries:
+class SessionQueries(StoreParts):
     """Mixin of `Store`: sessions, their turns, and the one-driver lock."""
 
     _conn: sqlite3.Connection
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError  # provided by Store
 
     def _session_read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

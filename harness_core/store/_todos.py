@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
 from harness_core.errors import StateError
+from harness_core.store._parts import StoreParts
 
 __all__ = ["TODO_SCHEMA_SQL", "TODO_STATUSES", "TodoQueries"]
 
@@ -41,13 +41,11 @@ CREATE TABLE IF NOT EXISTS todo_revisions (
 """The plan tables. Statements are separated by ``;`` and contain none inside."""
 
 
-class TodoQueries:
+class TodoQueries(StoreParts):
     """Mixin of `Store`: read and replace a run's plan."""
 
     _conn: sqlite3.Connection
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
-        raise NotImplementedError  # provided by Store
 
     def replace_todos(
         self, run_id: str, items: Sequence[dict[str, str]], *, step: int | None = None

@@ -1,0 +1,25 @@
+"""What every query mixin of `Store` may use: the connection and the write transaction.
+
+The mixins (`_handles`, `_sessions`, `_todos`, `_questions`, `_spend`) declare these here
+once; `Store` provides them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+__all__ = ["StoreParts"]
+
+
+class StoreParts:
+    """The two things a query mixin needs from `Store`."""
+
+    _conn: sqlite3.Connection
+
+    if TYPE_CHECKING:
+
+        def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+            """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
+            ...
