@@ -380,8 +380,10 @@ class HttpProvider(ABC):
         """The vendor's error text from an error body, and whether it says to retry."""
         ...
 
-    def _check_web(self, request: CompletionRequest) -> None:
-        """Raise `ConfigError` when the request declares web access this vendor lacks."""
+    def _check_web(self, request: CompletionRequest) -> None:  # noqa: B027 - optional hook
+        """Raise `ConfigError` when the request declares web access this vendor lacks.
+
+        The default accepts every declaration; a vendor that lacks one overrides it."""
 
     # The skeleton.
 
