@@ -90,6 +90,8 @@ class _Drive:
     changed: set[str] = field(default_factory=lambda: set())
     verified: bool | None = None
     toolbox: Toolbox = field(default_factory=Toolbox)
+    cost_used: float = 0.0
+    unpriced_warned: bool = False
 
 
 class Runner:
@@ -279,6 +281,7 @@ class Runner:
         if resumed:
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
+            self._prior_cost(drive, step)
             if last is not None and last.state.get("done") and last.state.get("verified") is None:
                 if self._verify(drive, last.step_index):
                     return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
@@ -291,9 +294,12 @@ class Runner:
                     response = self._complete(drive, step)
                     calls = response.tool_calls
                     tokens = response.usage.billed_tokens()
+                    self._draw_cost(drive, response.model or drive.spec.model, response.usage)
                 else:
                     calls = tuple(ToolCall.from_json(c) for c in recorded.tool_calls)
                     tokens = _billed(recorded.usage)
+                    self._draw_cost(drive, recorded.model_served or drive.spec.model,
+                                    Usage.from_json(recorded.usage))
                 drive.gate.step = step
                 self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
                 pause, approve, answer = None, None, None
@@ -329,8 +335,33 @@ class Runner:
                 drive.context.append(message)
                 self._emit(Event(EventKind.STEER, drive.run_id, {"text": text, "step": step}))
 
+    def _draw_cost(self, drive: _Drive, model: str, usage: Usage) -> None:
+        """Add a completion's derived cost (never stored; prices are the operator's)."""
+        if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
+            return
+        cost = drive.spec.cost_of(model, usage)
+        if cost is not None:
+            drive.cost_used += cost
+        elif not drive.unpriced_warned:
+            drive.unpriced_warned = True
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": f"model {model!r} has no price in [prices] (or reported no usage):"
+                        " its calls do not count against max_cost_usd"}))
+
+    def _prior_cost(self, drive: _Drive, before_step: int) -> None:
+        if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
+            return
+        for record in self.store.steps(drive.run_id):
+            if record.step_index < before_step:
+                self._draw_cost(drive, record.model_served or drive.spec.model,
+                                Usage.from_json(record.usage))
+
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
+        if budget.max_cost_usd is not None and drive.cost_used >= budget.max_cost_usd:
+            raise _Stop(RunStatus.STOPPED,
+                        f"budget: the cost budget of ${budget.max_cost_usd:g} is spent"
+                        f" (${drive.cost_used:.4f} derived from [prices])")
         if budget.max_steps is not None and step >= budget.max_steps:
             raise _Stop(RunStatus.STOPPED, f"budget: the step budget of {budget.max_steps} is spent")
         if budget.max_tokens is not None and drive.tokens_used >= budget.max_tokens:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness_core.mcp import McpServerConfig
-from harness_core.messages import Message
+from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
@@ -44,6 +44,8 @@ class RunSpec:
         history: Messages of earlier turns shown before the goal (sessions).
         protected_paths: Extra absolute paths commands must not write (the store).
         mcp: stdio MCP servers to start for the run (each start checked by the policy).
+        cost_of: Derives a completion's USD cost from the model that served it and its
+            usage (None: unpriced); needed by `budget.max_cost_usd`. Never recorded.
     """
 
     workspace: Workspace
@@ -65,6 +67,7 @@ class RunSpec:
     history: tuple[Message, ...] = ()
     protected_paths: tuple[str, ...] = ()
     mcp: tuple[McpServerConfig, ...] = ()
+    cost_of: Callable[[str, Usage], float | None] | None = None
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""

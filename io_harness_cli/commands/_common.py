@@ -117,7 +117,26 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         web=config.web,
         protected_paths=_store_paths(config, workspace),
         mcp=tuple(config.mcp),
+        cost_of=_cost_function(config),
     )
+
+
+def _cost_function(config: Config) -> Callable[[str, Any], float | None] | None:
+    """Price a completion from `[prices]`; `max_cost_usd` without prices is a config error."""
+    from harness_core import ConfigError
+
+    prices = config.prices
+    if config.budget.max_cost_usd is not None and prices is None:
+        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
+                          " costs from", hint="add [prices] with the models you use")
+    if prices is None:
+        return None
+
+    def cost_of(model: str, usage: Any) -> float | None:
+        price = prices.price_for(model)
+        return price.cost_of(usage) if price is not None else None
+
+    return cost_of
 
 
 def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:

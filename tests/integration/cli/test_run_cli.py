@@ -237,3 +237,24 @@ def test_lock_of_a_killed_driver_is_reclaimed(tmp_path: Path) -> None:
     (tmp_path / "release").write_text("go")
     resumed = run_io(["resume", run_id, "-w", str(ws), "--json"])
     assert resumed.returncode == 0, resumed.stderr
+
+
+def test_cost_budget_derived_from_prices_stops_with_exit_3(tmp_path: Path) -> None:
+    lines = [json.dumps({"tool_calls": [{"name": "list_dir", "arguments": {"path": str(i % 2 and "." or "")}}],
+                         "model": "m1", "usage": {"prompt_tokens": 500_000, "completion_tokens": 0}})
+             for i in range(6)] + [replay_line("done")]
+    ws = make_workspace(tmp_path / "w", lines, toml_extra=(
+        '[budget]\nmax_cost_usd = 1.0\nmax_tokens = false\n'
+        '[prices]\nas_of = "2026-11-01"\n[prices.models.m1]\ninput_per_mtok = 1.0\n'
+        'output_per_mtok = 1.0\n'))
+    result = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert result.returncode == 3, result.stderr
+    last = _last(result.stdout)
+    assert "cost budget" in str(last["reason"]) and last["steps"] == 2
+
+
+def test_cost_budget_without_prices_is_a_config_error(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("done")],
+                        toml_extra='[budget]\nmax_cost_usd = 1.0\n')
+    result = run_io(["run", "goal", "-w", str(ws)])
+    assert result.returncode == 2 and "[prices]" in result.stderr
