@@ -38,6 +38,10 @@ from harness_core.verification import CriterionKind, TaskContract, VerifyCriteri
 
 __all__ = ["Config", "RunSettings", "project"]
 
+DEFAULT_CONTEXT_TOKENS = 120_000
+"""What the model sees at most when `[context] max_tokens` is not set (a size most current
+models take); the store keeps everything whatever this is."""
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -94,7 +98,7 @@ class Config:
     provider: ProviderConfig | None = None
     prices: PriceTable | None = None
     toolchain: Toolchain = field(default_factory=Toolchain)
-    context_max_tokens: int | None = None
+    context_max_tokens: int | None = None  # set to DEFAULT_CONTEXT_TOKENS when loaded
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
@@ -473,7 +477,7 @@ def project(
         provider=_provider(sub["provider"], web),
         prices=_prices(sub["prices"]),
         toolchain=_toolchain(table("toolchain")),
-        context_max_tokens=table("context").get("max_tokens"),
+        context_max_tokens=table("context").get("max_tokens", DEFAULT_CONTEXT_TOKENS),
         web=web,
         mcp=_mcp(root),
         agents=_agents(sub["agents"]),

@@ -103,6 +103,9 @@ class OpKind(Enum):
     ERR_APPEND = "2>>"
     ERR_TO_OUT = "2>&1"
 
+    # Identity hash (members are singletons): Enum's own runs Python code per lookup.
+    __hash__ = object.__hash__
+
 
 class Word(NamedTuple):
     """A word after quote removal.
@@ -132,20 +135,31 @@ Token = Word | Op
 # The common cases in one match: blanks, or plain characters and single-quoted parts.
 _FAST = re.compile(r"(?P<blank>[ \t]+)|(?P<word>(?:[A-Za-z0-9_./,:=+@%^\-]+|'[^']*')+)")
 _DQ_PLAIN = re.compile(r'[^"\\$`]+')
-# The fast path's tokens, each after optional blanks: a word made of plain characters,
-# '…' parts and "…" parts holding nothing double quotes treat specially, followed by a
-# blank, an operator or the end; or an operator that cannot be the start of a longer,
-# refused one. A run of digits glued to < or > is a descriptor: left to the slow path,
-# except "2>", "2>>" and "2>&1", matched as operators. Possessive quantifiers: no
-# backtracking, so a long word costs linear time even when it fails to match.
+# The fast path's tokens, each after optional blanks (group 1): a word (group 2) made of
+# plain characters, '…' parts and "…" parts holding nothing double quotes treat
+# specially, followed by a blank, an operator or the end; or an operator (group 3) that
+# cannot be the start of a longer, refused one. A run of digits glued to < or > is a
+# descriptor: left to the slow path, except "2>", "2>>" and "2>&1", matched as
+# operators. Possessive quantifiers never backtrack, so matching stays linear. A line
+# that `_SIMPLE_LINE` matches whole is a sequence of such tokens, which `_SIMPLE_TOKEN`
+# then finds one after another with nothing skipped.
 _END = r"(?=[ \t|;&<>]|\Z)"
-_SIMPLE = re.compile(
-    r"[ \t]*+(?:"
-    r"(?P<word>(?![0-9]++[<>])(?:[A-Za-z0-9_./,:=+@%^\-]++|'[^']*+'|\"[^\"\\$`]*+\")++)" + _END
-    + r"|(?P<op>\|\||&&|2>&1" + _END + r"|2>>|2>(?![|(&>])|>>|>(?![|(&>])|<(?![<(>&])"
-    r"|\|(?!&)|;(?![;&]))"
-    r")"
-)
+
+
+def _token(group: str) -> str:
+    return (
+        rf"({group}[ \t]*+)(?:"
+        rf"({group}(?![0-9]++[<>])(?:[A-Za-z0-9_./,:=+@%^\-]++|'[^']*+'|\"[^\"\\$`]*+\")++)"
+        + _END
+        + rf"|({group}\|\||&&|2>&1" + _END + r"|2>>|2>(?![|(&>])|>>|>(?![|(&>])|<(?![<(>&])"
+        r"|\|(?!&)|;(?![;&]))"
+        r")"
+    )
+
+
+_SIMPLE_TOKEN = re.compile(_token(""))
+# No capturing group inside the possessive repetition: Python 3.11's re mishandles them.
+_SIMPLE_LINE = re.compile(r"(?:" + _token("?:") + r")*+[ \t]*+")
 _QUOTED_PART = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^'\"]+)")
 # C0 controls except tab, DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -435,9 +449,11 @@ class _Lexer:
 _OPS = {kind.value: kind for kind in OpKind}
 
 
-def _simple_word(raw: str, column: int) -> Word:
-    if "'" not in raw and '"' not in raw:
-        return Word(raw, column, False, raw)
+_OPS = {kind.value: kind for kind in OpKind}
+_tuple_new = tuple.__new__  # builds a Word or Op without the Python-level __new__
+
+
+def _quoted_word(raw: str, column: int) -> Word:
     prefix = ""
     parts: list[str] = []
     quoted = False
@@ -454,20 +470,22 @@ def _simple_word(raw: str, column: int) -> Word:
 
 def _lex_simple(line: str) -> list[Token] | None:
     """The tokens of a line made only of the common constructs; None for any other."""
+    if _SIMPLE_LINE.fullmatch(line) is None:
+        return None
     tokens: list[Token] = []
     append = tokens.append
-    match = _SIMPLE.match
-    pos, end = 0, len(line)
-    while pos < end:
-        found = match(line, pos)
-        if found is None:
-            return tokens if not line[pos:].strip(" \t") else None
-        pos = found.end()
-        word = found.group("word")
-        if word is not None:
-            append(_simple_word(word, found.start("word") + 1))
+    pos = 0
+    for blanks, word, op in _SIMPLE_TOKEN.findall(line):
+        pos += len(blanks)
+        if word:
+            if "'" in word or '"' in word:
+                append(_quoted_word(word, pos + 1))
+            else:
+                append(_tuple_new(Word, (word, pos + 1, False, word)))
+            pos += len(word)
         else:
-            append(Op(_OPS[found.group("op")], found.start("op") + 1))
+            append(_tuple_new(Op, (_OPS[op], pos + 1)))
+            pos += len(op)
     return tokens
 
 

@@ -69,81 +69,84 @@ class _Parser:
         self.pipelines: list[Pipeline] = []
         self.connectors: list[Connector] = []
         self.stages: list[Stage] = []
-        self.words: list[Word] = []
-        self.redirects: list[Redirect] = []
-        self.stage_column = 0
 
-    def run(self, tokens: list[Token]) -> Plan:
+    def run(self, tokens: list[Token]) -> Plan:  # noqa: C901 - one branch per token kind
+        # The words and redirects of the stage being read, and where it starts.
+        words: list[Word] = []
+        redirects: list[Redirect] = []
+        column = 0
         pending: Op | None = None  # the last operator that needs a command after it
-        index = 0
-        while index < len(tokens):
+        index, count = 0, len(tokens)
+        while index < count:
             token = tokens[index]
+            index += 1
             if isinstance(token, Word):
-                self.note_start(token.column)
-                self.words.append(token)
+                if not words and not redirects:
+                    column = token.column
+                words.append(token)
                 pending = None
-            elif token.kind is OpKind.ERR_TO_OUT:
-                self.note_start(token.column)
-                self.redirects.append(Redirect(RedirectKind.STDERR_TO_STDOUT, "", token.column))
+                continue
+            kind = token.kind
+            if kind is OpKind.ERR_TO_OUT:
+                if not words and not redirects:
+                    column = token.column
+                redirects.append(Redirect(RedirectKind.STDERR_TO_STDOUT, "", token.column))
                 pending = None
-            elif token.kind in _REDIRECTS:
-                target = tokens[index + 1] if index + 1 < len(tokens) else None
+                continue
+            redirect = _REDIRECTS.get(kind)
+            if redirect is not None:
+                target = tokens[index] if index < count else None
                 if not isinstance(target, Word):
-                    raise refuse("missing redirect target", token.column, token.kind.value)
-                self.note_start(token.column)
-                self.redirects.append(Redirect(_REDIRECTS[token.kind], target.text, token.column))
+                    raise refuse("missing redirect target", token.column, kind.value)
+                if not words and not redirects:
+                    column = token.column
+                redirects.append(Redirect(redirect, target.text, token.column))
                 index += 1
                 pending = None
+                continue
+            if not words and not redirects:
+                raise refuse("empty command", token.column, f"nothing before {kind.value}")
+            self.end_stage(words, tuple(redirects), column, piped=kind is OpKind.PIPE)
+            words, redirects = [], []
+            pending = token
+            if kind is OpKind.PIPE:
+                continue
+            self.end_pipeline()
+            if kind is OpKind.SEMI:
+                self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
+                self.pipelines, self.connectors = [], []
             else:
-                self.operator(token)
-                pending = token
-            index += 1
+                self.connectors.append(_CONNECTORS[kind])
         if pending is not None and pending.kind is not OpKind.SEMI:
             raise refuse("empty command", pending.column, f"nothing after {pending.kind.value}")
-        if self.words or self.redirects:
-            self.end_stage(piped=False, column=len(self.line) + 1)
+        if words or redirects:
+            self.end_stage(words, tuple(redirects), column, piped=False)
         if self.stages:
             self.end_pipeline()
         if self.pipelines:
             self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
         return Plan(self.line, tuple(self.chains))
 
-    def note_start(self, column: int) -> None:
-        if not self.words and not self.redirects:
-            self.stage_column = column
-
-    def operator(self, op: Op) -> None:
-        if not self.words and not self.redirects:
-            raise refuse("empty command", op.column, f"nothing before {op.kind.value}")
-        self.end_stage(piped=op.kind is OpKind.PIPE, column=op.column)
-        if op.kind is OpKind.PIPE:
-            return
-        self.end_pipeline()
-        if op.kind is OpKind.SEMI:
-            self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
-            self.pipelines, self.connectors = [], []
-        else:
-            self.connectors.append(_CONNECTORS[op.kind])
-
-    def end_stage(self, *, piped: bool, column: int) -> None:
-        words, redirects = self.words, tuple(self.redirects)
-        self.words, self.redirects = [], []
-        if piped:
+    def end_stage(
+        self, words: list[Word], redirects: tuple[Redirect, ...], column: int, *, piped: bool
+    ) -> None:
+        if piped and redirects:
             _refuse_dup_into_pipe(redirects)
         if not words:
-            self.stages.append(Stage((), redirects, self.cwd, self.stage_column))
+            self.stages.append(Stage((), redirects, self.cwd, column))
             return
         head = words[0]
         _refuse_command_position(head)
-        argv = tuple(w.text for w in words)
+        argv = tuple([word.text for word in words])
         if head.text == "cd":
-            self.stages.append(self.cd_stage(argv, redirects))
+            self.stages.append(self.cd_stage(argv, redirects, column))
             return
-        self.stages.append(Stage(argv, redirects, self.cwd, self.stage_column))
+        self.stages.append(Stage(argv, redirects, self.cwd, column))
 
-    def cd_stage(self, argv: tuple[str, ...], redirects: tuple[Redirect, ...]) -> Stage:
+    def cd_stage(
+        self, argv: tuple[str, ...], redirects: tuple[Redirect, ...], column: int
+    ) -> Stage:
         operands = argv[2:] if len(argv) > 1 and argv[1] == "--" else argv[1:]
-        column = self.stage_column
         if redirects:
             raise refuse("cd", redirects[0].column, "a redirect on cd")
         if len(operands) != 1:
@@ -181,7 +184,7 @@ def _refuse_command_position(head: Word) -> None:
         raise ShellRefused(
             f"keyword {head.text}", head.column, refuse("keyword", head.column).reason
         )
-    if _ASSIGNMENT.match(head.plain_prefix):
+    if "=" in head.plain_prefix and _ASSIGNMENT.match(head.plain_prefix):
         raise refuse("assignment", head.column, head.text.split("=", 1)[0])
     if head.text in SHELL_BUILTINS:
         raise refuse("shell builtin", head.column, head.text)
