@@ -150,8 +150,10 @@ def render_trace(data: dict[str, Any]) -> None:
         out(f"ended: {run['reason']}\n")
     for step in data["steps"]:
         usage = step["usage"] or {}
+        latency = step["latency_ms"]
+        took = f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "-"
         out(f"\nstep {step['step']}  {step['model']}  in {usage.get('prompt_tokens')}"
-            f" out {usage.get('completion_tokens')}  {step['latency_ms']} ms\n")
+            f" out {usage.get('completion_tokens')}  {took}\n")
         if step["text"]:
             out(f"  says: {_brief(step['text'], 200)}\n")
         for call in step["calls"]:
