@@ -54,6 +54,14 @@ _MAX_LINKS = 40
 """Symbolic links followed while resolving one path (Linux's own limit is 40)."""
 _SKIPPED_DIR = ".git"
 _WINDOWS = os.sep == "\\"
+_S_IFMT, _S_IFLNK, _S_IFDIR = 0o170000, stat.S_IFLNK, stat.S_IFDIR
+_GONE = -1
+"""`_kind` of an entry that does not exist (nor can anything below it)."""
+_UNREADABLE = -2
+"""`_kind` of an entry that cannot be inspected: kept as written; the I/O decides."""
+_PASSABLE = frozenset({_S_IFDIR, _S_IFLNK, _UNREADABLE})
+"""Kinds below which an entry may exist (a link whose target could not be read has
+become something else meanwhile, and is treated as what it now is)."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +250,7 @@ class Workspace:
             raise WorkspaceError(f"path {path!r} contains a NUL byte")
         if _WINDOWS:
             path, cwd = path.replace("\\", "/"), cwd.replace("\\", "/")
-        if _is_absolute(path):
+        if path.startswith("/") or (_WINDOWS and os.path.isabs(path)):
             parts = self._inside(path, path)
         elif not cwd:
             parts = path.split("/")
@@ -258,7 +266,7 @@ class Workspace:
                 return parts[len(prefix) :]
         raise PathEscape(original, "is an absolute path outside the workspace root")
 
-    def _follow(self, parts: list[str], original: str) -> str:  # noqa: C901 - one walk
+    def _follow(self, parts: list[str], original: str) -> str:
         # One lstat per component, on a path string built as the walk goes. Below a
         # component that is missing or not a directory nothing can exist, so the rest
         # is kept as written without asking the filesystem again (until a `..` climbs
@@ -266,60 +274,44 @@ class Workspace:
         pending = parts[::-1]
         resolved: list[str] = []
         where: list[str] = []  # where[i]: the absolute location of resolved[: i + 1]
-        root = self._root_slash
-        lstat, readlink, is_link, is_dir = os.lstat, os.readlink, stat.S_ISLNK, stat.S_ISDIR
         dead = -1  # index in `resolved` of a component that is missing or not a directory
-        links = 0
-        last_link = ""
+        links: list[str] = []  # the links followed so far
         while pending:
             name = pending.pop()
             if name == "" or name == ".":
                 continue
             if name == "..":
                 if not resolved:
-                    raise PathEscape(original, *([_through(last_link)] if last_link else []))
+                    raise PathEscape(original, *([_through(links[-1])] if links else []))
                 resolved.pop()
                 where.pop()
-                if dead >= len(resolved):
-                    dead = -1
+                dead = -1 if dead >= len(resolved) else dead
                 continue
-            location = (where[-1] + "/" if where else root) + name
-            if dead < 0:
-                try:
-                    mode = lstat(location).st_mode
-                except (FileNotFoundError, NotADirectoryError):
-                    dead = len(resolved)
-                    mode = 0
-                except OSError:
-                    mode = 0  # unreadable: kept as written; the I/O decides
-                else:
-                    if is_link(mode):
-                        try:
-                            target = readlink(location)
-                        except OSError:
-                            mode = 0  # no longer a link: treated as what it now is
-                        else:
-                            links += 1
-                            if links > _MAX_LINKS:
-                                raise WorkspaceError(
-                                    f"path {original!r} goes through too many symbolic links"
-                                )
-                            last_link = "/".join([*resolved, name])
-                            if _is_absolute(target):
-                                resolved, where = [], []
-                                try:
-                                    target_parts = self._inside(target, original)
-                                except PathEscape:
-                                    raise PathEscape(original, _through(last_link)) from None
-                            else:
-                                target_parts = target.replace(os.sep, "/").split("/")
-                            pending.extend(reversed(target_parts))
-                            continue
-                    elif not is_dir(mode):
-                        dead = len(resolved)
+            location = (where[-1] + "/" if where else self._root_slash) + name
+            kind = _kind(location) if dead < 0 else _GONE
+            target = _readlink(location) if kind == _S_IFLNK else None
+            if target is not None:
+                links.append("/".join([*resolved, name]))
+                if _is_absolute(target):
+                    resolved, where = [], []
+                pending.extend(reversed(self._link_parts(target, links, original)))
+                continue
+            if dead < 0 and kind not in _PASSABLE:
+                dead = len(resolved)
             resolved.append(name)
             where.append(location)
         return "/".join(resolved)
+
+    def _link_parts(self, target: str, links: list[str], original: str) -> list[str]:
+        """The components a link's target splices into the walk."""
+        if len(links) > _MAX_LINKS:
+            raise WorkspaceError(f"path {original!r} goes through too many symbolic links")
+        if not _is_absolute(target):
+            return target.replace(os.sep, "/").split("/")
+        try:
+            return self._inside(target, original)
+        except PathEscape:
+            raise PathEscape(original, _through(links[-1])) from None
 
     def abspath(self, rel: str) -> Path:
         """The absolute path of `rel` (resolved first, so it cannot escape).
@@ -586,6 +578,26 @@ class Workspace:
                 return None
             with _translated("list", rel):
                 raise
+
+
+def _kind(location: str) -> int:
+    """The file type bits of the entry at `location` (not following a link); `_GONE`
+    when it does not exist, `_UNREADABLE` when it cannot be inspected."""
+    try:
+        return os.lstat(location).st_mode & _S_IFMT
+    except (FileNotFoundError, NotADirectoryError):
+        return _GONE
+    except OSError:
+        return _UNREADABLE
+
+
+def _readlink(location: str) -> str | None:
+    """The target of the link at `location`; None when it is no longer a link (swapped
+    for a file since the lstat), which is then treated as what it now is."""
+    try:
+        return os.readlink(location)
+    except OSError:
+        return None
 
 
 def _through(link: str) -> str:

@@ -81,34 +81,66 @@ _MEMO_TEXT = 2048
 """Acts longer than this (characters of target and argv) are decided afresh every time,
 so a memo of long command lines cannot grow beyond a few megabytes."""
 
-_Rules = tuple[tuple[Rule, re.Pattern[str]], ...]
+
+@dataclass(frozen=True)
+class _Matcher:
+    """The rules of one kind and effect as one alternation: group ``i + 1`` is rule ``i``.
+
+    A full match of an alternation takes the first alternative that matches whole, so
+    the group that matched names the first rule, in order, that matches: the one
+    whose decision (built once, here) is returned.
+    """
+
+    regex: re.Pattern[str] | None
+    decisions: tuple[Decision, ...]
+
+    @staticmethod
+    def build(rules: Sequence[tuple[Rule, re.Pattern[str]]], verdict: Verdict) -> _Matcher:
+        if not rules:
+            return _Matcher(None, ())
+        flags = rules[0][1].flags
+        if any(regex.flags != flags for _, regex in rules):
+            raise PolicyError("internal: patterns of one kind compiled with different flags")
+        regex = re.compile("|".join(f"({regex.pattern})" for _, regex in rules), flags)
+        word = "allowed" if verdict is Verdict.ALLOW else "denied"
+        decisions = tuple(
+            Decision(
+                verdict,
+                f"{word} by {verdict.value}_{rule.kind.value} {rule.pattern!r} ({rule.layer})",
+                rule.pattern,
+                rule.layer,
+            )
+            for rule, _ in rules
+        )
+        return _Matcher(regex, decisions)
+
+    def first(self, candidates: tuple[str, ...]) -> Decision | None:
+        """The decision of the first rule that matches any of `candidates`, if one does."""
+        regex = self.regex
+        if regex is None:
+            return None
+        best = 0
+        for candidate in candidates:
+            found = regex.fullmatch(candidate)
+            if found is not None and found.lastindex is not None:
+                if not best or found.lastindex < best:
+                    best = found.lastindex
+        return self.decisions[best - 1] if best else None
 
 
 @dataclass(frozen=True)
 class _Compiled:
-    deny: Mapping[ActKind, _Rules]
-    allow: Mapping[ActKind, _Rules]
-    # One alternation of a kind's rules, or None when there are none: a miss (the
-    # common case) is then one regex call; which rule matched is looked up on a hit.
-    deny_any: Mapping[ActKind, re.Pattern[str] | None]
-    allow_any: Mapping[ActKind, re.Pattern[str] | None]
+    deny: Mapping[ActKind, _Matcher]
+    allow: Mapping[ActKind, _Matcher]
+    defaults: Mapping[ActKind, Decision]
     exact_write_allows: frozenset[str]
     protected: tuple[tuple[str, re.Pattern[str]], ...]
-    protected_any: re.Pattern[str] | None
+    protected_any: re.Pattern[str]
 
 
-def _alternation(regexes: Iterable[re.Pattern[str]]) -> re.Pattern[str] | None:
-    """One regex that fully matches what any of `regexes` fully matches (same flags)."""
-    found = list(regexes)
-    if not found:
-        return None
-    flags = found[0].flags
-    if any(r.flags != flags for r in found):
-        raise PolicyError("internal: patterns of one kind compiled with different flags")
-    return re.compile("|".join(f"(?:{r.pattern})" for r in found), flags)
-
-
-def _build(rules: Iterable[Rule], protected: Iterable[str]) -> _Compiled:
+def _build(
+    rules: Iterable[Rule], protected: Iterable[str], tier: Tier, approval: ApprovalMode
+) -> _Compiled:
     deny: dict[ActKind, list[tuple[Rule, re.Pattern[str]]]] = {k: [] for k in ActKind}
     allow: dict[ActKind, list[tuple[Rule, re.Pattern[str]]]] = {k: [] for k in ActKind}
     exact: set[str] = set()
@@ -125,13 +157,26 @@ def _build(rules: Iterable[Rule], protected: Iterable[str]) -> _Compiled:
         for pattern in PROTECTED_WRITE_PATTERNS
     ) + tuple((path, re.compile(re.escape(_protected_path(path)), flags)) for path in protected)
     return _Compiled(
-        deny={k: tuple(v) for k, v in deny.items()},
-        allow={k: tuple(v) for k, v in allow.items()},
-        deny_any={k: _alternation(r for _, r in v) for k, v in deny.items()},
-        allow_any={k: _alternation(r for _, r in v) for k, v in allow.items()},
+        deny={k: _Matcher.build(v, Verdict.DENY) for k, v in deny.items()},
+        allow={k: _Matcher.build(v, Verdict.ALLOW) for k, v in allow.items()},
+        defaults={k: _tier_default(tier, approval, k) for k in ActKind},
         exact_write_allows=frozenset(exact),
         protected=guarded,
-        protected_any=_alternation(r for _, r in guarded),
+        protected_any=re.compile("|".join(f"(?:{r.pattern})" for _, r in guarded), flags),
+    )
+
+
+def _tier_default(tier: Tier, approval: ApprovalMode, act_kind: ActKind) -> Decision:
+    kind, name = act_kind.value, tier.value
+    if tier.allows(act_kind):
+        return Decision(Verdict.ALLOW, f"the {name} tier allows {kind}", None, TIER_LAYER)
+    if approval is ApprovalMode.ASK:
+        return Decision(Verdict.ASK, f"the {name} tier needs approval for {kind}", None, TIER_LAYER)
+    return Decision(
+        Verdict.DENY,
+        f"the {name} tier does not allow {kind} and approval is 'deny'",
+        None,
+        TIER_LAYER,
     )
 
 
@@ -163,21 +208,7 @@ def _act_size(act: Act) -> int:
     return len(act.target) + sum(map(len, act.argv))
 
 
-def _first_match(rules: _Rules, candidates: tuple[str, ...]) -> Rule | None:
-    for rule, regex in rules:
-        for candidate in candidates:
-            if regex.fullmatch(candidate):
-                return rule
-    return None
-
-
-def _any_match(regex: re.Pattern[str] | None, candidates: tuple[str, ...]) -> bool:
-    if regex is None:
-        return False
-    for candidate in candidates:
-        if regex.fullmatch(candidate):
-            return True
-    return False
+_OUTSIDE = Decision(Verdict.DENY, "the path is outside the workspace root", layer=BUILTIN_LAYER)
 
 
 @dataclass(frozen=True)
@@ -204,7 +235,9 @@ class Policy:
     protected: tuple[str, ...] = ()
     within: tuple[Policy, ...] = ()
     _compiled: _Compiled = field(init=False, repr=False, compare=False)
-    _memo: dict[Act, Decision] = field(init=False, repr=False, compare=False)
+    _memo: dict[tuple[ActKind, str, tuple[str, ...]], Decision] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         tier: object = self.tier
@@ -216,7 +249,9 @@ class Policy:
         object.__setattr__(self, "rules", tuple(self.rules))
         object.__setattr__(self, "protected", tuple(self.protected))
         object.__setattr__(self, "within", tuple(self.within))
-        object.__setattr__(self, "_compiled", _build(self.rules, self.protected))
+        object.__setattr__(
+            self, "_compiled", _build(self.rules, self.protected, self.tier, self.approval)
+        )
         object.__setattr__(self, "_memo", {})
 
     def check(self, act: Act) -> Decision:
@@ -229,8 +264,10 @@ class Policy:
             The decision with its reason, and the rule and layer that took it.
         """
         memo = self._memo
+        # Keyed by the act's fields, not the act: a tuple hashes and compares in C.
+        key = (act.kind, act.target, act.argv)
         try:
-            known = memo.get(act)
+            known = memo.get(key)
         except TypeError:  # an act built by hand with a list for argv: not hashable
             return self._check(act)
         if known is not None:
@@ -239,7 +276,7 @@ class Policy:
         if _act_size(act) <= _MEMO_TEXT:
             if len(memo) >= _MEMO_SIZE:
                 memo.clear()  # atomic, so safe from the threads that recheck handles
-            memo[act] = decision
+            memo[key] = decision
         return decision
 
     def _check(self, act: Act) -> Decision:
@@ -261,39 +298,20 @@ class Policy:
         else:
             path = normalise_target_path(act.target)
             if path is None:
-                return Decision(
-                    Verdict.DENY,
-                    "the path is outside the workspace root",
-                    layer=BUILTIN_LAYER,
-                )
+                return _OUTSIDE
             if kind is ActKind.WRITE:
                 refusal = self._protected(path)
                 if refusal is not None:
                     return refusal
             deny_candidates = allow_candidates = (path,)
-        if _any_match(compiled.deny_any[kind], deny_candidates):
-            rule = _first_match(compiled.deny[kind], deny_candidates)
-            if rule is not None:
-                return Decision(
-                    Verdict.DENY,
-                    f"denied by deny_{kind.value} {rule.pattern!r} ({rule.layer})",
-                    rule.pattern,
-                    rule.layer,
-                )
-        if _any_match(compiled.allow_any[kind], allow_candidates):
-            rule = _first_match(compiled.allow[kind], allow_candidates)
-            if rule is not None:
-                return Decision(
-                    Verdict.ALLOW,
-                    f"allowed by allow_{kind.value} {rule.pattern!r} ({rule.layer})",
-                    rule.pattern,
-                    rule.layer,
-                )
-        return self._tier_default(act)
+        decision = compiled.deny[kind].first(deny_candidates)
+        if decision is None:
+            decision = compiled.allow[kind].first(allow_candidates)
+        return compiled.defaults[kind] if decision is None else decision
 
     def _protected(self, path: str) -> Decision | None:
         compiled = self._compiled
-        if path in compiled.exact_write_allows or not _any_match(compiled.protected_any, (path,)):
+        if path in compiled.exact_write_allows or compiled.protected_any.fullmatch(path) is None:
             return None
         for pattern, regex in compiled.protected:
             if regex.fullmatch(path):
@@ -306,24 +324,6 @@ class Policy:
                     BUILTIN_LAYER,
                 )
         return None
-
-    def _tier_default(self, act: Act) -> Decision:
-        kind, tier = act.kind.value, self.tier.value
-        if self.tier.allows(act.kind):
-            return Decision(Verdict.ALLOW, f"the {tier} tier allows {kind}", None, TIER_LAYER)
-        if self.approval is ApprovalMode.ASK:
-            return Decision(
-                Verdict.ASK,
-                f"the {tier} tier needs approval for {kind}",
-                None,
-                TIER_LAYER,
-            )
-        return Decision(
-            Verdict.DENY,
-            f"the {tier} tier does not allow {kind} and approval is 'deny'",
-            None,
-            TIER_LAYER,
-        )
 
     def contain(self, child: Policy) -> Policy:
         """`child`, bounded by this policy: what a spawned child runs under.

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from harness_core.errors import PathEscape, WorkspaceError
-from harness_core.policy import Act, ActKind, Decision
-from harness_core.shell._operands import OperandProblem, operand_acts
+from harness_core.policy import Act, ActKind, Decision, Verdict
+from harness_core.shell._operands import OPERAND_PROGRAMS, OperandProblem, operand_acts
 from harness_core.shell._plan import (
     Blocked,
     CheckedChain,
@@ -83,12 +83,13 @@ class LineChecker:
         """
         dirs: dict[str, str] = {}
         chains: list[CheckedChain] = []
+        check_stage = self._stage
         for chain in plan.chains:
             pipelines: list[CheckedPipeline] = []
             for pipeline in chain.pipelines:
                 stages: list[CheckedStage] = []
                 for stage in pipeline.stages:
-                    checked = self._stage(stage, base_cwd, dirs)
+                    checked = check_stage(stage, base_cwd, dirs)
                     if isinstance(checked, Blocked):
                         return checked
                     stages.append(checked)
@@ -116,10 +117,10 @@ class LineChecker:
         return resolved
 
     def _gate(self, act: Act, column: int, acts: dict[Act, None]) -> Blocked | None:
-        if act in acts:
+        if acts and act in acts:
             return None
         decision = self.gate.check(act)
-        if not decision.is_allowed:
+        if decision.verdict is not Verdict.ALLOW:
             return _from_decision(act, decision, column)
         acts[act] = None
         return None
@@ -133,35 +134,55 @@ class LineChecker:
         )
 
     def _stage(self, stage: Stage, base_cwd: str, dirs: dict[str, str]) -> CheckedStage | Blocked:
-        cwd = self._dir(stage.cwd, base_cwd, dirs, stage.column)
-        if isinstance(cwd, Blocked):
-            return cwd
+        cwd = dirs.get(stage.cwd)
+        if cwd is None:
+            found_dir = self._dir(stage.cwd, base_cwd, dirs, stage.column)
+            if isinstance(found_dir, Blocked):
+                return found_dir
+            cwd = found_dir
         cd: str | None = None
         if stage.cd is not None:
             target = self._dir(stage.cd, base_cwd, dirs, stage.column)
             if isinstance(target, Blocked):
                 return target
             cd = target
+        argv = stage.argv
         acts: dict[Act, None] = {}
-        if stage.argv and stage.cd is None:
-            blocked = self._gate(Act.exec(stage.argv), stage.column, acts)
+        if argv and cd is None:
+            act = Act.exec(argv)
+            decision = self.gate.check(act)
+            if decision.verdict is not Verdict.ALLOW:
+                return _from_decision(act, decision, stage.column)
+            acts[act] = None
+        redirects = self._redirects(stage, cwd, acts) if stage.redirects else ()
+        if isinstance(redirects, Blocked):
+            return redirects
+        if cd is None and argv and argv[0].rpartition("/")[2] in OPERAND_PROGRAMS:
+            blocked = self._operands(stage, cwd, acts)
             if blocked is not None:
                 return blocked
+        return CheckedStage(stage, cwd, redirects, cd, frozenset(acts))
+
+    def _redirects(
+        self, stage: Stage, cwd: str, acts: dict[Act, None]
+    ) -> tuple[CheckedRedirect, ...] | Blocked:
         redirects: list[CheckedRedirect] = []
         for redirect in stage.redirects:
             checked = self._redirect(redirect.kind, redirect.target, cwd, redirect.column, acts)
             if isinstance(checked, Blocked):
                 return checked
             redirects.append(checked)
-        if stage.cd is None:
-            found, problem = operand_acts(stage.argv, cwd, self.workspace)
-            if problem is not None:
-                return self._problem(problem, stage.column)
-            for act in found:
-                blocked = self._gate(act, stage.column, acts)
-                if blocked is not None:
-                    return blocked
-        return CheckedStage(stage, cwd, tuple(redirects), cd, frozenset(acts))
+        return tuple(redirects)
+
+    def _operands(self, stage: Stage, cwd: str, acts: dict[Act, None]) -> Blocked | None:
+        found, problem = operand_acts(stage.argv, cwd, self.workspace)
+        if problem is not None:
+            return self._problem(problem, stage.column)
+        for act in found:
+            blocked = self._gate(act, stage.column, acts)
+            if blocked is not None:
+                return blocked
+        return None
 
     def _problem(self, problem: OperandProblem, column: int) -> Blocked:
         return self._escape(problem.kind, problem.word, problem.reason, column)
@@ -171,7 +192,7 @@ class LineChecker:
     ) -> CheckedRedirect | Blocked:
         if kind is RedirectKind.STDERR_TO_STDOUT:
             return CheckedRedirect(kind, "", "")
-        act_kind = ActKind.WRITE if kind.is_write else ActKind.READ
+        act_kind = ActKind.READ if kind is RedirectKind.STDIN else ActKind.WRITE
         if not word:
             return Blocked(reason="a redirect needs a file name after it",
                            construct="missing redirect target", column=column)

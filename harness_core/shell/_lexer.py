@@ -6,11 +6,11 @@ with `ShellRefused` naming the construct it would have started and its column. A
 construct nobody anticipated therefore fails closed instead of becoming part of a word.
 
 Most lines use nothing but plain words, quotes without escapes or dollars, and the
-common operators. Those are split by one regular expression, token by token
-(`_lex_simple`); it gives up at the first thing it does not recognise, and the whole
-line then goes through the character-by-character state machine (`_Lexer`), which
-alone decides every refusal. The fast path only ever returns what the state machine
-would have returned for the same line (a test checks this on arbitrary text).
+common operators. Such a line is recognised whole by one regular expression and split
+by another (`_lex_simple`); any other line goes through the character-by-character
+state machine (`_Lexer`), which alone decides every refusal. The fast path only ever
+returns what the state machine would have returned for the same line (a test checks
+this on arbitrary text).
 
 The lexer only splits and unquotes. It never expands anything (there is nothing to
 expand: every expansion is refused), never looks at the filesystem and never decides
@@ -140,26 +140,27 @@ _DQ_PLAIN = re.compile(r'[^"\\$`]+')
 # specially, followed by a blank, an operator or the end; or an operator (group 3) that
 # cannot be the start of a longer, refused one. A run of digits glued to < or > is a
 # descriptor: left to the slow path, except "2>", "2>>" and "2>&1", matched as
-# operators. Possessive quantifiers never backtrack, so matching stays linear. A line
-# that `_SIMPLE_LINE` matches whole is a sequence of such tokens, which `_SIMPLE_TOKEN`
-# then finds one after another with nothing skipped.
+# operators. A line splits into such tokens in at most one way (a word is a run of plain
+# characters, then quoted parts each followed by such a run; "|" never precedes "|"),
+# so matching a line that does not qualify fails in linear time. No possessive
+# quantifiers or atomic groups: Python 3.11 before 3.11.5 matched some of them wrongly.
 _END = r"(?=[ \t|;&<>]|\Z)"
+_PLAIN = r"A-Za-z0-9_./,:=+@%^\-"
+_QUOTED = r"""(?:'[^']*'|"[^"\\$`]*")"""
 
 
 def _token(group: str) -> str:
     return (
-        rf"({group}[ \t]*+)(?:"
-        rf"({group}(?![0-9]++[<>])(?:[A-Za-z0-9_./,:=+@%^\-]++|'[^']*+'|\"[^\"\\$`]*+\")++)"
-        + _END
+        rf"({group}[ \t]*)(?:"
+        rf"({group}(?![0-9]+[<>])(?=[{_PLAIN}'\"])[{_PLAIN}]*(?:{_QUOTED}[{_PLAIN}]*)*)" + _END
         + rf"|({group}\|\||&&|2>&1" + _END + r"|2>>|2>(?![|(&>])|>>|>(?![|(&>])|<(?![<(>&])"
-        r"|\|(?!&)|;(?![;&]))"
+        r"|\|(?![|&])|;(?![;&]))"
         r")"
     )
 
 
 _SIMPLE_TOKEN = re.compile(_token(""))
-# No capturing group inside the possessive repetition: Python 3.11's re mishandles them.
-_SIMPLE_LINE = re.compile(r"(?:" + _token("?:") + r")*+[ \t]*+")
+_SIMPLE_LINE = re.compile(r"(?:" + _token("?:") + r")*[ \t]*")
 _QUOTED_PART = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^'\"]+)")
 # C0 controls except tab, DEL and C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -447,9 +448,6 @@ class _Lexer:
 
 
 _OPS = {kind.value: kind for kind in OpKind}
-
-
-_OPS = {kind.value: kind for kind in OpKind}
 _tuple_new = tuple.__new__  # builds a Word or Op without the Python-level __new__
 
 
@@ -486,6 +484,8 @@ def _lex_simple(line: str) -> list[Token] | None:
         else:
             append(_tuple_new(Op, (_OPS[op], pos + 1)))
             pos += len(op)
+    if pos != len(line.rstrip(" \t")):  # findall skipped something: never trust that
+        return None
     return tokens
 
 

@@ -319,7 +319,7 @@ def operand_acts(
     """
     if not argv:
         return [], None
-    spec = _SPECS.get(posixpath.basename(argv[0]))
+    spec = _SPECS.get(argv[0].rpartition("/")[2])  # the basename, without a call per stage
     if spec is None:
         return [], None
     operands, options = _split(argv, spec)

@@ -50,6 +50,7 @@ _REDIRECTS = {
     OpKind.ERR: RedirectKind.STDERR,
     OpKind.ERR_APPEND: RedirectKind.STDERR_APPEND,
 }
+_STAGE_REDIRECTS = frozenset((*_REDIRECTS, OpKind.ERR_TO_OUT))
 _CONNECTORS = {OpKind.SEMI: Connector.THEN, OpKind.AND: Connector.AND, OpKind.OR: Connector.OR}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
@@ -70,8 +71,8 @@ class _Parser:
         self.connectors: list[Connector] = []
         self.stages: list[Stage] = []
 
-    def run(self, tokens: list[Token]) -> Plan:  # noqa: C901 - one branch per token kind
-        # The words and redirects of the stage being read, and where it starts.
+    def run(self, tokens: list[Token]) -> Plan:
+        # The words and redirects of the stage being read, and the column it starts at.
         words: list[Word] = []
         redirects: list[Redirect] = []
         column = 0
@@ -80,43 +81,20 @@ class _Parser:
         while index < count:
             token = tokens[index]
             index += 1
-            if isinstance(token, Word):
-                if not words and not redirects:
-                    column = token.column
-                words.append(token)
-                pending = None
-                continue
-            kind = token.kind
-            if kind is OpKind.ERR_TO_OUT:
-                if not words and not redirects:
-                    column = token.column
-                redirects.append(Redirect(RedirectKind.STDERR_TO_STDOUT, "", token.column))
-                pending = None
-                continue
-            redirect = _REDIRECTS.get(kind)
-            if redirect is not None:
-                target = tokens[index] if index < count else None
-                if not isinstance(target, Word):
-                    raise refuse("missing redirect target", token.column, kind.value)
-                if not words and not redirects:
-                    column = token.column
-                redirects.append(Redirect(redirect, target.text, token.column))
-                index += 1
-                pending = None
-                continue
             if not words and not redirects:
-                raise refuse("empty command", token.column, f"nothing before {kind.value}")
-            self.end_stage(words, tuple(redirects), column, piped=kind is OpKind.PIPE)
-            words, redirects = [], []
-            pending = token
-            if kind is OpKind.PIPE:
-                continue
-            self.end_pipeline()
-            if kind is OpKind.SEMI:
-                self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
-                self.pipelines, self.connectors = [], []
+                column = token.column
+            if isinstance(token, Word):
+                words.append(token)
+            elif token.kind in _STAGE_REDIRECTS:
+                redirects.append(_redirect(token, tokens, index))
+                if token.kind is not OpKind.ERR_TO_OUT:
+                    index += 1  # the target word
             else:
-                self.connectors.append(_CONNECTORS[kind])
+                self.operator(token, words, tuple(redirects), column)
+                words, redirects = [], []
+                pending = token
+                continue
+            pending = None
         if pending is not None and pending.kind is not OpKind.SEMI:
             raise refuse("empty command", pending.column, f"nothing after {pending.kind.value}")
         if words or redirects:
@@ -126,6 +104,21 @@ class _Parser:
         if self.pipelines:
             self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
         return Plan(self.line, tuple(self.chains))
+
+    def operator(
+        self, op: Op, words: list[Word], redirects: tuple[Redirect, ...], column: int
+    ) -> None:
+        if not words and not redirects:
+            raise refuse("empty command", op.column, f"nothing before {op.kind.value}")
+        self.end_stage(words, redirects, column, piped=op.kind is OpKind.PIPE)
+        if op.kind is OpKind.PIPE:
+            return
+        self.end_pipeline()
+        if op.kind is OpKind.SEMI:
+            self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
+            self.pipelines, self.connectors = [], []
+        else:
+            self.connectors.append(_CONNECTORS[op.kind])
 
     def end_stage(
         self, words: list[Word], redirects: tuple[Redirect, ...], column: int, *, piped: bool
@@ -166,6 +159,16 @@ class _Parser:
                 if stage.cd is not None:
                     raise refuse("cd", stage.column, "cd inside a pipeline")
         self.pipelines.append(Pipeline(stages))
+
+
+def _redirect(op: Op, tokens: list[Token], index: int) -> Redirect:
+    """The redirect `op` starts; its target is ``tokens[index]``, except for ``2>&1``."""
+    if op.kind is OpKind.ERR_TO_OUT:
+        return Redirect(RedirectKind.STDERR_TO_STDOUT, "", op.column)
+    target = tokens[index] if index < len(tokens) else None
+    if not isinstance(target, Word):
+        raise refuse("missing redirect target", op.column, op.kind.value)
+    return Redirect(_REDIRECTS[op.kind], target.text, op.column)
 
 
 def _refuse_dup_into_pipe(redirects: tuple[Redirect, ...]) -> None:
