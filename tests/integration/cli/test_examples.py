@@ -1,0 +1,55 @@
+"""Every examples/ folder is run by a test, as its README says to run it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from tests.conftest import REPO, run_io
+from tests.integration.cli.helpers import json_lines
+
+
+def test_every_example_folder_is_covered_by_a_test() -> None:
+    folders = {p.name for p in (REPO / "examples").iterdir() if p.is_dir()}
+    assert folders == {"quickstart", "approval", "policy-check"}
+
+
+def test_approval_example_pauses_then_resumes_with_approve(tmp_path: Path) -> None:
+    ws = tmp_path / "approval"
+    shutil.copytree(REPO / "examples" / "approval", ws)
+    paused = run_io(["run", "create the marker", "-w", str(ws), "--json"])
+    assert paused.returncode == 4, paused.stderr
+    run_id = json_lines(paused.stdout)[-1]["run_id"]
+    assert not (ws / "approved.txt").exists()
+    resumed = run_io(["resume", str(run_id), "-w", str(ws), "--approve", "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert (ws / "approved.txt").exists()
+
+
+def test_policy_check_example_gives_the_documented_answers() -> None:
+    ws = REPO / "examples" / "policy-check"
+    cases = [
+        ("read_file", {"path": "notes.txt"}, 0, None),
+        ("read_file", {"path": "secrets/prod.env"}, 1, "secrets/**"),
+        ("exec", {"argv": ["git", "push"]}, 1, "git push*"),
+        ("shell", {"line": "echo hi | tr a-z A-Z"}, 0, None),
+        ("shell", {"line": "echo $(whoami)"}, 1, None),
+        ("write_file", {"path": "io.toml", "content": ""}, 1, "io.toml"),
+    ]
+    before = (ws / "io.toml").read_text()
+    for tool, args, code, rule in cases:
+        result = run_io(["tool", tool, "--args", json.dumps(args), "-w", str(ws), "--json"])
+        assert result.returncode == code, (tool, args, result.stdout, result.stderr)
+        answer = json.loads(result.stdout)
+        if code == 0:
+            assert answer["ok"] is True
+        else:
+            refused = answer["refused"]
+            assert refused["reason"]
+            if rule is not None:
+                assert refused["rule"] == rule, refused
+    assert (ws / "io.toml").read_text() == before
+    shout = run_io(["tool", "shell", "--args", json.dumps({"line": "echo hi | tr a-z A-Z"}),
+                    "-w", str(ws), "--json"])
+    assert json.loads(shout.stdout)["data"]["stdout"] == "HI\n"
