@@ -27,8 +27,9 @@ def test_approval_example_pauses_then_resumes_with_approve(tmp_path: Path) -> No
     assert (ws / "approved.txt").exists()
 
 
-def test_policy_check_example_gives_the_documented_answers() -> None:
-    ws = REPO / "examples" / "policy-check"
+def test_policy_check_example_gives_the_documented_answers(tmp_path: Path) -> None:
+    ws = tmp_path / "policy-check"
+    shutil.copytree(REPO / "examples" / "policy-check", ws)
     cases = [
         ("read_file", {"path": "notes.txt"}, 0, None),
         ("read_file", {"path": "secrets/prod.env"}, 1, "secrets/**"),
