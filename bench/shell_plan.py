@@ -9,7 +9,8 @@
   other processes load the machine. Then where a cold line's time goes: lexing,
   parsing, checking (each timed alone on distinct lines), `Policy.check` of the line's
   7 acts (remembered, and one act it has not seen) and `Workspace.resolve` of its 3
-  paths (7 lstat calls, one per component: src; src, out, defs.txt; src, out, err.txt).
+  paths (7 lstat calls, one per component: src; src, out, defs.txt; src, out, err.txt),
+  alone and as one check resolves them (sharing what it found, so 4 lstat calls).
 * overhead: the same argv run N times through the `shell` tool (no sandbox: the
   OffLauncher) and directly with `subprocess.run`; the medians and their difference.
   Target: <= 5 ms median overhead.
@@ -147,6 +148,14 @@ def bench_plan(root: Path, count: int) -> dict[str, tuple[float, float]]:
             workspace.resolve("../out/defs.txt", cwd="src")
             workspace.resolve("../out/err.txt", cwd="src")
 
+    def resolve_shared(n: int) -> None:
+        resolve = workspace.resolve
+        for _ in range(n):
+            kinds: dict[str, int] = {}  # what one LineChecker.check shares, and no more
+            resolve("src", _kinds=kinds)
+            resolve("../out/defs.txt", cwd="src", _kinds=kinds)
+            resolve("../out/err.txt", cwd="src", _kinds=kinds)
+
     return {
         "cold": _rates(cold, count),
         "warm": _rates(warm, count),
@@ -156,6 +165,7 @@ def bench_plan(root: Path, count: int) -> dict[str, tuple[float, float]]:
         "policy": _rates(policy_only, count),
         "policy_new": _rates(policy_new, count),
         "resolve": _rates(resolve_only, count),
+        "resolve_shared": _rates(resolve_shared, count),
     }
 
 
@@ -221,7 +231,8 @@ def main() -> None:
               f"{us['check']:.1f} us")
         print(f"  within the check: Policy.check of its 7 acts {us['policy']:.1f} us when "
               f"remembered (+{us['policy_new']:.1f} us for the one new act); "
-              f"Workspace.resolve of its 3 paths {us['resolve']:.1f} us (7 lstat calls)")
+              f"Workspace.resolve of its 3 paths {us['resolve']:.1f} us alone (7 lstat "
+              f"calls), {us['resolve_shared']:.1f} us within one check (4)")
         overhead_root = Path(temp, "run")
         overhead_root.mkdir()
         shell_one, direct_one, shell_pipe, direct_pipe = bench_overhead(overhead_root, args.runs)

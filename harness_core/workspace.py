@@ -231,12 +231,19 @@ class Workspace:
 
     # -- resolution -------------------------------------------------------------------
 
-    def resolve(self, path: str, *, cwd: str = "") -> str:
+    def resolve(
+        self, path: str, *, cwd: str = "", _kinds: dict[str, int] | None = None
+    ) -> str:
         """Turn `path` into a normalised posix path relative to the root.
 
         Args:
             path: Relative (to `cwd`) or absolute (must lie under the root).
             cwd: Directory `path` is relative to, itself relative to the root.
+            _kinds: Private. A dict the caller owns for the span of one check of
+                several paths (one command line), remembering what each location
+                was found to be, so a directory shared by those paths is inspected
+                once. The caller must drop it when that check ends: it is a snapshot,
+                never to be kept across checks.
 
         Returns:
             The real relative path, ``""`` for the root itself. Links inside the root
@@ -257,7 +264,7 @@ class Workspace:
         else:
             base = self._inside(cwd, path) if _is_absolute(cwd) else cwd.split("/")
             parts = base + path.split("/")
-        return self._follow(parts, path)
+        return self._follow(parts, path, _kinds)
 
     def _inside(self, absolute: str, original: str) -> list[str]:
         parts = _split_absolute(absolute)
@@ -266,11 +273,12 @@ class Workspace:
                 return parts[len(prefix) :]
         raise PathEscape(original, "is an absolute path outside the workspace root")
 
-    def _follow(self, parts: list[str], original: str) -> str:
+    def _follow(self, parts: list[str], original: str, kinds: dict[str, int] | None) -> str:
         # One lstat per component, on a path string built as the walk goes. Below a
         # component that is missing or not a directory nothing can exist, so the rest
         # is kept as written without asking the filesystem again (until a `..` climbs
-        # back above it). Nothing is remembered between calls.
+        # back above it). Nothing is remembered between calls, except in `kinds` when
+        # the caller passes one (see `resolve`).
         pending = parts[::-1]
         resolved: list[str] = []
         where: list[str] = []  # where[i]: the absolute location of resolved[: i + 1]
@@ -288,7 +296,15 @@ class Workspace:
                 dead = -1 if dead >= len(resolved) else dead
                 continue
             location = (where[-1] + "/" if where else self._root_slash) + name
-            kind = _kind(location) if dead < 0 else _GONE
+            if dead >= 0:
+                kind = _GONE
+            elif kinds is None:
+                kind = _kind(location)
+            else:
+                found = kinds.get(location)
+                if found is None:
+                    found = kinds[location] = _kind(location)
+                kind = found
             target = _readlink(location) if kind == _S_IFLNK else None
             if target is not None:
                 links.append("/".join([*resolved, name]))

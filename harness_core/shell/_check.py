@@ -81,40 +81,24 @@ class LineChecker:
         Returns:
             The plan ready to run, or why it may not run at all.
         """
-        dirs: dict[str, str] = {}
+        # What this one check learnt, dropped when it returns: each lexical directory's
+        # resolution, and what each location inspected was (so a directory shared by
+        # several paths of the line is looked at once). Nothing outlives the call.
+        check = _Check(self, base_cwd)
+        check_stage = check.stage
         chains: list[CheckedChain] = []
-        check_stage = self._stage
         for chain in plan.chains:
             pipelines: list[CheckedPipeline] = []
             for pipeline in chain.pipelines:
                 stages: list[CheckedStage] = []
                 for stage in pipeline.stages:
-                    checked = check_stage(stage, base_cwd, dirs)
+                    checked = check_stage(stage)
                     if isinstance(checked, Blocked):
                         return checked
                     stages.append(checked)
                 pipelines.append(CheckedPipeline(tuple(stages)))
             chains.append(CheckedChain(tuple(pipelines), chain.connectors))
         return RunPlan(plan.line, tuple(chains), base_cwd)
-
-    def _dir(self, lexical: str, base_cwd: str, dirs: dict[str, str], column: int) -> str | Blocked:
-        if lexical in dirs:
-            return dirs[lexical]
-        if not lexical and not base_cwd:
-            dirs[lexical] = ""  # the root itself: nothing to resolve
-            return ""
-        try:
-            resolved = self.workspace.resolve(lexical, cwd=base_cwd)
-        except (PathEscape, WorkspaceError) as exc:
-            reason = exc.reason if isinstance(exc, PathEscape) else exc.message
-            act = Act.read(lexical)
-            decision = self.gate.refuse(act, f"cd {lexical!r}: {reason}")
-            return Blocked(
-                reason=decision.reason, act="read", target=f"cd {lexical}", construct="cd",
-                column=column, rule=decision.rule, layer=decision.layer,
-            )
-        dirs[lexical] = resolved
-        return resolved
 
     def _gate(self, act: Act, column: int, acts: dict[Act, None]) -> Blocked | None:
         if acts and act in acts:
@@ -133,47 +117,6 @@ class LineChecker:
             column=column, rule=decision.rule, layer=decision.layer,
         )
 
-    def _stage(self, stage: Stage, base_cwd: str, dirs: dict[str, str]) -> CheckedStage | Blocked:
-        cwd = dirs.get(stage.cwd)
-        if cwd is None:
-            found_dir = self._dir(stage.cwd, base_cwd, dirs, stage.column)
-            if isinstance(found_dir, Blocked):
-                return found_dir
-            cwd = found_dir
-        cd: str | None = None
-        if stage.cd is not None:
-            target = self._dir(stage.cd, base_cwd, dirs, stage.column)
-            if isinstance(target, Blocked):
-                return target
-            cd = target
-        argv = stage.argv
-        acts: dict[Act, None] = {}
-        if argv and cd is None:
-            act = Act.exec(argv)
-            decision = self.gate.check(act)
-            if decision.verdict is not Verdict.ALLOW:
-                return _from_decision(act, decision, stage.column)
-            acts[act] = None
-        redirects = self._redirects(stage, cwd, acts) if stage.redirects else ()
-        if isinstance(redirects, Blocked):
-            return redirects
-        if cd is None and argv and argv[0].rpartition("/")[2] in OPERAND_PROGRAMS:
-            blocked = self._operands(stage, cwd, acts)
-            if blocked is not None:
-                return blocked
-        return CheckedStage(stage, cwd, redirects, cd, frozenset(acts))
-
-    def _redirects(
-        self, stage: Stage, cwd: str, acts: dict[Act, None]
-    ) -> tuple[CheckedRedirect, ...] | Blocked:
-        redirects: list[CheckedRedirect] = []
-        for redirect in stage.redirects:
-            checked = self._redirect(redirect.kind, redirect.target, cwd, redirect.column, acts)
-            if isinstance(checked, Blocked):
-                return checked
-            redirects.append(checked)
-        return tuple(redirects)
-
     def _operands(self, stage: Stage, cwd: str, acts: dict[Act, None]) -> Blocked | None:
         found, problem = operand_acts(stage.argv, cwd, self.workspace)
         if problem is not None:
@@ -186,26 +129,6 @@ class LineChecker:
 
     def _problem(self, problem: OperandProblem, column: int) -> Blocked:
         return self._escape(problem.kind, problem.word, problem.reason, column)
-
-    def _redirect(
-        self, kind: RedirectKind, word: str, cwd: str, column: int, acts: dict[Act, None]
-    ) -> CheckedRedirect | Blocked:
-        if kind is RedirectKind.STDERR_TO_STDOUT:
-            return CheckedRedirect(kind, "", "")
-        act_kind = ActKind.READ if kind is RedirectKind.STDIN else ActKind.WRITE
-        if not word:
-            return Blocked(reason="a redirect needs a file name after it",
-                           construct="missing redirect target", column=column)
-        try:
-            path = self.workspace.resolve(word, cwd=cwd)
-        except PathEscape as exc:
-            return self._escape(act_kind, word, f"{word!r} {exc.reason}", column)
-        except WorkspaceError as exc:
-            return self._escape(act_kind, word, exc.message, column)
-        blocked = self._gate(Act(act_kind, path), column, acts)
-        if blocked is not None:
-            return blocked
-        return CheckedRedirect(kind, word, path)
 
     def recheck(
         self, stage: CheckedStage, base_cwd: str = "", *, consult_gate: bool = True
@@ -271,3 +194,109 @@ class LineChecker:
             column=column,
             layer="workspace",
         )
+
+
+class _Check:
+    """The state of one `LineChecker.check` call; made afresh for each call, never kept."""
+
+    __slots__ = ("checker", "workspace", "gate", "base_cwd", "dirs", "kinds")
+
+    def __init__(self, checker: LineChecker, base_cwd: str) -> None:
+        self.checker = checker
+        self.workspace = checker.workspace
+        self.gate = checker.gate
+        self.base_cwd = base_cwd
+        self.dirs: dict[str, str] = {}
+        """Each lexical directory of the line, resolved."""
+        self.kinds: dict[str, int] = {}
+        """What each location inspected was (`Workspace.resolve`'s private memo)."""
+
+    def stage(self, stage: Stage) -> CheckedStage | Blocked:
+        dirs = self.dirs
+        cwd = dirs.get(stage.cwd)
+        if cwd is None:
+            found_dir = self.dir(stage.cwd, stage.column)
+            if isinstance(found_dir, Blocked):
+                return found_dir
+            cwd = found_dir
+        argv = stage.argv
+        if stage.cd is not None:
+            target = self.dir(stage.cd, stage.column)
+            if isinstance(target, Blocked):
+                return target
+            return CheckedStage(stage, cwd, (), target, _NO_ACTS)
+        if not argv:
+            acts: dict[Act, None] = {}
+        else:
+            # The parser refuses an empty program name; `Act.exec` checks it again.
+            act = Act(ActKind.EXEC, argv[0], argv) if argv[0] else Act.exec(argv)
+            decision = self.gate.check(act)
+            if decision.verdict is not Verdict.ALLOW:
+                return _from_decision(act, decision, stage.column)
+            if not stage.redirects and argv[0].rpartition("/")[2] not in OPERAND_PROGRAMS:
+                return CheckedStage(stage, cwd, (), None, frozenset((act,)))
+            acts = {act: None}
+        redirects = self.redirects(stage, cwd, acts) if stage.redirects else ()
+        if isinstance(redirects, Blocked):
+            return redirects
+        if argv and argv[0].rpartition("/")[2] in OPERAND_PROGRAMS:
+            blocked = self.checker._operands(stage, cwd, acts)
+            if blocked is not None:
+                return blocked
+        return CheckedStage(stage, cwd, redirects, None, frozenset(acts))
+
+    def redirects(
+        self, stage: Stage, cwd: str, acts: dict[Act, None]
+    ) -> tuple[CheckedRedirect, ...] | Blocked:
+        checked: list[CheckedRedirect] = []
+        for redirect in stage.redirects:
+            one = self.redirect(redirect.kind, redirect.target, cwd, redirect.column, acts)
+            if isinstance(one, Blocked):
+                return one
+            checked.append(one)
+        return tuple(checked)
+
+    def dir(self, lexical: str, column: int) -> str | Blocked:
+        dirs = self.dirs
+        if lexical in dirs:
+            return dirs[lexical]
+        base_cwd = self.base_cwd
+        if not lexical and not base_cwd:
+            dirs[lexical] = ""  # the root itself: nothing to resolve
+            return ""
+        try:
+            resolved = self.workspace.resolve(lexical, cwd=base_cwd, _kinds=self.kinds)
+        except (PathEscape, WorkspaceError) as exc:
+            reason = exc.reason if isinstance(exc, PathEscape) else exc.message
+            act = Act.read(lexical)
+            decision = self.gate.refuse(act, f"cd {lexical!r}: {reason}")
+            return Blocked(
+                reason=decision.reason, act="read", target=f"cd {lexical}", construct="cd",
+                column=column, rule=decision.rule, layer=decision.layer,
+            )
+        dirs[lexical] = resolved
+        return resolved
+
+    def redirect(
+        self, kind: RedirectKind, word: str, cwd: str, column: int, acts: dict[Act, None]
+    ) -> CheckedRedirect | Blocked:
+        if kind is RedirectKind.STDERR_TO_STDOUT:
+            return CheckedRedirect(kind, "", "")
+        act_kind = ActKind.READ if kind is RedirectKind.STDIN else ActKind.WRITE
+        if not word:
+            return Blocked(reason="a redirect needs a file name after it",
+                           construct="missing redirect target", column=column)
+        checker = self.checker
+        try:
+            path = self.workspace.resolve(word, cwd=cwd, _kinds=self.kinds)
+        except PathEscape as exc:
+            return checker._escape(act_kind, word, f"{word!r} {exc.reason}", column)
+        except WorkspaceError as exc:
+            return checker._escape(act_kind, word, exc.message, column)
+        blocked = checker._gate(Act(act_kind, path), column, acts)
+        if blocked is not None:
+            return blocked
+        return CheckedRedirect(kind, word, path)
+
+
+_NO_ACTS: frozenset[Act] = frozenset()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+from collections.abc import Iterator
 
 from harness_core.errors import ShellRefused
 from harness_core.shell._lexer import Op, OpKind, Token, Word, lex, refuse
@@ -72,33 +73,37 @@ class _Parser:
         self.stages: list[Stage] = []
 
     def run(self, tokens: list[Token]) -> Plan:
-        # The words and redirects of the stage being read, and the column it starts at.
-        words: list[Word] = []
+        # The stage being read: its first word, the text of all its words, its
+        # redirects, and the column it starts at.
+        head: Word | None = None
+        texts: list[str] = []
         redirects: list[Redirect] = []
         column = 0
         pending: Op | None = None  # the last operator that needs a command after it
-        index, count = 0, len(tokens)
-        while index < count:
-            token = tokens[index]
-            index += 1
-            if not words and not redirects:
-                column = token.column
+        following = iter(tokens)  # a redirect takes its target word from here
+        for token in following:
             if isinstance(token, Word):
-                words.append(token)
-            elif token.kind in _STAGE_REDIRECTS:
-                redirects.append(_redirect(token, tokens, index))
-                if token.kind is not OpKind.ERR_TO_OUT:
-                    index += 1  # the target word
-            else:
-                self.operator(token, words, tuple(redirects), column)
-                words, redirects = [], []
-                pending = token
+                if head is None:
+                    head = token
+                    if not redirects:
+                        column = token.column
+                texts.append(token.text)
+                pending = None
                 continue
-            pending = None
+            op = token
+            if op.kind in _STAGE_REDIRECTS:
+                if head is None and not redirects:
+                    column = op.column
+                redirects.append(_redirect(op, following))
+                pending = None
+                continue
+            self.operator(op, head, texts, tuple(redirects), column)
+            head, texts, redirects = None, [], []
+            pending = op
         if pending is not None and pending.kind is not OpKind.SEMI:
             raise refuse("empty command", pending.column, f"nothing after {pending.kind.value}")
-        if words or redirects:
-            self.end_stage(words, tuple(redirects), column, piped=False)
+        if head is not None or redirects:
+            self.end_stage(head, texts, tuple(redirects), column, piped=False)
         if self.stages:
             self.end_pipeline()
         if self.pipelines:
@@ -106,31 +111,42 @@ class _Parser:
         return Plan(self.line, tuple(self.chains))
 
     def operator(
-        self, op: Op, words: list[Word], redirects: tuple[Redirect, ...], column: int
+        self,
+        op: Op,
+        head: Word | None,
+        texts: list[str],
+        redirects: tuple[Redirect, ...],
+        column: int,
     ) -> None:
-        if not words and not redirects:
+        if head is None and not redirects:
             raise refuse("empty command", op.column, f"nothing before {op.kind.value}")
-        self.end_stage(words, redirects, column, piped=op.kind is OpKind.PIPE)
-        if op.kind is OpKind.PIPE:
+        kind = op.kind
+        self.end_stage(head, texts, redirects, column, piped=kind is OpKind.PIPE)
+        if kind is OpKind.PIPE:
             return
         self.end_pipeline()
-        if op.kind is OpKind.SEMI:
+        if kind is OpKind.SEMI:
             self.chains.append(Chain(tuple(self.pipelines), tuple(self.connectors)))
             self.pipelines, self.connectors = [], []
         else:
-            self.connectors.append(_CONNECTORS[op.kind])
+            self.connectors.append(_CONNECTORS[kind])
 
     def end_stage(
-        self, words: list[Word], redirects: tuple[Redirect, ...], column: int, *, piped: bool
+        self,
+        head: Word | None,
+        texts: list[str],
+        redirects: tuple[Redirect, ...],
+        column: int,
+        *,
+        piped: bool,
     ) -> None:
         if piped and redirects:
             _refuse_dup_into_pipe(redirects)
-        if not words:
+        if head is None:
             self.stages.append(Stage((), redirects, self.cwd, column))
             return
-        head = words[0]
         _refuse_command_position(head)
-        argv = tuple([word.text for word in words])
+        argv = tuple(texts)
         if head.text == "cd":
             self.stages.append(self.cd_stage(argv, redirects, column))
             return
@@ -161,11 +177,11 @@ class _Parser:
         self.pipelines.append(Pipeline(stages))
 
 
-def _redirect(op: Op, tokens: list[Token], index: int) -> Redirect:
-    """The redirect `op` starts; its target is ``tokens[index]``, except for ``2>&1``."""
+def _redirect(op: Op, following: Iterator[Token]) -> Redirect:
+    """The redirect `op` starts; its target is the next token, except for ``2>&1``."""
     if op.kind is OpKind.ERR_TO_OUT:
         return Redirect(RedirectKind.STDERR_TO_STDOUT, "", op.column)
-    target = tokens[index] if index < len(tokens) else None
+    target = next(following, None)
     if not isinstance(target, Word):
         raise refuse("missing redirect target", op.column, op.kind.value)
     return Redirect(_REDIRECTS[op.kind], target.text, op.column)
