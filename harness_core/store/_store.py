@@ -39,7 +39,7 @@ from harness_core.store._records import (
 from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
-from harness_core.store._todos import TODO_SCHEMA_SQL, TodoQueries
+from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
 
 __all__ = ["AliveCheck", "Store"]
 
@@ -63,7 +63,7 @@ def _translate(exc: sqlite3.Error, what: str) -> StateError:
     return StateError(f"store failed while {what}: {text}")
 
 
-class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQueries):
+class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries):
     """The run store.
 
     Args:
@@ -137,7 +137,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, TodoQueries, QuestionQu
             done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
             for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL),
                               ("0003_sessions", SESSION_SCHEMA_SQL),
-                              ("0004_todos", TODO_SCHEMA_SQL),
+                              ("0004_todos", PLAN_SCHEMA_SQL),
                               ("0005_questions", QUESTION_SCHEMA_SQL)):
                 if name in done:
                     continue

@@ -1,6 +1,6 @@
 """Plan queries: the agent's todo list, one per run, replaced wholesale.
 
-`TodoQueries` is a mixin of `Store` (it uses `self._conn` and `self._tx()`). A write
+`PlanQueries` is a mixin of `Store` (it uses `self._conn` and `self._tx()`). A write
 deletes the run's whole plan and inserts the new one in one transaction, so a reader on
 another connection (another process: `io trace RUN --plan`) sees the previous plan or
 the next one, never half of each. Nothing here judges a plan: an item marked ``done``
@@ -17,12 +17,12 @@ from typing import Any
 from harness_core.errors import StateError
 from harness_core.store._parts import StoreParts
 
-__all__ = ["TODO_SCHEMA_SQL", "TODO_STATUSES", "TodoQueries"]
+__all__ = ["PLAN_SCHEMA_SQL", "PLAN_STATUSES", "PlanQueries"]
 
-TODO_STATUSES: tuple[str, ...] = ("pending", "in_progress", "done")
+PLAN_STATUSES: tuple[str, ...] = ("pending", "in_progress", "done")
 """The states an item may claim, in the order work moves through them."""
 
-TODO_SCHEMA_SQL = """
+PLAN_SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS todos (
     run_id TEXT NOT NULL,
     position INTEGER NOT NULL,
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS todo_revisions (
 """The plan tables. Statements are separated by ``;`` and contain none inside."""
 
 
-class TodoQueries(StoreParts):
+class PlanQueries(StoreParts):
     """Mixin of `Store`: read and replace a run's plan."""
 
     _conn: sqlite3.Connection
