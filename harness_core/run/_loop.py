@@ -40,7 +40,7 @@ from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.shell import HandleRegistry
-from harness_core.store import LedgerEntry, RunStatus, Store
+from harness_core.store import RunStatus, Store
 from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
@@ -630,8 +630,3 @@ def _check_resume_args(
     if kind != "question" and answer is not None:
         raise UsageError("--answer given, but the run is not waiting for an answer")
 
-
-def ledger_summary(entries: list[LedgerEntry]) -> str:
-    """One line per ledger entry (for debugging output)."""
-    return "\n".join(f"{e.step_index}.{e.call_index} {e.name} "
-                     f"{'observed' if e.has_observation else 'intent only'}" for e in entries)

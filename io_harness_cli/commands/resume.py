@@ -38,7 +38,6 @@ def resume(
             make_responder,
             workspace_path,
         )
-        from io_harness_cli.commands.tool import handle_extras
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
@@ -61,7 +60,6 @@ def resume(
             try:
                 runner = Runner(store, provider, on_event=out,
                                 approver=make_approver(not json_out),
-                                extras=handle_extras(store),
                                 responder=make_responder(not json_out))
                 decision = True if approve else (False if deny else None)
                 return runner.resume(record.run_id, spec, approve=decision, answer=answer)

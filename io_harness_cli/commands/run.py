@@ -37,7 +37,6 @@ def run(
             workspace_path,
         )
         from io_harness_cli.commands._scratch import make_scratch
-        from io_harness_cli.commands.tool import handle_extras
 
         ws = workspace_path(workspace)
         if scratch:
@@ -52,7 +51,7 @@ def run(
         store = open_store(cfg)
         try:
             runner = Runner(store, provider, on_event=out, approver=make_approver(not json_out),
-                            extras=handle_extras(store), responder=make_responder(not json_out))
+                            responder=make_responder(not json_out))
             return runner.start(spec)
         finally:
             provider.close()

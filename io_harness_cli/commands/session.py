@@ -103,7 +103,6 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             make_responder,
             workspace_path,
         )
-        from io_harness_cli.commands.tool import handle_extras
 
         text = sys.stdin.read() if message == "-" else message
         if not text.strip():
@@ -120,7 +119,6 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             try:
                 runner = Runner(store, provider, on_event=out,
                                 approver=make_approver(not json_out),
-                                extras=handle_extras(store),
                                 responder=make_responder(not json_out))
                 return session.turn(runner, spec, from_turn=from_turn)
             finally:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,13 +18,6 @@ from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import Store, ToolContext
-
-
-def handle_extras(store: Store) -> Callable[[str, ToolContext], dict[str, Any]]:
-    """Run-scoped services the CLI adds to a run (process handles are the loop's own)."""
-    def make(run_id: str, ctx: ToolContext) -> dict[str, Any]:
-        return {}
-    return make
 
 
 def _tool_handles(store: Store, ctx: ToolContext, capture_dir: Path) -> Any:
