@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "CallView": "harness_core.trace:CallView",
+    "CostView": "harness_core.trace:CostView",
+    "FileChange": "harness_core.trace:FileChange",
+    "FileEdit": "harness_core.trace:FileEdit",
+    "ModelCost": "harness_core.trace:ModelCost",
+    "PlanRevision": "harness_core.trace:PlanRevision",
+    "RunTrace": "harness_core.trace:RunTrace",
+    "StepView": "harness_core.trace:StepView",
+    "load_trace": "harness_core.trace:load_trace",
+    "load_tree": "harness_core.trace:load_tree",
     "BUILTIN_LAYER": "harness_core.policy:BUILTIN_LAYER",
     "CHECKPOINT_FORMAT": "harness_core.store:CHECKPOINT_FORMAT",
     "CONSTRUCTS": "harness_core.shell:CONSTRUCTS",
@@ -121,6 +131,7 @@ _EXPORTS: dict[str, str] = {
     "SystemClock": "harness_core.clock:SystemClock",
     "TaskContract": "harness_core.verification:TaskContract",
     "Tier": "harness_core.policy:Tier",
+    "TrustStore": "harness_core.providers:TrustStore",
     "Tool": "harness_core.tools:Tool",
     "ToolCall": "harness_core.messages:ToolCall",
     "ToolContext": "harness_core.tools:ToolContext",
@@ -141,6 +152,7 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
     "build_provider": "harness_core.providers:build_provider",
+    "trust_store": "harness_core.providers:trust_store",
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
     "load_config": "harness_core.config:load",
@@ -154,6 +166,16 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CallView",
+    "CostView",
+    "FileChange",
+    "FileEdit",
+    "ModelCost",
+    "PlanRevision",
+    "RunTrace",
+    "StepView",
+    "load_trace",
+    "load_tree",
     "BUILTIN_LAYER",
     "CHECKPOINT_FORMAT",
     "CONSTRUCTS",
@@ -262,6 +284,7 @@ __all__ = [
     "SystemClock",
     "TaskContract",
     "Tier",
+    "TrustStore",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -282,6 +305,7 @@ __all__ = [
     "WorkspaceError",
     "build_launchers",
     "build_provider",
+    "trust_store",
     "detect_toolchain",
     "discover_config",
     "load_config",
@@ -401,8 +425,10 @@ if TYPE_CHECKING:
         ProviderAttempt,
         ProviderConfig,
         ServerToolCall,
+        TrustStore,
         WebAccess,
         build_provider,
+        trust_store,
         validate_web,
     )
     from harness_core.providers.scripted import (  # noqa: F401
@@ -494,6 +520,18 @@ if TYPE_CHECKING:
         Answer,
         AnsweredBy,
         Responder,
+    )
+    from harness_core.trace import (  # noqa: F401
+        CallView,
+        CostView,
+        FileChange,
+        FileEdit,
+        ModelCost,
+        PlanRevision,
+        RunTrace,
+        StepView,
+        load_trace,
+        load_tree,
     )
     from harness_core.verification import (  # noqa: F401
         CriterionKind,
