@@ -31,7 +31,12 @@ def use_color(stream: TextIO | None = None) -> bool:
 
 def write_json(obj: Any) -> None:
     """One JSON object on one line of stdout, flushed at once."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): escape it
+        text = json.dumps(obj, ensure_ascii=True, default=str)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 

@@ -40,6 +40,7 @@ def run_app(app: typer.Typer) -> None:
     """Run the Typer app; the only place where an unexpected exception is caught."""
     from harness_core import HarnessError
 
+    _escape_unencodable_output()
     try:
         app(prog_name="io")
     except HarnessError as exc:
@@ -51,6 +52,15 @@ def run_app(app: typer.Typer) -> None:
         sys.stderr.write("io: internal error (this is a bug in io):\n")
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
+
+
+def _escape_unencodable_output() -> None:
+    """Text that cannot be encoded (a file name that is not UTF-8) is printed escaped,
+    as stderr already does, instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
 
 
 def fail(exc: BaseException) -> NoReturn:
