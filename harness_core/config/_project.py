@@ -292,6 +292,9 @@ def _one_provider(
         max_retries=t.get("max_retries", base.max_retries),
         fallback=fallback,
         web=web,
+        ca_bundle=t.get("ca_bundle"),
+        system_role=t.get("system_role", base.system_role),
+        previous_response_id=t.get("previous_response_id", base.previous_response_id),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -25,11 +25,14 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
 
     cfg = load_config(workspace_path(workspace), config)
     rows = cfg.show()
+    trust = _trust_store(cfg)
     if json_out:
         write_json({
             "files": [{"scope": f.scope.value, "path": str(f.path)} for f in cfg.files],
             "values": [{"key": r.key, "value": r.value, "scope": r.scope.value,
                         "file": str(r.file)} for r in rows],
+            "tls": {"trust_store": trust.kind, "source": trust.source,
+                    "ca_bundles": [str(p) for p in trust.ca_bundles]},
         })
         return
     from io_harness_cli.render import print_table
@@ -37,6 +40,14 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
     print_table(["key", "value", "scope", "file"],
                 [[r.key, _text(r.value), r.scope.value, str(r.file)] for r in rows],
                 title="io config", stdout=True)
+    print(f"TLS trust store (HTTP providers): {trust.describe()}")
+
+
+def _trust_store(cfg: Any) -> Any:
+    from harness_core import trust_store
+
+    chain = (cfg.provider, *cfg.provider.fallback) if cfg.provider is not None else ()
+    return trust_store([p.ca_bundle for p in chain if p.ca_bundle is not None])
 
 
 def _text(value: object) -> str:
