@@ -10,7 +10,8 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
-from harness_core.store._store import AliveCheck, Store
+from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
+from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -21,6 +22,9 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "StepRecord",
+    "QUICK_CHECK_SECONDS",
     "Store",
+    "StoreReport",
     "VerificationRecord",
+    "check_store",
 ]
