@@ -1,5 +1,6 @@
 """Persistence: the SQLite store behind every run, and its checkpoint format."""
 
+from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._records import (
     CheckpointRecord,
     LedgerEntry,
@@ -10,7 +11,6 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
-from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [

@@ -23,7 +23,6 @@ def check(path: PathArg = None, workspace: WorkspaceOpt = None, config: ConfigOp
     """Check the store fully (header, log, schema, PRAGMA integrity_check) without
     writing it. Exits 0 when it is sound, 1 when it is damaged."""
     from harness_core import check_store
-
     from io_harness_cli.commands._common import load_config, workspace_path
     from io_harness_cli.exit_codes import ExitCode
     from io_harness_cli.output import write_json
