@@ -1,4 +1,5 @@
-"""Persistence: the SQLite store behind every run, and its checkpoint format."""
+"""Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
+checkpoint format."""
 
 from harness_core.store._records import (
     CheckpointRecord,
@@ -9,6 +10,7 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
+from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._schema import CHECKPOINT_FORMAT
 from harness_core.store._store import AliveCheck, Store
 
@@ -23,4 +25,6 @@ __all__ = [
     "StepRecord",
     "Store",
     "VerificationRecord",
+    "is_postgres_url",
+    "redact_url",
 ]
