@@ -1,6 +1,7 @@
 """Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
 checkpoint format."""
 
+from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
     LedgerEntry,
@@ -10,7 +11,6 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._schema import CHECKPOINT_FORMAT
 from harness_core.store._store import AliveCheck, Store
 

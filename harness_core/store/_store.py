@@ -26,6 +26,7 @@ from harness_core.errors import (
 from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._postgres import is_postgres_url
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
@@ -36,7 +37,6 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._postgres import is_postgres_url
 from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
