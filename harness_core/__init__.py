@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "CallView": "harness_core.trace:CallView",
+    "CostView": "harness_core.trace:CostView",
+    "FileChange": "harness_core.trace:FileChange",
+    "FileEdit": "harness_core.trace:FileEdit",
+    "ModelCost": "harness_core.trace:ModelCost",
+    "PlanRevision": "harness_core.trace:PlanRevision",
+    "RunTrace": "harness_core.trace:RunTrace",
+    "StepView": "harness_core.trace:StepView",
+    "load_trace": "harness_core.trace:load_trace",
+    "load_tree": "harness_core.trace:load_tree",
     "BUILTIN_LAYER": "harness_core.policy:BUILTIN_LAYER",
     "CHECKPOINT_FORMAT": "harness_core.store:CHECKPOINT_FORMAT",
     "CONSTRUCTS": "harness_core.shell:CONSTRUCTS",
@@ -154,6 +164,16 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CallView",
+    "CostView",
+    "FileChange",
+    "FileEdit",
+    "ModelCost",
+    "PlanRevision",
+    "RunTrace",
+    "StepView",
+    "load_trace",
+    "load_tree",
     "BUILTIN_LAYER",
     "CHECKPOINT_FORMAT",
     "CONSTRUCTS",
@@ -494,6 +514,18 @@ if TYPE_CHECKING:
         Answer,
         AnsweredBy,
         Responder,
+    )
+    from harness_core.trace import (  # noqa: F401
+        CallView,
+        CostView,
+        FileChange,
+        FileEdit,
+        ModelCost,
+        PlanRevision,
+        RunTrace,
+        StepView,
+        load_trace,
+        load_tree,
     )
     from harness_core.verification import (  # noqa: F401
         CriterionKind,

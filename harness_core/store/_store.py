@@ -281,6 +281,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
         return [_run_record(r) for r in rows]
 
+    def child_runs(self, run_id: str) -> list[RunRecord]:
+        """The runs whose parent is `run_id`, oldest first (one level of a tree)."""
+        return [_run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
+
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
 
@@ -771,6 +775,12 @@ _RUNS_OF_SESSION = (
     "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
     ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
+)
+_RUNS_OF_PARENT = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs WHERE parent_run_id = ? ORDER BY c"
+    "reated_at, run_id"
 )
 
 

@@ -11,6 +11,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -165,10 +166,21 @@ def build_provider(config: Config) -> Provider:
     return build(config.provider, env=environment(), clock=SystemClock())
 
 
+Hold = Callable[[], AbstractContextManager[None]]
+"""Keeps the terminal still (the live panel down) while the operator is prompted."""
+
+
 class TtyApprover:
     """Asks the operator on the terminal (stderr prompt, stdin answer)."""
 
+    def __init__(self, hold: Hold | None = None) -> None:
+        self._hold = hold or nullcontext
+
     def decide(self, act: Any, decision: Any) -> Any:
+        with self._hold():
+            return self._ask(act, decision)
+
+    def _ask(self, act: Any, decision: Any) -> Any:
         from harness_core import ApprovalDecision
 
         sys.stderr.write(
@@ -186,10 +198,10 @@ class TtyApprover:
             else ApprovalDecision.DENY
 
 
-def make_approver(interactive: bool) -> Approver | None:
+def make_approver(interactive: bool, hold: Hold | None = None) -> Approver | None:
     """A terminal approver when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
-        return TtyApprover()
+        return TtyApprover(hold)
     return None
 
 
@@ -197,7 +209,14 @@ class TtyResponder:
     """Puts the agent's question to the operator on the terminal (stderr prompt, stdin
     answer). An empty line or end of input leaves it unanswered: the run pauses."""
 
+    def __init__(self, hold: Hold | None = None) -> None:
+        self._hold = hold or nullcontext
+
     def answer(self, question: str) -> Answer | None:
+        with self._hold():
+            return self._ask(question)
+
+    def _ask(self, question: str) -> Answer | None:
         from harness_core import Answer, AnsweredBy
 
         sys.stderr.write(f"\nio: the agent asks: {question}\n"
@@ -211,10 +230,10 @@ class TtyResponder:
         return Answer(text, AnsweredBy.PERSON) if text else None
 
 
-def make_responder(interactive: bool) -> Responder | None:
+def make_responder(interactive: bool, hold: Hold | None = None) -> Responder | None:
     """A terminal responder when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
-        return TtyResponder()
+        return TtyResponder(hold)
     return None
 
 

@@ -58,9 +58,10 @@ def resume(
                 spec = replace(spec, policy=Policy.from_json(record.policy))
             provider = build_provider(cfg)
             try:
+                out.configure(cfg)
                 runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out),
-                                responder=make_responder(not json_out))
+                                approver=make_approver(not json_out, out.hold),
+                                responder=make_responder(not json_out, out.hold))
                 decision = True if approve else (False if deny else None)
                 return runner.resume(record.run_id, spec, approve=decision, answer=answer)
             finally:
