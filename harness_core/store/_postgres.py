@@ -41,6 +41,7 @@ from harness_core.errors import ConfigError, StateError
 __all__ = ["PgConnection", "PgError", "is_postgres_url", "redact_url"]
 
 _STORE_LOCK = 0x10C5_70E0  # the advisory key that serialises write transactions
+_DEAD_OWNER_GRACE_MS = 2000  # how long a held run lock is waited for before "in use"
 
 
 class PgError(sqlite3.DatabaseError):
@@ -168,9 +169,40 @@ class PgConnection:
         """Take the session-scoped advisory lock for (kind, name); False when held elsewhere.
 
         Re-entrant for this connection; the server drops it when the connection dies.
+        When another connection holds it, waits up to `_DEAD_OWNER_GRACE_MS`: a driver
+        killed a moment ago has a closed socket but a server process still exiting.
         """
-        row = self.execute("SELECT pg_try_advisory_lock(?)", (advisory_key(kind, name),)).fetchone()
-        return bool(row and row[0])
+        key = advisory_key(kind, name)
+        row = self.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()
+        if row and row[0]:
+            return True
+        import psycopg
+
+        own = not self.in_transaction
+        try:
+            self._conn.execute("BEGIN" if own else "SAVEPOINT io_lock")
+            self._conn.execute("SELECT set_config('lock_timeout', %s, true)",
+                               (f"{_DEAD_OWNER_GRACE_MS}ms",))
+            self._conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            got = True
+        except psycopg.errors.LockNotAvailable:
+            got = False
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
+        finally:
+            self._end_lock_wait(own)
+        return got
+
+    def _end_lock_wait(self, own: bool) -> None:
+        try:
+            if own:
+                self._conn.execute("COMMIT")
+            else:
+                self._conn.execute("ROLLBACK TO SAVEPOINT io_lock")
+                self._conn.execute("RELEASE SAVEPOINT io_lock")
+                self._conn.execute("SELECT set_config('lock_timeout', '0', true)")
+        except Exception as exc:
+            raise _mapped(exc) from exc
 
     def unlock(self, kind: str, name: str) -> None:
         """Give back one hold of the advisory lock for (kind, name) (no-op when not held)."""
