@@ -228,6 +228,7 @@ def _sandbox(t: _Table) -> SandboxConfig:
         network=t.get("network", base.network),
         commands=t.get("commands", base.commands),
         env_allow=t.get("env_allow", base.env_allow),
+        read_paths=t.get("read_paths", base.read_paths),
     )
 
 

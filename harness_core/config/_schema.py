@@ -173,6 +173,7 @@ SCHEMA = Table(
                 "network": _B,
                 "commands": _B,
                 "env_allow": _L,
+                "read_paths": _L,
             }
         ),
         "budget": Table(

@@ -67,6 +67,7 @@ open_files = 5
 network = true
 commands = false
 env_allow = ["LANG"]
+read_paths = ["~/.config/git"]
 
 [budget]
 max_steps = 6
@@ -202,6 +203,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "sandbox.network": (lambda c: c.sandbox.network, True),
         "sandbox.commands": (lambda c: c.sandbox.commands, False),
         "sandbox.env_allow": (lambda c: c.sandbox.env_allow, ("LANG",)),
+        "sandbox.read_paths": (lambda c: c.sandbox.read_paths, ("~/.config/git",)),
         "budget.max_steps": (lambda c: c.budget.max_steps, 6),
         "budget.max_tokens": (lambda c: c.budget.max_tokens, 7),
         "budget.max_cost_usd": (lambda c: c.budget.max_cost_usd, 0.25),
