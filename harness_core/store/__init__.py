@@ -1,6 +1,8 @@
-"""Persistence: the SQLite store behind every run, and its checkpoint format."""
+"""Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
+checkpoint format."""
 
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
+from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
     LedgerEntry,
@@ -27,4 +29,6 @@ __all__ = [
     "StoreReport",
     "VerificationRecord",
     "check_store",
+    "is_postgres_url",
+    "redact_url",
 ]

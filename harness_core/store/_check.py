@@ -27,15 +27,10 @@ from pathlib import Path
 from harness_core.errors import CheckpointFormatError, StoreDamaged, StoreUnavailable
 
 __all__ = [
-    "QUICK_CHECK_SECONDS", "STORE_ID_SQL", "StoreReport", "check_store", "inspect_file",
+    "QUICK_CHECK_SECONDS", "StoreReport", "check_store", "inspect_file",
     "readonly_uri",
     "verify_log_owner", "verify_schema",
 ]
-
-STORE_ID_SQL = (
-    "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', lower(hex(randomblob(16))))"
-)
-"""The migration that gives a store its identity (kept by `verify_log_owner`)."""
 
 QUICK_CHECK_SECONDS = 0.5
 """Time `quick_check` may take on open; a 50 MB store checks in about 0.1 s here."""

@@ -10,6 +10,7 @@ but never corrupts the file.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +29,6 @@ from harness_core.errors import (
 )
 from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
 from harness_core.store._check import (
-    STORE_ID_SQL,
     StoreReport,
     inspect_file,
     readonly_uri,
@@ -38,6 +38,7 @@ from harness_core.store._check import (
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._postgres import is_postgres_url
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
@@ -62,7 +63,8 @@ _BUSY_TIMEOUT_MS = 5000
 _MIGRATIONS: tuple[tuple[str, str], ...] = (
     *MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL), ("0003_sessions", SESSION_SCHEMA_SQL),
     ("0004_todos", PLAN_SCHEMA_SQL), ("0005_questions", QUESTION_SCHEMA_SQL),
-    ("0006_verification_report", VERIFICATION_REPORT_SQL), ("0007_store_id", STORE_ID_SQL),
+    ("0006_verification_report", VERIFICATION_REPORT_SQL),
+    ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -140,6 +142,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if is_postgres_url(path):
+            self._open_postgres(str(path))
+            return
+        self.backend = "sqlite"
+        self.location = str(path)
         self.path = Path(path)
         exists = inspect_file(self.path) > 0
         if exists:
@@ -171,6 +178,22 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             self._conn.close()
             raise
 
+    def _open_postgres(self, url: str) -> None:
+        from harness_core.store._postgres import PgConnection, redact_url
+
+        self.backend = "postgresql"
+        self.location = redact_url(url)
+        self.path = Path("/nonexistent/io-postgresql-store")  # no file: nothing to protect
+        self._conn = PgConnection(url)  # type: ignore[assignment]
+        try:
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise _translate(exc, f"opening {self.location}") from exc
+        except StateError:
+            self._conn.close()
+            raise
+
     def _verify(self) -> None:
         """The self-check of an existing file, through a connection that cannot write."""
         try:
@@ -186,18 +209,19 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         finally:
             conn.close()
 
-    def _pending(self) -> list[tuple[str, str]]:
+    def _is_current(self) -> bool:
+        """Whether this SQLite store has every migration (read only, no lock taken)."""
         tables = {r[0] for r in self._conn.execute(
             "SELECT name FROM sqlite_master WHERE type='table'")}
         if "migrations" not in tables or "meta" not in tables:
-            return list(_MIGRATIONS)
+            return False
         done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
-        return [(name, sql) for name, sql in _MIGRATIONS if name not in done]
+        return KNOWN_MIGRATIONS <= done
 
     def _migrate(self) -> None:
-        # Read first: a store that is up to date is not written at all (`io runs` leaves
-        # its bytes alone, and needs no write lock).
-        if not self._pending():
+        # Read first: a SQLite store that is up to date is not written at all (`io runs`
+        # leaves its bytes alone, and needs no write lock).
+        if self.backend == "sqlite" and self._is_current():
             return
         with self._tx():
             self._conn.execute(
@@ -206,18 +230,35 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
             )
-            # Only a new store lacks the row: an existing one without it failed `_verify`.
+            # Only a new store lacks the row (an existing SQLite one without it failed
+            # `_verify`); a PostgreSQL store is checked here.
             self._conn.execute(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('checkpoint_format', ?)",
                 (str(CHECKPOINT_FORMAT),),
             )
-            for name, sql in self._pending():
+            self._check_format_row()
+            self._conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
+                               (secrets.token_hex(16),))
+            done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+            for name, sql in _MIGRATIONS:
+                if name in done:
+                    continue
                 for statement in sql.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
                 self._conn.execute(
                     "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _now())
                 )
+
+    def _check_format_row(self) -> None:
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key = 'checkpoint_format'").fetchone()
+        value = str(row[0]) if row is not None else ""
+        if not value.isdigit():
+            raise StoreDamaged(self.location, f"its checkpoint_format row holds {value[:40]!r},"
+                                              " not a number")
+        if int(value) != CHECKPOINT_FORMAT:
+            raise CheckpointFormatError(int(value), CHECKPOINT_FORMAT)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -237,8 +278,9 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         try:
             # Every commit rewrites the meta page (which holds `store_id`) into the log,
             # so a log copied beside another store is recognised as foreign on open.
-            self._conn.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_write', ?)", (_now(),))
+            if self.backend == "sqlite":
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_write', ?)", (_now(),))
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()
@@ -293,6 +335,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     ) -> None:
         """Record a new run with its opening messages, owned by the calling process."""
         now = _now()
+        if owner_pid is not None:
+            self._hold("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
@@ -360,8 +404,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             if row is None:
                 raise RunNotFound(run_id)
             owner_pid, owner_started = row
-            if owner_pid is not None and owner_pid != pid and alive(owner_pid, owner_started):
+            if owner_pid is not None and owner_pid != pid and self._held(
+                    "run", run_id, owner_pid, owner_started, alive):
                 raise RunInUse(run_id, int(owner_pid))
+            if not self._hold("run", run_id):
+                raise RunInUse(run_id, int(owner_pid or 0))
             conn.execute(
                 "UPDATE runs SET owner_pid = ?, owner_started = ?, updated_at = ? WHERE run_id = ?",
                 (pid, started, _now(), run_id),
@@ -399,8 +446,30 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             for r in rows
         ]
 
+    def _held(self, kind: str, name: str, pid: int, started: float | None,
+              alive: AliveCheck) -> bool:
+        """Whether a recorded owner still drives (kind, name).
+
+        SQLite: the owner's (pid, start time) on this machine. PostgreSQL: whether some
+        live connection, on any machine, holds the advisory lock for it.
+        """
+        if self.backend == "postgresql":
+            return bool(self._conn.is_locked_elsewhere(kind, name))  # type: ignore[attr-defined]
+        return alive(int(pid), started)
+
+    def _hold(self, kind: str, name: str) -> bool:
+        """Take (kind, name)'s advisory lock on PostgreSQL; always True on SQLite."""
+        if self.backend == "postgresql":
+            return bool(self._conn.try_lock(kind, name))  # type: ignore[attr-defined]
+        return True
+
+    def _let_go(self, kind: str, name: str) -> None:
+        if self.backend == "postgresql":
+            self._conn.unlock(kind, name)  # type: ignore[attr-defined]
+
     def release_run(self, run_id: str, pid: int) -> None:
         """Give up driving the run (only when the caller owns it)."""
+        self._let_go("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "UPDATE runs SET owner_pid = NULL, owner_started = NULL"
