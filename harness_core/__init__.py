@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "survey_toolchain": "harness_core.toolchain:survey",
+    "ToolchainReport": "harness_core.toolchain:ToolchainReport",
+    "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
+    "protect_gate_inputs": "harness_core.run:protect_gate_inputs",
+    "gate_inputs": "harness_core.run:gate_inputs",
+    "InputChange": "harness_core.run:InputChange",
+    "GateInputs": "harness_core.run:GateInputs",
+    "GATE_LAYER": "harness_core.policy:GATE_LAYER",
     "CallView": "harness_core.trace:CallView",
     "CostView": "harness_core.trace:CostView",
     "FileChange": "harness_core.trace:FileChange",
@@ -166,6 +174,14 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "survey_toolchain",
+    "ToolchainReport",
+    "DetectedToolchain",
+    "protect_gate_inputs",
+    "gate_inputs",
+    "InputChange",
+    "GateInputs",
+    "GATE_LAYER",
     "CallView",
     "CostView",
     "FileChange",
@@ -397,8 +413,9 @@ if TYPE_CHECKING:
         ToolSpec,
         Usage,
     )
-    from harness_core.policy import (  # noqa: F401
+    from harness_core.policy import (  # noqa: F401  # noqa: F401
         BUILTIN_LAYER,
+        GATE_LAYER,
         PROTECTED_WRITE_PATTERNS,
         TIER_LAYER,
         Act,
@@ -434,16 +451,20 @@ if TYPE_CHECKING:
     from harness_core.providers.scripted import (  # noqa: F401
         ScriptedProvider,
     )
-    from harness_core.run import (  # noqa: F401
+    from harness_core.run import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         INTERRUPTED_OBSERVATION,
         ApprovalPending,
         Budget,
         ContextBudget,
         Gate,
+        GateInputs,
+        InputChange,
         Runner,
         RunOutcome,
         RunSpec,
         build_launchers,
+        gate_inputs,
+        protect_gate_inputs,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -501,11 +522,16 @@ if TYPE_CHECKING:
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
-    from harness_core.toolchain import (  # noqa: F401
+    from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401
+        DetectedToolchain,
         Toolchain,
+        ToolchainReport,
     )
     from harness_core.toolchain import (
         detect as detect_toolchain,
+    )
+    from harness_core.toolchain import (  # noqa: F401
+        survey as survey_toolchain,
     )
     from harness_core.tools import (  # noqa: F401
         RESERVED_TOOL_NAMES,

@@ -195,6 +195,8 @@ SCHEMA = Table(
                             ),
                             "command": _S,
                             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+                            "inputs": _L,
+                            "editable": _B,
                         }
                     )
                 ),

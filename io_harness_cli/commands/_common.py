@@ -105,7 +105,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
     """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
     from dataclasses import replace
 
-    from harness_core import RunSpec, Workspace, detect_toolchain
+    from harness_core import RunSpec, Workspace, survey_toolchain
 
     ws = Workspace(workspace)
     contract = replace(config.contract, goal=goal)
@@ -123,7 +123,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         output_cap=settings.output_cap_bytes,
         exec_timeout=settings.exec_timeout_seconds,
         stall_window=settings.stall_window,
-        toolchain=detect_toolchain(ws).overridden_by(config.toolchain),
+        toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=environment(),
         web=config.web,
         protected_paths=_store_paths(config, workspace),

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import Config
 
 app = typer.Typer(help="Show or check the merged io.toml.", no_args_is_help=True,
                   add_completion=False)
@@ -63,5 +67,22 @@ def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
         from io_harness_cli.commands._common import build_provider
 
         build_provider(cfg).close()  # keys present, web declarations the vendors can carry
+    _print_gate_inputs(cfg, workspace_path(workspace))
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     say(f"io: config ok ({files})")
+
+
+def _print_gate_inputs(cfg: Config, root: Path) -> None:
+    """Each verification gate and the inputs `io run` will protect (or watch, if editable)."""
+    import sys
+
+    from harness_core import gate_inputs
+    from io_harness_cli.commands._common import build_spec
+
+    spec = build_spec(cfg, root, "io config check")
+    for number, gate in enumerate(gate_inputs(spec), 1):
+        how = "inferred" if gate.inferred else "from io.toml"
+        mode = "editable by the agent" if gate.editable else "write-protected for the run"
+        sys.stdout.write(f"gate {number}: {gate.criterion}\n")
+        sys.stdout.write(f"  inputs ({how}, {mode}): "
+                         f"{', '.join(gate.patterns) if gate.patterns else '(none)'}\n")

@@ -81,6 +81,8 @@ constraints = ["c1", "c2"]
 kind = "command"
 command = "python -m pytest -q"
 timeout_seconds = 10
+inputs = ["tests/**", "pyproject.toml"]
+editable = true
 
 [context]
 max_tokens = 12000
@@ -208,6 +210,9 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "contract.verify.kind": (lambda c: c.contract.verify[0].kind, CriterionKind.COMMAND),
         "contract.verify.command": (lambda c: c.contract.verify[0].command, "python -m pytest -q"),
         "contract.verify.timeout_seconds": (lambda c: c.contract.verify[0].timeout_seconds, 10.0),
+        "contract.verify.inputs": (lambda c: c.contract.verify[0].inputs,
+                                   ("tests/**", "pyproject.toml")),
+        "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
         "context.max_tokens": (lambda c: c.context_max_tokens, 12000),
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
