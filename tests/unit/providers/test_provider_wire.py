@@ -14,6 +14,7 @@ import pytest
 from harness_core.errors import ConfigError, ProviderError
 from harness_core.messages import Usage
 from harness_core.providers._http import HttpProvider
+from tests.fakes.responses_wire import responses_error
 from tests.fakes.vendor_server import (
     Cut,
     EchoKey401,
@@ -27,7 +28,6 @@ from tests.fakes.vendor_server import (
     openai_error,
     start_vendor_server,
 )
-from tests.fakes.responses_wire import responses_error
 from tests.unit.providers.conftest import (
     CANARY_KEY,
     TOOLS,
