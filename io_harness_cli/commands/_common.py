@@ -98,7 +98,7 @@ def load_config(workspace: Path, config: Path | None) -> Config:
 def open_store(config: Config) -> Store:
     from harness_core import Store
 
-    return Store(config.store_path)
+    return Store(config.store_url or config.store_path)
 
 
 def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
