@@ -23,6 +23,7 @@ from typing import Any
 import psutil
 
 from harness_core.clock import Clock, SystemClock
+from harness_core.documents import default_toolbox
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage
@@ -126,7 +127,7 @@ class Runner:
         self.clock = clock or SystemClock()
         self._emit_fn = on_event
         self.approver = approver
-        self.toolbox = toolbox or Toolbox.builtins()
+        self.toolbox = toolbox or default_toolbox()
         self._new_id = new_id or (lambda: uuid.uuid4().hex[:12])
         self._extras = extras
         self.responder = responder

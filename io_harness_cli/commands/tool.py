@@ -50,17 +50,19 @@ def tool(
     """Call one tool in the workspace under the loaded policy and print what the model
     would see."""
     from harness_core import (
+        TOOL_EXTRAS,
         ApprovalPending,
         Gate,
         HarnessError,
         InvalidToolArguments,
+        MissingExtra,
         RunSpec,
         SystemClock,
-        Toolbox,
         ToolCall,
         ToolContext,
         UsageError,
         build_launchers,
+        default_toolbox,
     )
     from io_harness_cli.commands._common import (
         build_spec,
@@ -82,7 +84,10 @@ def tool(
         ws = workspace_path(workspace)
         cfg = load_config(ws, config)
         spec: RunSpec = build_spec(cfg, ws, "io tool")
-        toolbox = Toolbox.builtins()
+        toolbox = default_toolbox()
+        install = toolbox.unavailable(name)
+        if install is not None:
+            raise MissingExtra(name, TOOL_EXTRAS[name])
         if name not in toolbox.names():
             raise UsageError(f"unknown tool {name!r}; built-ins: {', '.join(toolbox.names())}")
         launchers = build_launchers(spec)
