@@ -13,6 +13,24 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "survey_toolchain": "harness_core.toolchain:survey",
+    "ToolchainReport": "harness_core.toolchain:ToolchainReport",
+    "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
+    "protect_gate_inputs": "harness_core.run:protect_gate_inputs",
+    "gate_inputs": "harness_core.run:gate_inputs",
+    "InputChange": "harness_core.run:InputChange",
+    "GateInputs": "harness_core.run:GateInputs",
+    "GATE_LAYER": "harness_core.policy:GATE_LAYER",
+    "CallView": "harness_core.trace:CallView",
+    "CostView": "harness_core.trace:CostView",
+    "FileChange": "harness_core.trace:FileChange",
+    "FileEdit": "harness_core.trace:FileEdit",
+    "ModelCost": "harness_core.trace:ModelCost",
+    "PlanRevision": "harness_core.trace:PlanRevision",
+    "RunTrace": "harness_core.trace:RunTrace",
+    "StepView": "harness_core.trace:StepView",
+    "load_trace": "harness_core.trace:load_trace",
+    "load_tree": "harness_core.trace:load_tree",
     "BUILTIN_LAYER": "harness_core.policy:BUILTIN_LAYER",
     "CHECKPOINT_FORMAT": "harness_core.store:CHECKPOINT_FORMAT",
     "CONSTRUCTS": "harness_core.shell:CONSTRUCTS",
@@ -119,11 +137,16 @@ _EXPORTS: dict[str, str] = {
     "SpendReport": "harness_core.spend:SpendReport",
     "SpendRow": "harness_core.spend:SpendRow",
     "StateError": "harness_core.errors:StateError",
+    "StoreDamaged": "harness_core.errors:StoreDamaged",
+    "StoreUnavailable": "harness_core.errors:StoreUnavailable",
     "StepRecord": "harness_core.store:StepRecord",
     "Store": "harness_core.store:Store",
+    "StoreReport": "harness_core.store:StoreReport",
+    "check_store": "harness_core.store:check_store",
     "SystemClock": "harness_core.clock:SystemClock",
     "TaskContract": "harness_core.verification:TaskContract",
     "Tier": "harness_core.policy:Tier",
+    "TrustStore": "harness_core.providers:TrustStore",
     "Tool": "harness_core.tools:Tool",
     "ToolCall": "harness_core.messages:ToolCall",
     "ToolContext": "harness_core.tools:ToolContext",
@@ -146,6 +169,7 @@ _EXPORTS: dict[str, str] = {
     "build_provider": "harness_core.providers:build_provider",
     "check_document": "harness_core.documents:check_document",
     "default_toolbox": "harness_core.documents:default_toolbox",
+    "trust_store": "harness_core.providers:trust_store",
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
     "load_config": "harness_core.config:load",
@@ -159,6 +183,24 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "survey_toolchain",
+    "ToolchainReport",
+    "DetectedToolchain",
+    "protect_gate_inputs",
+    "gate_inputs",
+    "InputChange",
+    "GateInputs",
+    "GATE_LAYER",
+    "CallView",
+    "CostView",
+    "FileChange",
+    "FileEdit",
+    "ModelCost",
+    "PlanRevision",
+    "RunTrace",
+    "StepView",
+    "load_trace",
+    "load_tree",
     "BUILTIN_LAYER",
     "CHECKPOINT_FORMAT",
     "CONSTRUCTS",
@@ -265,11 +307,15 @@ __all__ = [
     "SpendReport",
     "SpendRow",
     "StateError",
+    "StoreDamaged",
+    "StoreUnavailable",
     "StepRecord",
     "Store",
+    "StoreReport",
     "SystemClock",
     "TaskContract",
     "Tier",
+    "TrustStore",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -292,6 +338,8 @@ __all__ = [
     "build_provider",
     "check_document",
     "default_toolbox",
+    "check_store",
+    "trust_store",
     "detect_toolchain",
     "discover_config",
     "load_config",
@@ -363,6 +411,8 @@ if TYPE_CHECKING:
         SessionInUse,
         ShellRefused,
         StateError,
+        StoreDamaged,
+        StoreUnavailable,
         ToolError,
         UsageError,
         WorkspaceError,
@@ -390,8 +440,9 @@ if TYPE_CHECKING:
         ToolSpec,
         Usage,
     )
-    from harness_core.policy import (  # noqa: F401
+    from harness_core.policy import (  # noqa: F401  # noqa: F401
         BUILTIN_LAYER,
+        GATE_LAYER,
         PROTECTED_WRITE_PATTERNS,
         TIER_LAYER,
         Act,
@@ -418,23 +469,29 @@ if TYPE_CHECKING:
         ProviderAttempt,
         ProviderConfig,
         ServerToolCall,
+        TrustStore,
         WebAccess,
         build_provider,
+        trust_store,
         validate_web,
     )
     from harness_core.providers.scripted import (  # noqa: F401
         ScriptedProvider,
     )
-    from harness_core.run import (  # noqa: F401
+    from harness_core.run import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         INTERRUPTED_OBSERVATION,
         ApprovalPending,
         Budget,
         ContextBudget,
         Gate,
+        GateInputs,
+        InputChange,
         Runner,
         RunOutcome,
         RunSpec,
         build_launchers,
+        gate_inputs,
+        protect_gate_inputs,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -480,7 +537,9 @@ if TYPE_CHECKING:
         RunStatus,
         StepRecord,
         Store,
+        StoreReport,
         VerificationRecord,
+        check_store,
     )
     from harness_core.store._questions import (  # noqa: F401
         QuestionRecord,
@@ -492,11 +551,16 @@ if TYPE_CHECKING:
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
-    from harness_core.toolchain import (  # noqa: F401
+    from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401
+        DetectedToolchain,
         Toolchain,
+        ToolchainReport,
     )
     from harness_core.toolchain import (
         detect as detect_toolchain,
+    )
+    from harness_core.toolchain import (  # noqa: F401
+        survey as survey_toolchain,
     )
     from harness_core.tools import (  # noqa: F401
         RESERVED_TOOL_NAMES,
@@ -511,6 +575,18 @@ if TYPE_CHECKING:
         Answer,
         AnsweredBy,
         Responder,
+    )
+    from harness_core.trace import (  # noqa: F401
+        CallView,
+        CostView,
+        FileChange,
+        FileEdit,
+        ModelCost,
+        PlanRevision,
+        RunTrace,
+        StepView,
+        load_trace,
+        load_tree,
     )
     from harness_core.verification import (  # noqa: F401
         CriterionKind,

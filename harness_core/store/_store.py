@@ -10,6 +10,8 @@ but never corrupts the file.
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,10 +24,21 @@ from harness_core.errors import (
     RunInUse,
     RunNotFound,
     StateError,
+    StoreDamaged,
+    StoreUnavailable,
 )
-from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
+from harness_core.store._check import (
+    StoreReport,
+    inspect_file,
+    readonly_uri,
+    verify_log_owner,
+    verify_schema,
+)
+from harness_core.store._check import check_store as _check_store
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._postgres import is_postgres_url
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
@@ -36,87 +49,180 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
+from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS, VERIFICATION_REPORT_SQL
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
 
-__all__ = ["AliveCheck", "Store"]
+__all__ = ["KNOWN_MIGRATIONS", "AliveCheck", "Store", "check_store"]
 
 AliveCheck = Callable[[int, float | None], bool]
 """(pid, process start time) → whether that very process still lives."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT_MS = 5000
+_MIGRATIONS: tuple[tuple[str, str], ...] = (
+    *MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL), ("0003_sessions", SESSION_SCHEMA_SQL),
+    ("0004_todos", PLAN_SCHEMA_SQL), ("0005_questions", QUESTION_SCHEMA_SQL),
+    ("0006_verification_report", VERIFICATION_REPORT_SQL),
+    ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
+)
+KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
+"""Every migration this version applies; a store recording another was written by a
+newer io and is refused."""
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _translate(exc: sqlite3.Error, what: str) -> StateError:
+def _translate(exc: sqlite3.Error, what: str, path: Path | None = None) -> StateError:
     text = str(exc)
+    where = str(path) if path is not None else "the store"
     if "locked" in text or "busy" in text:
-        return StateError(f"store is locked ({what})", hint="another io process holds it; retry")
-    if "not a database" in text or "malformed" in text:
-        return StateError(f"store file is not a valid io store ({what}): {text}")
+        return StoreUnavailable(where, f"it is locked by another process ({what})",
+                                hint="another io process holds it; retry when it is done")
+    if "readonly" in text or "read-only" in text or (
+            "unable to open" in text and path is not None and _is_read_only(path)):
+        return StoreUnavailable(where, f"it is read-only ({what})",
+                                hint="make the file and its directory writable, or point"
+                                     " IO_STORE or [store] path at a writable place")
+    if "disk is full" in text or "disk full" in text or (
+            "disk I/O error" in text and path is not None and _disk_is_full(path)):
+        return StoreUnavailable(where, f"no space left on its disk ({what}); nothing was"
+                                       " recorded by the failed write",
+                                hint="free space on that disk, then retry")
+    if "disk I/O error" in text:
+        return StoreUnavailable(where, f"a disk I/O error ({what})",
+                                hint="check the disk that holds the store")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StoreDamaged(where, f"{text} ({what})")
+    if "unable to open" in text:
+        return StoreUnavailable(where, f"it cannot be opened ({what}): {text}",
+                                hint="check the path and its directory's permissions")
     return StateError(f"store failed while {what}: {text}")
+
+
+def check_store(path: str | os.PathLike[str]) -> StoreReport:
+    """Check a store fully without writing it: the checks `Store` makes on open, then
+    ``PRAGMA integrity_check`` (what `io store check` runs).
+
+    Raises:
+        StoreUnavailable: The path does not exist or is not a regular file.
+    """
+    return _check_store(path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
+
+
+def _is_read_only(path: Path) -> bool:
+    # WAL needs the directory writable too (for the -wal and -shm files beside the store).
+    return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _disk_is_full(path: Path) -> bool:
+    # SQLite reports a full disk met while sizing its shared-memory file as an I/O error.
+    try:
+        return shutil.disk_usage(path.parent).free == 0
+    except OSError:
+        return False
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries):
     """The run store.
 
+    Opening checks the file first (see `harness_core.store._check`): a file that fails
+    is never opened for writing.
+
     Args:
         path: The SQLite file; created with its parent directory when missing.
 
     Raises:
-        StateError: The file is not SQLite, is locked, or cannot be opened.
+        StoreDamaged: The file fails its self-check (not SQLite, truncated, damaged).
+        StoreUnavailable: Not a regular file, read-only, disk full, or locked.
         CheckpointFormatError: The store was written with another checkpoint format.
+        StateError: It cannot be opened for another reason.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if is_postgres_url(path):
+            self._open_postgres(str(path))
+            return
+        self.backend = "sqlite"
+        self.location = str(path)
         self.path = Path(path)
-        self._check_header()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StateError(f"cannot create the store directory {self.path.parent}: {exc}") from exc
+        exists = inspect_file(self.path) > 0
+        if exists:
+            self._verify()
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    str(self.path), f"cannot create its directory: {exc.strerror or exc}"
+                ) from exc
         try:
             self._conn = sqlite3.connect(
                 str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
-            raise _translate(exc, f"opening {self.path}") from exc
+            raise _translate(exc, "opening", self.path) from exc
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            if not exists:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except sqlite3.Error as exc:
             self._conn.close()
-            raise _translate(exc, f"opening {self.path}") from exc
+            raise _translate(exc, "opening", self.path) from exc
         except StateError:
             self._conn.close()
             raise
 
-    def _check_header(self) -> None:
+    def _open_postgres(self, url: str) -> None:
+        from harness_core.store._postgres import PgConnection, redact_url
+
+        self.backend = "postgresql"
+        self.location = redact_url(url)
+        self.path = Path("/nonexistent/io-postgresql-store")  # no file: nothing to protect
+        self._conn = PgConnection(url)  # type: ignore[assignment]
         try:
-            with open(self.path, "rb") as handle:
-                head = handle.read(16)
-        except FileNotFoundError:
-            return
-        except IsADirectoryError as exc:
-            raise StateError(f"store path {self.path} is a directory") from exc
-        except OSError as exc:
-            raise StateError(f"cannot read store {self.path}: {exc}") from exc
-        if head and head != _SQLITE_MAGIC:
-            raise StateError(
-                f"{self.path} is not an io store (not a SQLite database)",
-                hint="point IO_STORE or [store] path at another file",
-            )
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise _translate(exc, f"opening {self.location}") from exc
+        except StateError:
+            self._conn.close()
+            raise
+
+    def _verify(self) -> None:
+        """The self-check of an existing file, through a connection that cannot write."""
+        try:
+            conn = sqlite3.connect(readonly_uri(self.path), uri=True,
+                                   timeout=_BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise _translate(exc, "checking", self.path) from exc
+        try:
+            verify_schema(conn, self.path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
+            verify_log_owner(conn, self.path)
+        except sqlite3.Error as exc:
+            raise _translate(exc, "checking", self.path) from exc
+        finally:
+            conn.close()
+
+    def _is_current(self) -> bool:
+        """Whether this SQLite store has every migration (read only, no lock taken)."""
+        tables = {r[0] for r in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        if "migrations" not in tables or "meta" not in tables:
+            return False
+        done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+        return KNOWN_MIGRATIONS <= done
 
     def _migrate(self) -> None:
+        # Read first: a SQLite store that is up to date is not written at all (`io runs`
+        # leaves its bytes alone, and needs no write lock).
+        if self.backend == "sqlite" and self._is_current():
+            return
         with self._tx():
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -124,21 +230,17 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
             )
-            row = self._conn.execute(
-                "SELECT value FROM meta WHERE key = 'checkpoint_format'"
-            ).fetchone()
-            if row is None:
-                self._conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('checkpoint_format', ?)",
-                    (str(CHECKPOINT_FORMAT),),
-                )
-            elif int(row[0]) != CHECKPOINT_FORMAT:
-                raise CheckpointFormatError(int(row[0]), CHECKPOINT_FORMAT)
+            # Only a new store lacks the row (an existing SQLite one without it failed
+            # `_verify`); a PostgreSQL store is checked here.
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('checkpoint_format', ?)",
+                (str(CHECKPOINT_FORMAT),),
+            )
+            self._check_format_row()
+            self._conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
+                               (secrets.token_hex(16),))
             done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
-            for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL),
-                              ("0003_sessions", SESSION_SCHEMA_SQL),
-                              ("0004_todos", PLAN_SCHEMA_SQL),
-                              ("0005_questions", QUESTION_SCHEMA_SQL)):
+            for name, sql in _MIGRATIONS:
                 if name in done:
                     continue
                 for statement in sql.split(";"):
@@ -148,38 +250,60 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                     "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _now())
                 )
 
+    def _check_format_row(self) -> None:
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key = 'checkpoint_format'").fetchone()
+        value = str(row[0]) if row is not None else ""
+        if not value.isdigit():
+            raise StoreDamaged(self.location, f"its checkpoint_format row holds {value[:40]!r},"
+                                              " not a number")
+        if int(value) != CHECKPOINT_FORMAT:
+            raise CheckpointFormatError(int(value), CHECKPOINT_FORMAT)
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise _translate(exc, "starting a transaction") from exc
+            raise _translate(exc, "starting a transaction", self.path) from exc
         try:
             yield self._conn
         except sqlite3.Error as exc:
-            self._conn.execute("ROLLBACK")
-            raise _translate(exc, "writing") from exc
+            self._rollback()
+            raise _translate(exc, "writing", self.path) from exc
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
         try:
+            # Every commit rewrites the meta page (which holds `store_id`) into the log,
+            # so a log copied beside another store is recognised as foreign on open.
+            if self.backend == "sqlite":
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_write', ?)", (_now(),))
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise _translate(exc, "committing") from exc
+            self._rollback()
+            raise _translate(exc, "committing", self.path) from exc
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # SQLite already rolled back (a full disk does); nothing was committed
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return list(self._conn.execute(sql, tuple(params)).fetchall())
         except sqlite3.Error as exc:
-            raise _translate(exc, "reading") from exc
+            raise _translate(exc, "reading", self.path) from exc
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
         try:
             self._conn.close()
         except sqlite3.Error as exc:
-            raise _translate(exc, "closing") from exc
+            raise _translate(exc, "closing", self.path) from exc
 
     def __enter__(self) -> Store:
         return self
@@ -211,13 +335,15 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     ) -> None:
         """Record a new run with its opening messages, owned by the calling process."""
         now = _now()
+        if owner_pid is not None:
+            self._hold("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
                 " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, now, now, RunStatus.RUNNING.value, goal, workspace, model, session_id,
-                 parent_run_id, dumps(settings), dumps(policy),
+                (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
+                 model, session_id, parent_run_id, dumps(settings), dumps(policy),
                  dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started),
             )
             self._insert_messages(conn, run_id, -1, messages)
@@ -257,6 +383,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
         return [_run_record(r) for r in rows]
 
+    def child_runs(self, run_id: str) -> list[RunRecord]:
+        """The runs whose parent is `run_id`, oldest first (one level of a tree)."""
+        return [_run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
+
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
 
@@ -274,8 +404,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             if row is None:
                 raise RunNotFound(run_id)
             owner_pid, owner_started = row
-            if owner_pid is not None and owner_pid != pid and alive(owner_pid, owner_started):
+            if owner_pid is not None and owner_pid != pid and self._held(
+                    "run", run_id, owner_pid, owner_started, alive):
                 raise RunInUse(run_id, int(owner_pid))
+            if not self._hold("run", run_id):
+                raise RunInUse(run_id, int(owner_pid or 0))
             conn.execute(
                 "UPDATE runs SET owner_pid = ?, owner_started = ?, updated_at = ? WHERE run_id = ?",
                 (pid, started, _now(), run_id),
@@ -313,8 +446,30 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             for r in rows
         ]
 
+    def _held(self, kind: str, name: str, pid: int, started: float | None,
+              alive: AliveCheck) -> bool:
+        """Whether a recorded owner still drives (kind, name).
+
+        SQLite: the owner's (pid, start time) on this machine. PostgreSQL: whether some
+        live connection, on any machine, holds the advisory lock for it.
+        """
+        if self.backend == "postgresql":
+            return bool(self._conn.is_locked_elsewhere(kind, name))  # type: ignore[attr-defined]
+        return alive(int(pid), started)
+
+    def _hold(self, kind: str, name: str) -> bool:
+        """Take (kind, name)'s advisory lock on PostgreSQL; always True on SQLite."""
+        if self.backend == "postgresql":
+            return bool(self._conn.try_lock(kind, name))  # type: ignore[attr-defined]
+        return True
+
+    def _let_go(self, kind: str, name: str) -> None:
+        if self.backend == "postgresql":
+            self._conn.unlock(kind, name)  # type: ignore[attr-defined]
+
     def release_run(self, run_id: str, pid: int) -> None:
         """Give up driving the run (only when the caller owns it)."""
+        self._let_go("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "UPDATE runs SET owner_pid = NULL, owner_started = NULL"
@@ -396,7 +551,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "INSERT INTO steps(run_id, step_index, created_at, text, tool_calls)"
                 " VALUES (?,?,?,?,?)",
-                (run_id, step, now, text, dumps([c.to_json() for c in tool_calls])),
+                (run_id, step, now, escape_surrogates(text),
+                 dumps([c.to_json() for c in tool_calls])),
             )
             conn.execute(
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
@@ -512,14 +668,15 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
                 " WHERE run_id = ? AND step_index = ? AND call_index = ?",
-                (result.output, 1 if result.is_error else 0,
+                (escape_surrogates(result.output), 1 if result.is_error else 0,
                  dumps(data) if data is not None else None, _now(), run_id, step, call_index),
             )
             for edit in edits:
                 conn.execute(
                     "INSERT INTO edits(run_id, step_index, call_id, path, lines_added,"
                     " lines_removed, bytes_before, bytes_after) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, result.call_id, edit["path"], edit["lines_added"],
+                    (run_id, step, result.call_id, escape_surrogates(str(edit["path"])),
+                     edit["lines_added"],
                      edit["lines_removed"], edit["bytes_before"], edit["bytes_after"]),
                 )
             self._insert_messages(conn, run_id, step, [Message.tool(result)])
@@ -647,24 +804,29 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
 
     def record_verification(
         self, run_id: str, step: int, criterion: str, passed: bool, exit_status: int | None,
-        output: str,
+        output: str, *, duration_seconds: float | None = None, sandbox: str | None = None,
+        inputs: dict[str, Any] | None = None,
     ) -> None:
-        """Record one gate's result."""
+        """Record one gate's result (with how long it ran, where, and its inputs' fate)."""
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO verifications(run_id, step_index, created_at, criterion, passed,"
-                " exit_status, output) VALUES (?,?,?,?,?,?,?)",
-                (run_id, step, _now(), criterion, 1 if passed else 0, exit_status, output),
+                " exit_status, output, duration_seconds, sandbox, inputs)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, step, _now(), escape_surrogates(criterion), 1 if passed else 0,
+                 exit_status, escape_surrogates(output), duration_seconds, sandbox,
+                 None if inputs is None else dumps(inputs)),
             )
 
     def verifications(self, run_id: str) -> list[VerificationRecord]:
         """Every gate result of the run, in order."""
         rows = self._query(
-            "SELECT step_index, criterion, passed, exit_status, output FROM verifications"
-            " WHERE run_id = ? ORDER BY id",
+            "SELECT step_index, criterion, passed, exit_status, output, duration_seconds,"
+            " sandbox, inputs FROM verifications WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows]
+        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6],
+                                   None if r[7] is None else loads(r[7])) for r in rows]
 
     def post_inbox(self, run_id: str, kind: str, body: dict[str, Any]) -> None:
         """Leave an operator message (steer, interrupt) for the run's next step boundary."""
@@ -719,6 +881,12 @@ _RUNS_OF_SESSION = (
     "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
     ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
+)
+_RUNS_OF_PARENT = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs WHERE parent_run_id = ? ORDER BY c"
+    "reated_at, run_id"
 )
 
 

@@ -43,7 +43,7 @@ def resume(
             raise UsageError("--approve and --deny exclude each other")
         ws_hint = workspace_path(workspace) if workspace is not None else None
         cfg = load_config(ws_hint or Path("."), config)
-        store = Store(cfg.store_path)
+        store = Store(cfg.store_url or cfg.store_path)
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id
@@ -58,9 +58,10 @@ def resume(
                 spec = replace(spec, policy=Policy.from_json(record.policy))
             provider = build_provider(cfg)
             try:
+                out.configure(cfg)
                 runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out),
-                                responder=make_responder(not json_out))
+                                approver=make_approver(not json_out, out.hold),
+                                responder=make_responder(not json_out, out.hold))
                 decision = True if approve else (False if deny else None)
                 return runner.resume(record.run_id, spec, approve=decision, answer=answer)
             finally:
