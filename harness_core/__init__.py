@@ -151,6 +151,11 @@ _EXPORTS: dict[str, str] = {
     "select_sandbox": "harness_core.sandbox:select",
     "summarize": "harness_core.spend:summarize",
     "validate_web": "harness_core.providers:validate_web",
+    "AgentLimits": "harness_core.agents:AgentLimits",
+    "resume_tree": "harness_core.run:resume_tree",
+    "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
+    "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
+    "run_tree": "harness_core.run:run_tree",
 }
 
 __all__ = [
@@ -292,6 +297,11 @@ __all__ = [
     "select_sandbox",
     "summarize",
     "validate_web",
+    "AgentLimits",
+    "resume_tree",
+    "resume_tree_from_stored_policy",
+    "resume_tree_with_answer",
+    "run_tree",
 ]
 
 
@@ -312,6 +322,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from harness_core.agents import (  # noqa: F401
         AgentDef,
+        AgentLimits,
     )
     from harness_core.clock import (  # noqa: F401
         Clock,
@@ -418,6 +429,10 @@ if TYPE_CHECKING:
         RunOutcome,
         RunSpec,
         build_launchers,
+        resume_tree,
+        resume_tree_from_stored_policy,
+        resume_tree_with_answer,
+        run_tree,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,

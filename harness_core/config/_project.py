@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness_core.agents import AgentDef
+from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._schema import RULE_KEYS, SCHEMA, Node, Sourced, dotted
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, flatten, redact
@@ -83,6 +83,8 @@ class Config:
         web: The `[web]` table; None when absent.
         mcp: The `[[mcp]]` servers, in file order.
         agents: The `[agents.NAME]` definitions by name.
+        agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
+        templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         run: The `[run]` table.
@@ -102,6 +104,8 @@ class Config:
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
+    agent_limits: AgentLimits = field(default_factory=AgentLimits)
+    templates_dir: Path | None = None
     store_path: Path = Path("state.db")
     run: RunSettings = field(default_factory=RunSettings)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
@@ -333,6 +337,15 @@ def _mcp(root: _Table) -> tuple[McpServerConfig, ...]:
     return tuple(servers)
 
 
+def _agent_limits(t: _Table | None) -> AgentLimits:
+    if t is None:
+        return AgentLimits()
+    default = AgentLimits()
+    return AgentLimits(max_depth=t.get("max_depth", default.max_depth),
+                       max_children=t.get("max_children", default.max_children),
+                       parallel=t.get("parallel", default.parallel))
+
+
 def _agents(t: _Table | None) -> dict[str, AgentDef]:
     if t is None:
         return {}
@@ -481,6 +494,8 @@ def project(
         web=web,
         mcp=_mcp(root),
         agents=_agents(sub["agents"]),
+        agent_limits=_agent_limits(sub["agents"]),
+        templates_dir=table("templates").get("dir"),
         store_path=store,
         run=_run(table("run")),
         secrets=secrets,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_core.agents import AgentDef, AgentLimits
 from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
@@ -46,6 +47,10 @@ class RunSpec:
         mcp: stdio MCP servers to start for the run (each start checked by the policy).
         cost_of: Derives a completion's USD cost from the model that served it and its
             usage (None: unpriced); needed by `budget.max_cost_usd`. Never recorded.
+        agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
+        agent_limits: Depth, children and parallelism limits of the run's tree.
+        role: Role text for the system prompt (a child's agent definition), or None.
+        skills: The skills catalogue, (name, description, path) each; shared by a tree.
     """
 
     workspace: Workspace
@@ -68,6 +73,10 @@ class RunSpec:
     protected_paths: tuple[str, ...] = ()
     mcp: tuple[McpServerConfig, ...] = ()
     cost_of: Callable[[str, Usage], float | None] | None = None
+    agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
+    agent_limits: AgentLimits = field(default_factory=AgentLimits)
+    role: str | None = None
+    skills: tuple[tuple[str, str, str], ...] = ()
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -85,6 +94,8 @@ class RunSpec:
             "output_cap": self.output_cap,
             "exec_timeout": self.exec_timeout,
             "stall_window": self.stall_window,
+            "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
+            "role": self.role,
         }
 
 

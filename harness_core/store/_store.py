@@ -40,6 +40,13 @@ from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
+from harness_core.store._tree import (
+    RUN_COLUMNS,
+    TREE_SCHEMA_SQL,
+    TreePlace,
+    TreeQueries,
+    run_record,
+)
 
 __all__ = ["AliveCheck", "Store"]
 
@@ -63,7 +70,8 @@ def _translate(exc: sqlite3.Error, what: str) -> StateError:
     return StateError(f"store failed while {what}: {text}")
 
 
-class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries):
+class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
+            TreeQueries):
     """The run store.
 
     Args:
@@ -138,7 +146,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL),
                               ("0003_sessions", SESSION_SCHEMA_SQL),
                               ("0004_todos", PLAN_SCHEMA_SQL),
-                              ("0005_questions", QUESTION_SCHEMA_SQL)):
+                              ("0005_questions", QUESTION_SCHEMA_SQL),
+                              ("0006_agent_trees", TREE_SCHEMA_SQL)):
                 if name in done:
                     continue
                 for statement in sql.split(";"):
@@ -208,17 +217,22 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         parent_run_id: str | None = None,
         owner_pid: int | None = None,
         owner_started: float | None = None,
+        tree: TreePlace | None = None,
     ) -> None:
-        """Record a new run with its opening messages, owned by the calling process."""
+        """Record a new run with its opening messages, owned by the calling process.
+
+        `tree` places a spawned child in its tree (root, depth, the spawning call)."""
         now = _now()
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
-                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started,"
+                " depth, root_run_id, spawn_step, spawn_call, agent)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, RunStatus.RUNNING.value, goal, workspace, model, session_id,
                  parent_run_id, dumps(settings), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started),
+                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started,
+                 *(tree.row() if tree is not None else (0, run_id, None, None, None))),
             )
             self._insert_messages(conn, run_id, -1, messages)
             conn.execute(
@@ -237,7 +251,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         rows = self._query(_RUN_BY_ID, (run_id,))
         if not rows:
             raise RunNotFound(run_id)
-        return _run_record(rows[0])
+        return run_record(rows[0])
 
     def find_run(self, prefix: str) -> RunRecord:
         """The run whose id is `prefix` or uniquely starts with it."""
@@ -247,7 +261,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         )
         if not rows or (len(rows) > 1 and rows[0][0] != prefix):
             raise RunNotFound(prefix)
-        return _run_record(rows[0])
+        return run_record(rows[0])
 
     def list_runs(self, limit: int = 20, *, session_id: str | None = None) -> list[RunRecord]:
         """The most recent runs, newest first."""
@@ -255,7 +269,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             rows = self._query(_RUNS_RECENT, (limit,))
         else:
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
-        return [_run_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
@@ -699,37 +713,19 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
 
 
 _RUN_BY_ID = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ?"
+    RUN_COLUMNS + " FROM runs WHERE run_id = ?"
 )
 _RUN_BY_PREFIX = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ? OR run_id LIKE ?"
+    RUN_COLUMNS + " FROM runs WHERE run_id = ? OR run_id LIKE ?"
     " ESCAPE '!' ORDER BY run_id = ? DESC LIMIT 2"
 )
 _RUNS_RECENT = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs ORDER BY created_at DESC LIMIT ?"
+    RUN_COLUMNS + " FROM runs ORDER BY created_at DESC LIMIT ?"
 )
 _RUNS_OF_SESSION = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
+    RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
 )
-
-
-def _run_record(r: tuple[Any, ...]) -> RunRecord:
-    return RunRecord(
-        run_id=r[0], created_at=r[1], updated_at=r[2], status=RunStatus(r[3]), goal=r[4],
-        workspace=r[5], model=r[6], session_id=r[7], parent_run_id=r[8], settings=loads(r[9]),
-        policy=loads(r[10]), sandbox=loads(r[11]), exit_code=r[12], reason=r[13],
-        pause=loads(r[14]), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
-        wall_used=r[18],
-    )
 
 
 def _step_record(r: tuple[Any, ...]) -> StepRecord:

@@ -30,7 +30,7 @@ class EventOutput:
             self._human = make_renderer(color=use_color(sys.stderr))
 
     def __call__(self, event: Event) -> None:
-        self.run_id = event.run_id
+        self.run_id = event.root_run_id or event.run_id  # a child's event names its root
         if self.json_mode:
             write_json(event.to_json())
         elif self._human is not None:
@@ -45,7 +45,8 @@ class EventOutput:
             from harness_core import EVENT_SCHEMA
 
             write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": self.run_id,
-                        "status": status, "exit_code": code, "reason": reason, **extra})
+                        "root_run_id": self.run_id, "status": status, "exit_code": code,
+                        "reason": reason, **extra})
         else:
             label = {0: "finished", 3: "stopped", 4: "paused", 130: "interrupted"}.get(code, status)
             say(f"io: run {self.run_id or '-'} {label} (exit {code}): {reason}")

@@ -106,6 +106,14 @@ args = ["--a", "b"]
 env = { TOKEN = "${env:MCP_TOKEN}", MODE = "x" }
 cwd = "tools"
 
+[agents]
+max_depth = 2
+max_children = 5
+parallel = 3
+
+[templates]
+dir = "tpl"
+
 [agents.rev]
 model = "m-agent"
 role = "the role"
@@ -212,6 +220,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.args": (lambda c: c.mcp[0].args, ("--a", "b")),
         "mcp.env": (lambda c: dict(c.mcp[0].env), {"TOKEN": "mcp-token-value", "MODE": "x"}),
         "mcp.cwd": (lambda c: c.mcp[0].cwd, ws / "tools"),
+        "agents.max_depth": (lambda c: c.agent_limits.max_depth, 2),
+        "agents.max_children": (lambda c: c.agent_limits.max_children, 5),
+        "agents.parallel": (lambda c: c.agent_limits.parallel, 3),
+        "templates.dir": (lambda c: c.templates_dir, ws / "tpl"),
         "agents.*.model": (lambda c: c.agents["rev"].model, "m-agent"),
         "agents.*.role": (lambda c: c.agents["rev"].role, "the role"),
         "agents.*.deny_write": (lambda c: c.agents["rev"].deny_write, ("**",)),
