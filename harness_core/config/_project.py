@@ -29,6 +29,7 @@ from harness_core.policy import (
     Rule,
     Tier,
 )
+from harness_core.policy._patterns import compile_path
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
@@ -249,10 +250,27 @@ def _contract(t: _Table) -> TaskContract:
         if kind is CriterionKind.COMMAND:
             command = item.required("command", ' (a gate of kind "command" runs a command)')
         timeout = float(item.get("timeout_seconds", default_timeout))
-        gates.append(VerifyCriterion(kind=kind, command=command, timeout_seconds=timeout))
+        inputs = item.get("inputs")
+        gates.append(VerifyCriterion(
+            kind=kind, command=command, timeout_seconds=timeout,
+            inputs=None if inputs is None else tuple(_input_patterns(item, inputs)),
+            editable=bool(item.get("editable", False))))
     return TaskContract(
         goal=t.get("goal", ""), constraints=t.get("constraints", ()), verify=tuple(gates)
     )
+
+
+def _input_patterns(item: _Table, patterns: Sequence[str]) -> list[str]:
+    """`inputs` of a gate, each checked as a path pattern (a mistake names the key)."""
+    for pattern in patterns:
+        try:
+            compile_path(pattern)
+        except PolicyError as exc:
+            origin = item.origin()
+            where = f" (set in {origin.describe()})" if origin else ""
+            raise ConfigError(f"'{item.key('inputs')}': {exc.message}{where}",
+                              hint=exc.hint) from exc
+    return list(patterns)
 
 
 def _one_provider(
@@ -278,6 +296,9 @@ def _one_provider(
         max_retries=t.get("max_retries", base.max_retries),
         fallback=fallback,
         web=web,
+        ca_bundle=t.get("ca_bundle"),
+        system_role=t.get("system_role", base.system_role),
+        previous_response_id=t.get("previous_response_id", base.previous_response_id),
     )
 
 

@@ -135,7 +135,7 @@ _POS_NUM = Field(FieldType.NUM, minimum=0)
 _INT_CEIL = Field(FieldType.INT, minimum=1, ceiling=True)
 _NUM_CEIL = Field(FieldType.NUM, minimum=0, ceiling=True)
 
-PROVIDER_KINDS = ("anthropic", "openai", "openrouter", "scripted")
+PROVIDER_KINDS = ("anthropic", "openai", "openai-responses", "openrouter", "scripted")
 
 _PROVIDER_FIELDS: dict[str, Spec] = {
     "kind": Field(FieldType.STR, choices=PROVIDER_KINDS),
@@ -147,6 +147,9 @@ _PROVIDER_FIELDS: dict[str, Spec] = {
     "stream": _B,
     "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
     "max_retries": Field(FieldType.INT, minimum=0),
+    "ca_bundle": Field(FieldType.STR, path=True),
+    "system_role": Field(FieldType.STR, choices=("system", "developer")),
+    "previous_response_id": _B,
 }
 
 RULE_KEYS = tuple(
@@ -197,6 +200,8 @@ SCHEMA = Table(
                             ),
                             "command": _S,
                             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+                            "inputs": _L,
+                            "editable": _B,
                         }
                     )
                 ),

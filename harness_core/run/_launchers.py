@@ -7,7 +7,7 @@ the one for verification gates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness_core.policy import PROTECTED_WRITE_PATTERNS
@@ -72,6 +72,11 @@ def build_launchers(spec: RunSpec) -> Launchers:
     )
     gates = launcher(selected, sandbox_spec)
     if config.commands:
-        return Launchers(selected, gates, gates, True)
+        commands = gates
+        if spec.command_read_only:  # the gates' inputs: read-only for the agent, not the gate
+            extra = tuple(spec.workspace.root / p for p in spec.command_read_only)
+            commands = launcher(selected, replace(
+                sandbox_spec, read_only=sandbox_spec.read_only + extra))
+        return Launchers(selected, commands, gates, True)
     off = select(SandboxConfig(backend=BackendChoice.OFF), env=spec.env)
     return Launchers(selected, launcher(off, sandbox_spec), gates, False)

@@ -23,7 +23,7 @@ from harness_core.errors import (
     RunNotFound,
     StateError,
 )
-from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
@@ -36,7 +36,7 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
+from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS, VERIFICATION_REPORT_SQL
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
@@ -147,7 +147,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                               ("0003_sessions", SESSION_SCHEMA_SQL),
                               ("0004_todos", PLAN_SCHEMA_SQL),
                               ("0005_questions", QUESTION_SCHEMA_SQL),
-                              ("0006_agent_trees", TREE_SCHEMA_SQL)):
+                              ("0006_verification_report", VERIFICATION_REPORT_SQL),
+                              ("0007_agent_trees", TREE_SCHEMA_SQL)):
                 if name in done:
                     continue
                 for statement in sql.split(";"):
@@ -229,8 +230,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                 " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started,"
                 " depth, root_run_id, spawn_step, spawn_call, agent)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, now, now, RunStatus.RUNNING.value, goal, workspace, model, session_id,
-                 parent_run_id, dumps(settings), dumps(policy),
+                (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
+                 model, session_id, parent_run_id, dumps(settings), dumps(policy),
                  dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started,
                  *(tree.row() if tree is not None else (0, run_id, None, None, None))),
             )
@@ -270,6 +271,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         else:
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
         return [run_record(r) for r in rows]
+
+    def child_runs(self, run_id: str) -> list[RunRecord]:
+        """The runs whose parent is `run_id`, oldest first (one level of a tree)."""
+        return [run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
 
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
@@ -410,7 +415,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "INSERT INTO steps(run_id, step_index, created_at, text, tool_calls)"
                 " VALUES (?,?,?,?,?)",
-                (run_id, step, now, text, dumps([c.to_json() for c in tool_calls])),
+                (run_id, step, now, escape_surrogates(text),
+                 dumps([c.to_json() for c in tool_calls])),
             )
             conn.execute(
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
@@ -526,14 +532,15 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
                 " WHERE run_id = ? AND step_index = ? AND call_index = ?",
-                (result.output, 1 if result.is_error else 0,
+                (escape_surrogates(result.output), 1 if result.is_error else 0,
                  dumps(data) if data is not None else None, _now(), run_id, step, call_index),
             )
             for edit in edits:
                 conn.execute(
                     "INSERT INTO edits(run_id, step_index, call_id, path, lines_added,"
                     " lines_removed, bytes_before, bytes_after) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, result.call_id, edit["path"], edit["lines_added"],
+                    (run_id, step, result.call_id, escape_surrogates(str(edit["path"])),
+                     edit["lines_added"],
                      edit["lines_removed"], edit["bytes_before"], edit["bytes_after"]),
                 )
             self._insert_messages(conn, run_id, step, [Message.tool(result)])
@@ -661,24 +668,29 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
 
     def record_verification(
         self, run_id: str, step: int, criterion: str, passed: bool, exit_status: int | None,
-        output: str,
+        output: str, *, duration_seconds: float | None = None, sandbox: str | None = None,
+        inputs: dict[str, Any] | None = None,
     ) -> None:
-        """Record one gate's result."""
+        """Record one gate's result (with how long it ran, where, and its inputs' fate)."""
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO verifications(run_id, step_index, created_at, criterion, passed,"
-                " exit_status, output) VALUES (?,?,?,?,?,?,?)",
-                (run_id, step, _now(), criterion, 1 if passed else 0, exit_status, output),
+                " exit_status, output, duration_seconds, sandbox, inputs)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (run_id, step, _now(), escape_surrogates(criterion), 1 if passed else 0,
+                 exit_status, escape_surrogates(output), duration_seconds, sandbox,
+                 None if inputs is None else dumps(inputs)),
             )
 
     def verifications(self, run_id: str) -> list[VerificationRecord]:
         """Every gate result of the run, in order."""
         rows = self._query(
-            "SELECT step_index, criterion, passed, exit_status, output FROM verifications"
-            " WHERE run_id = ? ORDER BY id",
+            "SELECT step_index, criterion, passed, exit_status, output, duration_seconds,"
+            " sandbox, inputs FROM verifications WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows]
+        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6],
+                                   None if r[7] is None else loads(r[7])) for r in rows]
 
     def post_inbox(self, run_id: str, kind: str, body: dict[str, Any]) -> None:
         """Leave an operator message (steer, interrupt) for the run's next step boundary."""
@@ -725,6 +737,9 @@ _RUNS_RECENT = (
 _RUNS_OF_SESSION = (
     RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
+)
+_RUNS_OF_PARENT = (
+    RUN_COLUMNS + " FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
 )
 
 

@@ -11,6 +11,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -40,6 +41,7 @@ def run_app(app: typer.Typer) -> None:
     """Run the Typer app; the only place where an unexpected exception is caught."""
     from harness_core import HarnessError
 
+    _escape_unencodable_output()
     try:
         app(prog_name="io")
     except HarnessError as exc:
@@ -51,6 +53,15 @@ def run_app(app: typer.Typer) -> None:
         sys.stderr.write("io: internal error (this is a bug in io):\n")
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
+
+
+def _escape_unencodable_output() -> None:
+    """Text that cannot be encoded (a file name that is not UTF-8) is printed escaped,
+    as stderr already does, instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
 
 
 def fail(exc: BaseException) -> NoReturn:
@@ -94,7 +105,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
     """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
     from dataclasses import replace
 
-    from harness_core import RunSpec, Workspace, detect_toolchain
+    from harness_core import RunSpec, Workspace, survey_toolchain
 
     ws = Workspace(workspace)
     contract = replace(config.contract, goal=goal)
@@ -112,7 +123,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         output_cap=settings.output_cap_bytes,
         exec_timeout=settings.exec_timeout_seconds,
         stall_window=settings.stall_window,
-        toolchain=detect_toolchain(ws).overridden_by(config.toolchain),
+        toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=environment(),
         web=config.web,
         protected_paths=_store_paths(config, workspace),
@@ -157,10 +168,21 @@ def build_provider(config: Config) -> Provider:
     return build(config.provider, env=environment(), clock=SystemClock())
 
 
+Hold = Callable[[], AbstractContextManager[None]]
+"""Keeps the terminal still (the live panel down) while the operator is prompted."""
+
+
 class TtyApprover:
     """Asks the operator on the terminal (stderr prompt, stdin answer)."""
 
+    def __init__(self, hold: Hold | None = None) -> None:
+        self._hold = hold or nullcontext
+
     def decide(self, act: Any, decision: Any) -> Any:
+        with self._hold():
+            return self._ask(act, decision)
+
+    def _ask(self, act: Any, decision: Any) -> Any:
         from harness_core import ApprovalDecision
 
         sys.stderr.write(
@@ -178,10 +200,10 @@ class TtyApprover:
             else ApprovalDecision.DENY
 
 
-def make_approver(interactive: bool) -> Approver | None:
+def make_approver(interactive: bool, hold: Hold | None = None) -> Approver | None:
     """A terminal approver when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
-        return TtyApprover()
+        return TtyApprover(hold)
     return None
 
 
@@ -189,7 +211,14 @@ class TtyResponder:
     """Puts the agent's question to the operator on the terminal (stderr prompt, stdin
     answer). An empty line or end of input leaves it unanswered: the run pauses."""
 
+    def __init__(self, hold: Hold | None = None) -> None:
+        self._hold = hold or nullcontext
+
     def answer(self, question: str) -> Answer | None:
+        with self._hold():
+            return self._ask(question)
+
+    def _ask(self, question: str) -> Answer | None:
         from harness_core import Answer, AnsweredBy
 
         sys.stderr.write(f"\nio: the agent asks: {question}\n"
@@ -203,10 +232,10 @@ class TtyResponder:
         return Answer(text, AnsweredBy.PERSON) if text else None
 
 
-def make_responder(interactive: bool) -> Responder | None:
+def make_responder(interactive: bool, hold: Hold | None = None) -> Responder | None:
     """A terminal responder when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
-        return TtyResponder()
+        return TtyResponder(hold)
     return None
 
 

@@ -61,12 +61,13 @@ def resume(
             spec = build_spec(cfg, ws, record.goal)
             provider = build_provider(cfg)
             try:
+                out.configure(cfg)
                 decision = True if approve else (False if deny else None)
                 resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
                 return resume_fn(store, provider, record.run_id, spec, approve=decision,
                                  answer=answer, on_event=out,
-                                 approver=make_approver(not json_out),
-                                 responder=make_responder(not json_out))
+                                 approver=make_approver(not json_out, out.hold),
+                                 responder=make_responder(not json_out, out.hold))
             finally:
                 provider.close()
         finally:

@@ -50,8 +50,10 @@ def run(
         provider = build_provider(cfg)
         store = open_store(cfg)
         try:
-            runner = Runner(store, provider, on_event=out, approver=make_approver(not json_out),
-                            responder=make_responder(not json_out))
+            out.configure(cfg)
+            runner = Runner(store, provider, on_event=out,
+                            approver=make_approver(not json_out, out.hold),
+                            responder=make_responder(not json_out, out.hold))
             return runner.start(spec)
         finally:
             provider.close()

@@ -117,9 +117,10 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             spec = build_spec(cfg, ws, text)
             provider = build_provider(cfg)
             try:
+                out.configure(cfg)
                 runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out),
-                                responder=make_responder(not json_out))
+                                approver=make_approver(not json_out, out.hold),
+                                responder=make_responder(not json_out, out.hold))
                 return session.turn(runner, spec, from_turn=from_turn)
             finally:
                 provider.close()

@@ -61,6 +61,7 @@ def tool(
         ToolContext,
         UsageError,
         build_launchers,
+        protect_gate_inputs,
     )
     from io_harness_cli.commands._common import (
         build_spec,
@@ -81,7 +82,7 @@ def tool(
             raise UsageError("--args must be a JSON object, e.g. '{\"path\": \"README.md\"}'")
         ws = workspace_path(workspace)
         cfg = load_config(ws, config)
-        spec: RunSpec = build_spec(cfg, ws, "io tool")
+        spec: RunSpec = protect_gate_inputs(build_spec(cfg, ws, "io tool"))
         toolbox = Toolbox.builtins()
         if name not in toolbox.names():
             raise UsageError(f"unknown tool {name!r}; built-ins: {', '.join(toolbox.names())}")

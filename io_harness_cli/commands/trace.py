@@ -1,12 +1,18 @@
-"""`io trace RUN_ID`: one run's steps, tool calls, refusals, usage and sandbox."""
+"""`io trace RUN_ID`: one run's steps, tool calls, refusals, usage and sandbox; `--html`
+writes the same run (or its whole tree) as one self-contained page."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import Config, Store
 
 
 def trace(
@@ -16,15 +22,29 @@ def trace(
     json_out: JsonOpt = False,
     plan: Annotated[bool, typer.Option("--plan", help="Show only the agent's current plan.")]
     = False,
+    html: Annotated[bool, typer.Option(
+        "--html", help="Write one self-contained HTML page (the run and its whole tree).")]
+    = False,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Where --html writes (default: io-trace-RUN.html; - for stdout).",
+        dir_okay=False)] = None,
 ) -> None:
     """Show what RUN_ID did: each step, each call and its observation, each refusal."""
+    from harness_core import UsageError
     from io_harness_cli.commands._common import load_config, open_store, workspace_path
     from io_harness_cli.output import say, write_json
 
+    if output is not None and not html:
+        raise UsageError("--output is for --html", hint="add --html, or drop --output")
+    if html and (plan or json_out):
+        raise UsageError("--html cannot be combined with --plan or --json")
     cfg = load_config(workspace_path(workspace), config)
     store = open_store(cfg)
     try:
         record = store.find_run(run_id)
+        if html:
+            _write_html(store, cfg, record.run_id, output)
+            return
         if plan:
             items = store.todos(record.run_id) if hasattr(store, "todos") else []
             if json_out:
@@ -43,6 +63,7 @@ def trace(
     from io_harness_cli.render import render_trace
 
     render_trace(data)
+    _print_gates(data["gates"])
     if len(data["tree"]) > 1:
         _print_tree(data["tree"])
     if data["run"]["status"] == "paused":
@@ -64,6 +85,8 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "provider": s.provider, "model": s.model_served, "usage": s.usage,
         "latency_ms": s.latency_ms, "ttft_ms": s.ttft_ms, "calls": calls.get(s.step_index, []),
     } for s in store.steps(run_id)]
+    verifications = store.verifications(run_id)
+    last_round = verifications[-1].step_index if verifications else None
     return {
         "run": {
             "run_id": record.run_id, "status": record.status.value, "goal": record.goal,
@@ -77,11 +100,31 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "tree": _tree(store, record.run_id),
         "steps": steps,
         "refusals": [vars(p) for p in store.policy_events(run_id)],
-        "verifications": [vars(v) for v in store.verifications(run_id)],
+        "verifications": [vars(v) for v in verifications],
+        "gates": [v.to_json() for v in verifications if v.step_index == last_round],
         "edits": store.edits(run_id),
         "attempts": store.provider_attempts(run_id),
         "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
     }
+
+
+def _print_gates(gates: list[dict[str, Any]]) -> None:
+    """The gates report: each gate of the last round, where it ran, and its inputs' fate."""
+    import sys
+
+    if not gates:
+        return
+    out = sys.stdout.write
+    out("\ngates report:\n")
+    for g in gates:
+        took = f"{g['duration_seconds']:.2f}s" if g["duration_seconds"] is not None else "-"
+        untouched = {True: "inputs untouched", False: "inputs MODIFIED",
+                     None: "inputs not checked"}[g["inputs_untouched"]]
+        out(f"  {'passed' if g['passed'] else 'failed'}  {g['command']}  exit {g['exit_status']}"
+            f"  {took}  sandbox {g['sandbox'] or '-'}  {untouched}\n")
+        if g["modified_inputs"]:
+            out("    gate inputs were modified by the agent: "
+                + ", ".join(g["modified_inputs"]) + "\n")
 
 
 def _tree(store: Any, run_id: str) -> list[dict[str, Any]]:
@@ -116,3 +159,21 @@ def _print_tree(tree: list[dict[str, Any]]) -> None:
         out(f"{'  ' * (node['depth'] + 1)}{node['run_id']}{agent}  {node['status']}"
             f"  steps {node['steps']}  tokens {node['tokens']}"
             f"  model {', '.join(node['models']) or '-'}  {node['goal'][:60]}\n")
+
+
+def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None) -> None:
+    from harness_core import UsageError, load_tree
+    from io_harness_cli.output import say
+    from io_harness_cli.render.html import render_html
+
+    page = render_html(load_tree(store, run_id, prices=cfg.prices))
+    if output is not None and str(output) == "-":
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return
+    target = output or Path(f"io-trace-{run_id}.html")
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    say(f"io: wrote {target} ({len(page):,} bytes)")

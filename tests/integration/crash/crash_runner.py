@@ -136,7 +136,7 @@ def main() -> None:
     spec = RunSpec(workspace=Workspace(workspace), contract=TaskContract(goal="append lines"),
                    budget=Budget(max_steps=1000, max_tokens=None, wall_seconds=None),
                    sandbox=SandboxConfig(backend=BackendChoice.OFF), model="scripted")
-    first = ["run-crash"]
+    first = ["run-crash"] if mode == "start" else []
 
     def new_id() -> str:  # the root gets a known id; children (made in threads) random ones
         return first.pop() if first else uuid.uuid4().hex[:12]
