@@ -178,6 +178,7 @@ SCHEMA = Table(
                 "network": _B,
                 "commands": _B,
                 "env_allow": _L,
+                "read_paths": _L,
             }
         ),
         "budget": Table(
@@ -250,7 +251,8 @@ SCHEMA = Table(
                    "parallel": _POS_INT},
         ),
         "templates": Table({"dir": Field(FieldType.STR, path=True)}),
-        "store": Table({"path": Field(FieldType.STR, path=True)}),
+        "store": Table({"path": Field(FieldType.STR, path=True),
+                        "url": Field(FieldType.STR, secret=True)}),
         "run": Table(
             {
                 "output_cap_bytes": Field(FieldType.INT, minimum=256),
