@@ -189,7 +189,7 @@ def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
 
 
 def _in_thread(runner: Runner, drive: _Drive, job: _Job) -> None:
-    store = Store(runner.store.path)
+    store = runner.store.reopen()
     try:
         _drive_job(runner, drive, job, store)
     finally:

@@ -84,6 +84,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._opened_with = path  # may hold a password: never shown, only `reopen` reads it
         if is_postgres_url(path):
             self._open_postgres(str(path))
             return
@@ -205,6 +206,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             return list(self._conn.execute(sql, tuple(params)).fetchall())
         except sqlite3.Error as exc:
             raise _translate(exc, "reading") from exc
+
+    def reopen(self) -> Store:
+        """Another connection to the same store, for another thread (a parallel child)."""
+        return Store(self._opened_with)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -99,7 +99,7 @@ class TreeQueries(StoreParts):
         """Every run of the tree rooted at `root_run_id` (the root first), by creation."""
         rows = self._tree_read(
             RUN_COLUMNS + " FROM runs WHERE run_id = ? OR root_run_id = ?"
-            " ORDER BY depth > 0, created_at, rowid", (root_run_id, root_run_id))
+            " ORDER BY CASE WHEN depth = 0 THEN 0 ELSE 1 END, created_at, run_id", (root_run_id, root_run_id))
         return [run_record(r) for r in rows]
 
     def tree_usage(self, root_run_id: str) -> tuple[int, int]:

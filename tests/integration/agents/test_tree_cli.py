@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_io
 from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
 
@@ -19,8 +21,9 @@ def _tree_workspace(root: Path) -> Path:
     ], toml_extra='[agents]\nmax_depth = 2\n\n[agents.asker]\nrole = "Ask first."\n')
 
 
+@pytest.mark.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
 def test_a_childs_question_pauses_the_root_and_resume_root_answer_finishes(
-        tmp_path: Path) -> None:
+        tmp_path: Path, store_backend: str) -> None:
     ws = _tree_workspace(tmp_path / "w")
     first = run_io(["run", "lead", "-w", str(ws), "--json"])
     assert first.returncode == 4, first.stderr
@@ -46,7 +49,8 @@ def test_a_childs_question_pauses_the_root_and_resume_root_answer_finishes(
     assert by_id[root]["parent_run_id"] is None
 
 
-def test_trace_shows_the_tree_and_spend_rolls_it_up(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
+def test_trace_shows_the_tree_and_spend_rolls_it_up(tmp_path: Path, store_backend: str) -> None:
     ws = make_workspace(tmp_path / "w", [
         replay_line("", ("spawn_agent", {"goal": "review it", "agent": "reviewer"}),
                     ("spawn_agent", {"goal": "plain child"})),
