@@ -1,6 +1,6 @@
 """Trees of runs: a spawned child is a run of its own, placed under its parent.
 
-Migration `0007_agent_trees` adds to `runs` the child's `depth` (the root is 0), the
+Migration `0008_agent_trees` adds to `runs` the child's `depth` (the root is 0), the
 `root_run_id` of its tree, the parent's step and call index that spawned it (the key
 that makes a spawn at-most-once: a resumed parent finds the child it already started
 instead of starting another) and the agent definition it runs as. A run that is not a
