@@ -35,6 +35,7 @@ from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.toolchain import Toolchain
+from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
 
 __all__ = ["Config", "RunSettings", "project"]
@@ -87,6 +88,7 @@ class Config:
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         run: The `[run]` table.
+        git: The `[git]` table: who the git built-ins commit as, how long git may take.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes.
     """
@@ -105,6 +107,7 @@ class Config:
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     store_path: Path = Path("state.db")
     run: RunSettings = field(default_factory=RunSettings)
+    git: GitSettings = field(default_factory=GitSettings)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
 
@@ -504,8 +507,18 @@ def project(
         agents=_agents(sub["agents"]),
         store_path=store,
         run=_run(table("run")),
+        git=_git(table("git")),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
+    )
+
+
+def _git(t: _Table) -> GitSettings:
+    base = GitSettings()
+    return GitSettings(
+        author_name=t.get("author_name"), author_email=t.get("author_email"),
+        timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
+        history_depth=int(t.get("history_depth", base.history_depth)),
     )
 
 

@@ -204,6 +204,12 @@ SCHEMA = Table(
         ),
         "context": Table({"max_tokens": _POS_INT}),
         "toolchain": Table({"test": _S, "build": _S, "lint": _S}),
+        "git": Table({
+            "author_name": _S,
+            "author_email": _S,
+            "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+            "history_depth": Field(FieldType.INT, minimum=1),
+        }),
         "prices": Table(
             {
                 "as_of": Field(FieldType.DATE),

@@ -227,6 +227,7 @@ class Runner:
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
         ctx.extras["todos"] = self.store
+        ctx.extras["git"] = spec.git
         if self.responder is not None:
             ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
@@ -454,8 +455,11 @@ class Runner:
                 paused_here = (pause is not None and pause.get("step") == step
                                and pause.get("call_index") == index)
                 if not paused_here:
-                    self._observe(drive, step, index, call,
-                                  ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
+                    if drive.toolbox.can_resume(call.name):  # a durable marker decides
+                        self._execute(drive, step, index, call, resumed=True)
+                    else:
+                        self._observe(drive, step, index, call,
+                                      ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
                     continue
                 assert pause is not None
                 if pause.get("kind") == "question":
@@ -476,12 +480,14 @@ class Runner:
         self._observe(drive, step, index, call, ToolOutcome(
             f"The operator answered: {text}", data={"answer": text, "answered_by": "person"}))
 
-    def _execute(self, drive: _Drive, step: int, index: int, call: ToolCall) -> None:
+    def _execute(self, drive: _Drive, step: int, index: int, call: ToolCall, *,
+                 resumed: bool = False) -> None:
         self._emit(Event(EventKind.TOOL_CALL, drive.run_id, {
             "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments,
         }))
+        drive.ctx.call_ref = f"{drive.run_id}/{step}/{index}"
         try:
-            outcome = drive.toolbox.call(call, drive.ctx)
+            outcome = drive.toolbox.call(call, drive.ctx, resumed=resumed)
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,

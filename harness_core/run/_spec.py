@@ -14,6 +14,7 @@ from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
 from harness_core.store import RunStatus, VerificationRecord
 from harness_core.toolchain import Toolchain
+from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
 
@@ -49,6 +50,7 @@ class RunSpec:
         mcp: stdio MCP servers to start for the run (each start checked by the policy).
         cost_of: Derives a completion's USD cost from the model that served it and its
             usage (None: unpriced); needed by `budget.max_cost_usd`. Never recorded.
+        git: The `[git]` settings of the git built-ins (author, timeout).
     """
 
     workspace: Workspace
@@ -72,6 +74,7 @@ class RunSpec:
     command_read_only: tuple[str, ...] = ()
     mcp: tuple[McpServerConfig, ...] = ()
     cost_of: Callable[[str, Usage], float | None] | None = None
+    git: GitSettings = field(default_factory=GitSettings)
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""

@@ -129,6 +129,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         protected_paths=_store_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
+        git=config.git,
     )
 
 

@@ -92,6 +92,12 @@ test = "t"
 build = "b"
 lint = "l"
 
+[git]
+author_name = "Agent"
+author_email = "agent@example.com"
+timeout_seconds = 30
+history_depth = 50
+
 [prices]
 as_of = "2026-11-01"
 [prices.models."model.one"]
@@ -217,6 +223,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
+        "git.author_name": (lambda c: c.git.author_name, "Agent"),
+        "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
+        "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
+        "git.history_depth": (lambda c: c.git.history_depth, 50),
         "prices.as_of": (lambda c: c.prices and c.prices.as_of, dt.date(2026, 11, 1)),
         "prices.models.*.input_per_mtok": (lambda c: _price(c, "input_per_mtok"), 1.0),
         "prices.models.*.output_per_mtok": (lambda c: _price(c, "output_per_mtok"), 2.5),
