@@ -34,6 +34,7 @@ from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
+from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
 from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
@@ -87,6 +88,8 @@ class Config:
         agents: The `[agents.NAME]` definitions by name.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
+        store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
+            set it is the store and `store_path` is unused.
         run: The `[run]` table.
         git: The `[git]` table: who the git built-ins commit as, how long git may take.
         secrets: Every value a substitution produced and every credential value
@@ -106,6 +109,7 @@ class Config:
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     store_path: Path = Path("state.db")
+    store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
     git: GitSettings = field(default_factory=GitSettings)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
@@ -227,6 +231,7 @@ def _sandbox(t: _Table) -> SandboxConfig:
         network=t.get("network", base.network),
         commands=t.get("commands", base.commands),
         env_allow=t.get("env_allow", base.env_allow),
+        read_paths=t.get("read_paths", base.read_paths),
     )
 
 
@@ -387,6 +392,25 @@ def _absolute_dir(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value and Path(value).is_absolute() else None
 
 
+def store_url(configured: str | None, env: Mapping[str, str]) -> str | None:
+    """A PostgreSQL store's URL: `IO_STORE=postgresql://…`, else `[store] url`, else None.
+
+    Raises:
+        ConfigError: `[store] url` is not a ``postgresql://`` URL.
+    """
+    from_env = env.get("IO_STORE")
+    if from_env:
+        return from_env if is_postgres_url(from_env) else None
+    if configured is None:
+        return None
+    if not is_postgres_url(configured):
+        raise ConfigError(
+            "[store] url must be a postgresql:// URL",
+            hint="for a SQLite file use [store] path",
+        )
+    return configured
+
+
 def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
     """Where the store lives: `IO_STORE`, else `[store] path`, else the XDG state dir.
 
@@ -398,7 +422,7 @@ def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
             `XDG_STATE_HOME`, no `HOME`).
     """
     from_env = env.get("IO_STORE")
-    if from_env:
+    if from_env and not is_postgres_url(from_env):
         return Path(from_env).absolute()
     if configured is not None:
         return configured
@@ -491,6 +515,7 @@ def project(
     web = _web(sub["web"])
     store_table = sub["store"]
     store = store_path(store_table.get("path") if store_table else None, env)
+    url = store_url(store_table.get("url") if store_table else None, env)
     protected = _protected(workspace, store, files)
     return Config(
         files=files,
@@ -506,6 +531,7 @@ def project(
         mcp=_mcp(root),
         agents=_agents(sub["agents"]),
         store_path=store,
+        store_url=url,
         run=_run(table("run")),
         git=_git(table("git")),
         secrets=secrets,

@@ -173,6 +173,7 @@ SCHEMA = Table(
                 "network": _B,
                 "commands": _B,
                 "env_allow": _L,
+                "read_paths": _L,
             }
         ),
         "budget": Table(
@@ -246,7 +247,8 @@ SCHEMA = Table(
             )
         ),
         "agents": TableMap(Table({"model": _S, "role": _S, "deny_write": _L, "deny_net": _L})),
-        "store": Table({"path": Field(FieldType.STR, path=True)}),
+        "store": Table({"path": Field(FieldType.STR, path=True),
+                        "url": Field(FieldType.STR, secret=True)}),
         "run": Table(
             {
                 "output_cap_bytes": Field(FieldType.INT, minimum=256),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness_core.mcp import McpServerConfig
@@ -50,6 +51,10 @@ class RunSpec:
         mcp: stdio MCP servers to start for the run (each start checked by the policy).
         cost_of: Derives a completion's USD cost from the model that served it and its
             usage (None: unpriced); needed by `budget.max_cost_usd`. Never recorded.
+        store_path: The store file; it and its siblings are hidden from commands.
+        provider_keys: The provider credentials this process holds (values, never
+            recorded): the sandbox must keep them from commands, and `auto` refuses
+            to degrade to a backend that cannot.
         git: The `[git]` settings of the git built-ins (author, timeout).
     """
 
@@ -74,6 +79,8 @@ class RunSpec:
     command_read_only: tuple[str, ...] = ()
     mcp: tuple[McpServerConfig, ...] = ()
     cost_of: Callable[[str, Usage], float | None] | None = None
+    store_path: Path | None = None
+    provider_keys: tuple[str, ...] = field(default=(), repr=False)
     git: GitSettings = field(default_factory=GitSettings)
 
     def settings_json(self) -> dict[str, Any]:

@@ -67,6 +67,7 @@ open_files = 5
 network = true
 commands = false
 env_allow = ["LANG"]
+read_paths = ["~/.config/git"]
 
 [budget]
 max_steps = 6
@@ -128,6 +129,7 @@ deny_net = ["*"]
 
 [store]
 path = "state/io.db"
+url = "postgresql://io@db.internal:5432/io"
 
 [run]
 output_cap_bytes = 4096
@@ -207,6 +209,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "sandbox.network": (lambda c: c.sandbox.network, True),
         "sandbox.commands": (lambda c: c.sandbox.commands, False),
         "sandbox.env_allow": (lambda c: c.sandbox.env_allow, ("LANG",)),
+        "sandbox.read_paths": (lambda c: c.sandbox.read_paths, ("~/.config/git",)),
         "budget.max_steps": (lambda c: c.budget.max_steps, 6),
         "budget.max_tokens": (lambda c: c.budget.max_tokens, 7),
         "budget.max_cost_usd": (lambda c: c.budget.max_cost_usd, 0.25),
@@ -247,6 +250,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "agents.*.deny_write": (lambda c: c.agents["rev"].deny_write, ("**",)),
         "agents.*.deny_net": (lambda c: c.agents["rev"].deny_net, ("*",)),
         "store.path": (lambda c: c.store_path, ws / "state" / "io.db"),
+        "store.url": (lambda c: c.store_url, "postgresql://io@db.internal:5432/io"),
         "run.output_cap_bytes": (lambda c: c.run.output_cap_bytes, 4096),
         "run.exec_timeout_seconds": (lambda c: c.run.exec_timeout_seconds, 30.0),
         "run.stall_window": (lambda c: c.run.stall_window, 6),
