@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
     "CallView": "harness_core.trace:CallView",
     "CostView": "harness_core.trace:CostView",
     "FileChange": "harness_core.trace:FileChange",
@@ -164,6 +166,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "TelemetryConfig",
+    "TelemetrySink",
     "CallView",
     "CostView",
     "FileChange",
@@ -491,6 +495,10 @@ if TYPE_CHECKING:
     from harness_core.store._sessions import (  # noqa: F401
         SessionRecord,
         TurnRecord,
+    )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
         render_template,
