@@ -15,6 +15,14 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
     "TelemetrySink": "harness_core.telemetry:TelemetrySink",
+    "survey_toolchain": "harness_core.toolchain:survey",
+    "ToolchainReport": "harness_core.toolchain:ToolchainReport",
+    "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
+    "protect_gate_inputs": "harness_core.run:protect_gate_inputs",
+    "gate_inputs": "harness_core.run:gate_inputs",
+    "InputChange": "harness_core.run:InputChange",
+    "GateInputs": "harness_core.run:GateInputs",
+    "GATE_LAYER": "harness_core.policy:GATE_LAYER",
     "CallView": "harness_core.trace:CallView",
     "CostView": "harness_core.trace:CostView",
     "FileChange": "harness_core.trace:FileChange",
@@ -133,6 +141,7 @@ _EXPORTS: dict[str, str] = {
     "SystemClock": "harness_core.clock:SystemClock",
     "TaskContract": "harness_core.verification:TaskContract",
     "Tier": "harness_core.policy:Tier",
+    "TrustStore": "harness_core.providers:TrustStore",
     "Tool": "harness_core.tools:Tool",
     "ToolCall": "harness_core.messages:ToolCall",
     "ToolContext": "harness_core.tools:ToolContext",
@@ -153,6 +162,7 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
     "build_provider": "harness_core.providers:build_provider",
+    "trust_store": "harness_core.providers:trust_store",
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
     "load_config": "harness_core.config:load",
@@ -168,6 +178,14 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "TelemetryConfig",
     "TelemetrySink",
+    "survey_toolchain",
+    "ToolchainReport",
+    "DetectedToolchain",
+    "protect_gate_inputs",
+    "gate_inputs",
+    "InputChange",
+    "GateInputs",
+    "GATE_LAYER",
     "CallView",
     "CostView",
     "FileChange",
@@ -286,6 +304,7 @@ __all__ = [
     "SystemClock",
     "TaskContract",
     "Tier",
+    "TrustStore",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -306,6 +325,7 @@ __all__ = [
     "WorkspaceError",
     "build_launchers",
     "build_provider",
+    "trust_store",
     "detect_toolchain",
     "discover_config",
     "load_config",
@@ -397,8 +417,9 @@ if TYPE_CHECKING:
         ToolSpec,
         Usage,
     )
-    from harness_core.policy import (  # noqa: F401
+    from harness_core.policy import (  # noqa: F401  # noqa: F401
         BUILTIN_LAYER,
+        GATE_LAYER,
         PROTECTED_WRITE_PATTERNS,
         TIER_LAYER,
         Act,
@@ -425,23 +446,29 @@ if TYPE_CHECKING:
         ProviderAttempt,
         ProviderConfig,
         ServerToolCall,
+        TrustStore,
         WebAccess,
         build_provider,
+        trust_store,
         validate_web,
     )
     from harness_core.providers.scripted import (  # noqa: F401
         ScriptedProvider,
     )
-    from harness_core.run import (  # noqa: F401
+    from harness_core.run import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         INTERRUPTED_OBSERVATION,
         ApprovalPending,
         Budget,
         ContextBudget,
         Gate,
+        GateInputs,
+        InputChange,
         Runner,
         RunOutcome,
         RunSpec,
         build_launchers,
+        gate_inputs,
+        protect_gate_inputs,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -503,11 +530,16 @@ if TYPE_CHECKING:
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
-    from harness_core.toolchain import (  # noqa: F401
+    from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401
+        DetectedToolchain,
         Toolchain,
+        ToolchainReport,
     )
     from harness_core.toolchain import (
         detect as detect_toolchain,
+    )
+    from harness_core.toolchain import (  # noqa: F401
+        survey as survey_toolchain,
     )
     from harness_core.tools import (  # noqa: F401
         RESERVED_TOOL_NAMES,

@@ -30,10 +30,12 @@ from harness_core.policy import (
     Rule,
     Tier,
 )
+from harness_core.policy._patterns import compile_path
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
+from harness_core.store import is_postgres_url
 from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
 from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
@@ -87,6 +89,8 @@ class Config:
         agents: The `[agents.NAME]` definitions by name.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
+        store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
+            set it is the store and `store_path` is unused.
         run: The `[run]` table.
         telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
             variables); None when export is off.
@@ -107,6 +111,7 @@ class Config:
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     store_path: Path = Path("state.db")
+    store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
     telemetry: TelemetryConfig | None = None
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
@@ -228,6 +233,7 @@ def _sandbox(t: _Table) -> SandboxConfig:
         network=t.get("network", base.network),
         commands=t.get("commands", base.commands),
         env_allow=t.get("env_allow", base.env_allow),
+        read_paths=t.get("read_paths", base.read_paths),
     )
 
 
@@ -250,10 +256,27 @@ def _contract(t: _Table) -> TaskContract:
         if kind is CriterionKind.COMMAND:
             command = item.required("command", ' (a gate of kind "command" runs a command)')
         timeout = float(item.get("timeout_seconds", default_timeout))
-        gates.append(VerifyCriterion(kind=kind, command=command, timeout_seconds=timeout))
+        inputs = item.get("inputs")
+        gates.append(VerifyCriterion(
+            kind=kind, command=command, timeout_seconds=timeout,
+            inputs=None if inputs is None else tuple(_input_patterns(item, inputs)),
+            editable=bool(item.get("editable", False))))
     return TaskContract(
         goal=t.get("goal", ""), constraints=t.get("constraints", ()), verify=tuple(gates)
     )
+
+
+def _input_patterns(item: _Table, patterns: Sequence[str]) -> list[str]:
+    """`inputs` of a gate, each checked as a path pattern (a mistake names the key)."""
+    for pattern in patterns:
+        try:
+            compile_path(pattern)
+        except PolicyError as exc:
+            origin = item.origin()
+            where = f" (set in {origin.describe()})" if origin else ""
+            raise ConfigError(f"'{item.key('inputs')}': {exc.message}{where}",
+                              hint=exc.hint) from exc
+    return list(patterns)
 
 
 def _one_provider(
@@ -279,6 +302,9 @@ def _one_provider(
         max_retries=t.get("max_retries", base.max_retries),
         fallback=fallback,
         web=web,
+        ca_bundle=t.get("ca_bundle"),
+        system_role=t.get("system_role", base.system_role),
+        previous_response_id=t.get("previous_response_id", base.previous_response_id),
     )
 
 
@@ -368,6 +394,25 @@ def _absolute_dir(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value and Path(value).is_absolute() else None
 
 
+def store_url(configured: str | None, env: Mapping[str, str]) -> str | None:
+    """A PostgreSQL store's URL: `IO_STORE=postgresql://…`, else `[store] url`, else None.
+
+    Raises:
+        ConfigError: `[store] url` is not a ``postgresql://`` URL.
+    """
+    from_env = env.get("IO_STORE")
+    if from_env:
+        return from_env if is_postgres_url(from_env) else None
+    if configured is None:
+        return None
+    if not is_postgres_url(configured):
+        raise ConfigError(
+            "[store] url must be a postgresql:// URL",
+            hint="for a SQLite file use [store] path",
+        )
+    return configured
+
+
 def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
     """Where the store lives: `IO_STORE`, else `[store] path`, else the XDG state dir.
 
@@ -379,7 +424,7 @@ def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
             `XDG_STATE_HOME`, no `HOME`).
     """
     from_env = env.get("IO_STORE")
-    if from_env:
+    if from_env and not is_postgres_url(from_env):
         return Path(from_env).absolute()
     if configured is not None:
         return configured
@@ -477,6 +522,7 @@ def project(
     web = _web(sub["web"])
     store_table = sub["store"]
     store = store_path(store_table.get("path") if store_table else None, env)
+    url = store_url(store_table.get("url") if store_table else None, env)
     protected = _protected(workspace, store, files)
     return Config(
         files=files,
@@ -492,6 +538,7 @@ def project(
         mcp=_mcp(root),
         agents=_agents(sub["agents"]),
         store_path=store,
+        store_url=url,
         run=_run(table("run")),
         telemetry=telemetry,
         secrets=secrets,

@@ -130,7 +130,7 @@ _POS_NUM = Field(FieldType.NUM, minimum=0)
 _INT_CEIL = Field(FieldType.INT, minimum=1, ceiling=True)
 _NUM_CEIL = Field(FieldType.NUM, minimum=0, ceiling=True)
 
-PROVIDER_KINDS = ("anthropic", "openai", "openrouter", "scripted")
+PROVIDER_KINDS = ("anthropic", "openai", "openai-responses", "openrouter", "scripted")
 
 _PROVIDER_FIELDS: dict[str, Spec] = {
     "kind": Field(FieldType.STR, choices=PROVIDER_KINDS),
@@ -142,6 +142,9 @@ _PROVIDER_FIELDS: dict[str, Spec] = {
     "stream": _B,
     "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
     "max_retries": Field(FieldType.INT, minimum=0),
+    "ca_bundle": Field(FieldType.STR, path=True),
+    "system_role": Field(FieldType.STR, choices=("system", "developer")),
+    "previous_response_id": _B,
 }
 
 RULE_KEYS = tuple(
@@ -170,6 +173,7 @@ SCHEMA = Table(
                 "network": _B,
                 "commands": _B,
                 "env_allow": _L,
+                "read_paths": _L,
             }
         ),
         "budget": Table(
@@ -192,6 +196,8 @@ SCHEMA = Table(
                             ),
                             "command": _S,
                             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+                            "inputs": _L,
+                            "editable": _B,
                         }
                     )
                 ),
@@ -235,7 +241,8 @@ SCHEMA = Table(
             )
         ),
         "agents": TableMap(Table({"model": _S, "role": _S, "deny_write": _L, "deny_net": _L})),
-        "store": Table({"path": Field(FieldType.STR, path=True)}),
+        "store": Table({"path": Field(FieldType.STR, path=True),
+                        "url": Field(FieldType.STR, secret=True)}),
         "telemetry": Table(
             {
                 "otlp_endpoint": _S,

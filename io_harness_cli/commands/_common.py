@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -98,19 +98,20 @@ def load_config(workspace: Path, config: Path | None) -> Config:
 def open_store(config: Config) -> Store:
     from harness_core import Store
 
-    return Store(config.store_path)
+    return Store(config.store_url or config.store_path)
 
 
 def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
     """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
     from dataclasses import replace
 
-    from harness_core import RunSpec, Workspace, detect_toolchain
+    from harness_core import RunSpec, Workspace, survey_toolchain
 
     ws = Workspace(workspace)
     contract = replace(config.contract, goal=goal)
     provider = config.provider
     settings = config.run
+    env = environment()
     return RunSpec(
         workspace=ws,
         contract=contract,
@@ -123,13 +124,28 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         output_cap=settings.output_cap_bytes,
         exec_timeout=settings.exec_timeout_seconds,
         stall_window=settings.stall_window,
-        toolchain=detect_toolchain(ws).overridden_by(config.toolchain),
-        env=environment(),
+        toolchain=survey_toolchain(ws, config.toolchain).effective,
+        env=env,
         web=config.web,
         protected_paths=_store_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
+        store_path=config.store_path.resolve(),
+        provider_keys=provider_keys(config, env),
     )
+
+
+PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
+"""Environment variables the providers read a key from when `api_key` is unset."""
+
+
+def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Every provider credential this process holds: configured keys and key variables."""
+    keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
+    provider = config.provider
+    if provider is not None:
+        keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
+    return tuple(dict.fromkeys(keys))
 
 
 def _cost_function(config: Config) -> Callable[[str, Any], float | None] | None:

@@ -1,4 +1,5 @@
-"""Loopback fakes of the Anthropic, OpenAI and OpenRouter HTTP APIs, SSE included.
+"""Loopback fakes of the Anthropic, OpenAI (Chat Completions and Responses) and
+OpenRouter HTTP APIs, SSE included (the Responses wire lives in `responses_wire`).
 
 `start_vendor_server(vendor)` starts a real HTTP server on 127.0.0.1 in a thread and
 returns a `FakeVendorServer`: its `base_url` (what a provider's `base_url` should be),
@@ -24,6 +25,7 @@ import base64
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -32,15 +34,23 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Vendor = Literal["anthropic", "openai", "openrouter"]
-VENDORS: tuple[Vendor, ...] = ("anthropic", "openai", "openrouter")
+from tests.fakes.responses_wire import ResponsesLedger, render_responses
+
+Vendor = Literal["anthropic", "openai", "openrouter", "openai-responses"]
+VENDORS: tuple[Vendor, ...] = ("anthropic", "openai", "openrouter", "openai-responses")
 
 PATHS: dict[str, str] = {
     "anthropic": "/v1/messages",
     "openai": "/v1/chat/completions",
     "openrouter": "/api/v1/chat/completions",
+    "openai-responses": "/v1/responses",
 }
-BASE_PATHS: dict[str, str] = {"anthropic": "", "openai": "/v1", "openrouter": "/api/v1"}
+BASE_PATHS: dict[str, str] = {
+    "anthropic": "",
+    "openai": "/v1",
+    "openrouter": "/api/v1",
+    "openai-responses": "/v1",
+}
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -72,6 +82,8 @@ class Turn:
             types, pings, comments).
         coalesce: Write the whole stream in one chunk (benchmarks), not one per event.
         stop_reason: Override the vendor stop/finish reason.
+        reasoning: A reasoning summary (Responses API: becomes a reasoning item with
+            ``encrypted_content``).
     """
 
     text: str = ""
@@ -84,6 +96,7 @@ class Turn:
     extra_events: tuple[str, ...] = ()
     coalesce: bool = False
     stop_reason: str | None = None
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -489,8 +502,8 @@ def tool_results_in(request: RecordedRequest) -> int:
     """How many tool results the request carries (the step a stateless script is at)."""
     body = request.body if isinstance(request.body, dict) else {}
     count = 0
-    for message in body.get("messages") or ():
-        if message.get("role") == "tool":
+    for message in body.get("messages") or body.get("input") or ():
+        if message.get("role") == "tool" or message.get("type") == "function_call_output":
             count += 1
         elif isinstance(message.get("content"), list):
             count += sum(1 for b in message["content"] if b.get("type") == "tool_result")
@@ -608,7 +621,7 @@ def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
     pending: set[str] = set()
     for i, message in enumerate(messages):
         role = message.get("role")
-        if role not in ("system", "user", "assistant", "tool"):
+        if role not in ("system", "developer", "user", "assistant", "tool"):
             problems.append(f"message {i} has role {role!r}")
         if role == "tool":
             call_id = message.get("tool_call_id")
@@ -637,8 +650,11 @@ def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
 class FakeVendorServer:
     """A running fake; use `start_vendor_server` to make one, `close` (or `with`) to stop."""
 
-    def __init__(self, vendor: Vendor, *, api_key: str | None = None) -> None:
+    def __init__(
+        self, vendor: Vendor, *, api_key: str | None = None, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.vendor = vendor
+        self.scheme = "https" if tls is not None else "http"
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
         self.answered_at: list[float] = []
@@ -646,6 +662,8 @@ class FakeVendorServer:
         self.connections: set[tuple[str, int]] = set()
         """Client (host, port) pairs seen: one per TCP connection the client opened."""
         self.violations: list[str] = []
+        self.ledger = ResponsesLedger()
+        """The Responses API fake's memory: stored responses, issued reasoning."""
         self.responder: Callable[[RecordedRequest], Reply] | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -653,6 +671,10 @@ class FakeVendorServer:
         self._closed = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
+        if tls is not None:
+            # The handshake happens on accept; one that fails (an untrusted certificate,
+            # as the client sees it) is dropped by socketserver as an OSError.
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
@@ -665,7 +687,7 @@ class FakeVendorServer:
     @property
     def base_url(self) -> str:
         """What the provider's `base_url` should be for this vendor."""
-        return f"http://127.0.0.1:{self.port}{BASE_PATHS[self.vendor]}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{BASE_PATHS[self.vendor]}"
 
     def push(self, *replies: Reply) -> None:
         """Queue replies, answered in order, one per request."""
@@ -705,15 +727,17 @@ def start_vendor_server(
     *,
     api_key: str | None = None,
     responder: Callable[[RecordedRequest], Reply] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> FakeVendorServer:
     """Start a fake of `vendor` on a free loopback port.
 
     Args:
-        vendor: ``anthropic``, ``openai`` or ``openrouter``.
+        vendor: A key of `PATHS`.
         api_key: When set, a request with another key gets a plain 401.
         responder: Answers requests once the queue is empty (else a 500 and a violation).
+        tls: A server TLS context: the fake speaks HTTPS with it (`base_url` says so).
     """
-    server = FakeVendorServer(vendor, api_key=api_key)
+    server = FakeVendorServer(vendor, api_key=api_key, tls=tls)
     server.responder = responder
     return server
 
@@ -758,11 +782,12 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(request)
             fake.violations.append(f"request to unknown path {self.path}")
             return self._json(404, self._error_body("not found"))
-        problems = (
-            check_anthropic(headers, body)
-            if fake.vendor == "anthropic"
-            else check_openai(headers, body, fake.vendor)
-        )
+        if fake.vendor == "anthropic":
+            problems = check_anthropic(headers, body)
+        elif fake.vendor == "openai-responses":
+            problems = fake.ledger.check(headers, body)
+        else:
+            problems = check_openai(headers, body, fake.vendor)
         if problems:
             fake.requests.append(request)
             fake.violations.extend(problems)
@@ -812,9 +837,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._cut(rendered, reply)
         if isinstance(reply, StreamFail):
             error_event = (
-                _sse("error", reply.error)
-                if self.fake.vendor == "anthropic"
-                else _sse(None, reply.error)
+                _sse(None, reply.error)
+                if self.fake.vendor in ("openai", "openrouter")
+                else _sse("error", reply.error)
             )
             rendered = rendered[: reply.after_events] + [error_event]
         self._stream(rendered, coalesce=turn.coalesce)
@@ -824,6 +849,11 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         if self.fake.vendor == "anthropic":
             return render_anthropic(turn, model, request.wants_stream)
+        if self.fake.vendor == "openai-responses":
+            response_id = self.fake.ledger.next_id()
+            rendered = render_responses(turn, model, request.wants_stream, response_id)
+            self.fake.ledger.remember(response_id, body, rendered, turn)
+            return rendered
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return render_openai(turn, model, request.wants_stream, self.fake.vendor, include_usage)
 
