@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
     "Resumable": "harness_core.tools:Resumable",
     "StatusEntry": "harness_core.tools:StatusEntry",
     "GitStatus": "harness_core.tools:GitStatus",
@@ -138,8 +140,12 @@ _EXPORTS: dict[str, str] = {
     "SpendReport": "harness_core.spend:SpendReport",
     "SpendRow": "harness_core.spend:SpendRow",
     "StateError": "harness_core.errors:StateError",
+    "StoreDamaged": "harness_core.errors:StoreDamaged",
+    "StoreUnavailable": "harness_core.errors:StoreUnavailable",
     "StepRecord": "harness_core.store:StepRecord",
     "Store": "harness_core.store:Store",
+    "StoreReport": "harness_core.store:StoreReport",
+    "check_store": "harness_core.store:check_store",
     "SystemClock": "harness_core.clock:SystemClock",
     "TaskContract": "harness_core.verification:TaskContract",
     "Tier": "harness_core.policy:Tier",
@@ -178,6 +184,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "TelemetryConfig",
+    "TelemetrySink",
     "Resumable",
     "StatusEntry",
     "GitStatus",
@@ -303,8 +311,11 @@ __all__ = [
     "SpendReport",
     "SpendRow",
     "StateError",
+    "StoreDamaged",
+    "StoreUnavailable",
     "StepRecord",
     "Store",
+    "StoreReport",
     "SystemClock",
     "TaskContract",
     "Tier",
@@ -329,6 +340,7 @@ __all__ = [
     "WorkspaceError",
     "build_launchers",
     "build_provider",
+    "check_store",
     "trust_store",
     "detect_toolchain",
     "discover_config",
@@ -394,6 +406,8 @@ if TYPE_CHECKING:
         SessionInUse,
         ShellRefused,
         StateError,
+        StoreDamaged,
+        StoreUnavailable,
         ToolError,
         UsageError,
         WorkspaceError,
@@ -518,7 +532,9 @@ if TYPE_CHECKING:
         RunStatus,
         StepRecord,
         Store,
+        StoreReport,
         VerificationRecord,
+        check_store,
     )
     from harness_core.store._questions import (  # noqa: F401
         QuestionRecord,
@@ -526,6 +542,10 @@ if TYPE_CHECKING:
     from harness_core.store._sessions import (  # noqa: F401
         SessionRecord,
         TurnRecord,
+    )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
         render_template,

@@ -249,6 +249,15 @@ SCHEMA = Table(
         "agents": TableMap(Table({"model": _S, "role": _S, "deny_write": _L, "deny_net": _L})),
         "store": Table({"path": Field(FieldType.STR, path=True),
                         "url": Field(FieldType.STR, secret=True)}),
+        "telemetry": Table(
+            {
+                "otlp_endpoint": _S,
+                "include_content": _B,
+                "headers": Field(FieldType.STR_MAP, secret=True),
+                "service_name": _S,
+                "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+            }
+        ),
         "run": Table(
             {
                 "output_cap_bytes": Field(FieldType.INT, minimum=256),

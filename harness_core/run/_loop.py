@@ -165,7 +165,7 @@ class Runner:
         )
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": spec.contract.goal, "resumed": False, "workspace": str(spec.workspace.root),
-            "sandbox": _sandbox_json(launchers),
+            "sandbox": _sandbox_json(launchers), "parent_run_id": spec.parent_run_id,
         }))
         return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
 
@@ -199,7 +199,7 @@ class Runner:
         self.store.mark_orphaned_handles(run_id)
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": record.goal, "resumed": True, "workspace": record.workspace,
-            "sandbox": _sandbox_json(launchers),
+            "sandbox": _sandbox_json(launchers), "parent_run_id": record.parent_run_id,
         }))
         return self._drive(run_id, spec, launchers, resumed=True, approve=approve, answer=answer,
                            pause=pause, wall_before=record.wall_used,
@@ -431,6 +431,7 @@ class Runner:
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
+            "provider": response.provider or self.provider.name, "request_model": spec.model,
             "usage": response.usage.to_json(), "latency_ms": round(latency, 3),
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))
@@ -617,6 +618,8 @@ class Runner:
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
             kind = EventKind.QUESTION if stop.pause.get("kind") == "question" else EventKind.APPROVAL
             self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause}))
+        self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
+            "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
 
 
