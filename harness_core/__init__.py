@@ -13,6 +13,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
+    "Resumable": "harness_core.tools:Resumable",
+    "StatusEntry": "harness_core.tools:StatusEntry",
+    "GitStatus": "harness_core.tools:GitStatus",
+    "GitSettings": "harness_core.tools:GitSettings",
     "survey_toolchain": "harness_core.toolchain:survey",
     "ToolchainReport": "harness_core.toolchain:ToolchainReport",
     "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
@@ -183,6 +189,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "TelemetryConfig",
+    "TelemetrySink",
+    "Resumable",
+    "StatusEntry",
+    "GitStatus",
+    "GitSettings",
     "survey_toolchain",
     "ToolchainReport",
     "DetectedToolchain",
@@ -546,6 +558,10 @@ if TYPE_CHECKING:
         SessionRecord,
         TurnRecord,
     )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
+    )
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
@@ -560,10 +576,14 @@ if TYPE_CHECKING:
     from harness_core.toolchain import (  # noqa: F401
         survey as survey_toolchain,
     )
-    from harness_core.tools import (  # noqa: F401
+    from harness_core.tools import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         RESERVED_TOOL_NAMES,
+        GitSettings,
+        GitStatus,
         PauseRequested,
         Refusal,
+        Resumable,
+        StatusEntry,
         Tool,
         Toolbox,
         ToolContext,

@@ -210,6 +210,12 @@ SCHEMA = Table(
         ),
         "context": Table({"max_tokens": _POS_INT}),
         "toolchain": Table({"test": _S, "build": _S, "lint": _S}),
+        "git": Table({
+            "author_name": _S,
+            "author_email": _S,
+            "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+            "history_depth": Field(FieldType.INT, minimum=1),
+        }),
         "prices": Table(
             {
                 "as_of": Field(FieldType.DATE),
@@ -253,6 +259,15 @@ SCHEMA = Table(
         "templates": Table({"dir": Field(FieldType.STR, path=True)}),
         "store": Table({"path": Field(FieldType.STR, path=True),
                         "url": Field(FieldType.STR, secret=True)}),
+        "telemetry": Table(
+            {
+                "otlp_endpoint": _S,
+                "include_content": _B,
+                "headers": Field(FieldType.STR_MAP, secret=True),
+                "service_name": _S,
+                "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+            }
+        ),
         "run": Table(
             {
                 "output_cap_bytes": Field(FieldType.INT, minimum=256),

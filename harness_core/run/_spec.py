@@ -16,6 +16,7 @@ from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
 from harness_core.store import RunStatus, VerificationRecord
 from harness_core.toolchain import Toolchain
+from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
 
@@ -55,6 +56,7 @@ class RunSpec:
         provider_keys: The provider credentials this process holds (values, never
             recorded): the sandbox must keep them from commands, and `auto` refuses
             to degrade to a backend that cannot.
+        git: The `[git]` settings of the git built-ins (author, timeout).
         agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
@@ -84,6 +86,7 @@ class RunSpec:
     cost_of: Callable[[str, Usage], float | None] | None = None
     store_path: Path | None = None
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
+    git: GitSettings = field(default_factory=GitSettings)
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None
