@@ -13,6 +13,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
+    "Resumable": "harness_core.tools:Resumable",
+    "StatusEntry": "harness_core.tools:StatusEntry",
+    "GitStatus": "harness_core.tools:GitStatus",
+    "GitSettings": "harness_core.tools:GitSettings",
     "survey_toolchain": "harness_core.toolchain:survey",
     "ToolchainReport": "harness_core.toolchain:ToolchainReport",
     "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
@@ -180,9 +186,20 @@ _EXPORTS: dict[str, str] = {
     "select_sandbox": "harness_core.sandbox:select",
     "summarize": "harness_core.spend:summarize",
     "validate_web": "harness_core.providers:validate_web",
+    "AgentLimits": "harness_core.agents:AgentLimits",
+    "resume_tree": "harness_core.run:resume_tree",
+    "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
+    "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
+    "run_tree": "harness_core.run:run_tree",
 }
 
 __all__ = [
+    "TelemetryConfig",
+    "TelemetrySink",
+    "Resumable",
+    "StatusEntry",
+    "GitStatus",
+    "GitSettings",
     "survey_toolchain",
     "ToolchainReport",
     "DetectedToolchain",
@@ -350,6 +367,11 @@ __all__ = [
     "select_sandbox",
     "summarize",
     "validate_web",
+    "AgentLimits",
+    "resume_tree",
+    "resume_tree_from_stored_policy",
+    "resume_tree_with_answer",
+    "run_tree",
 ]
 
 
@@ -370,6 +392,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from harness_core.agents import (  # noqa: F401
         AgentDef,
+        AgentLimits,
     )
     from harness_core.clock import (  # noqa: F401
         Clock,
@@ -492,6 +515,10 @@ if TYPE_CHECKING:
         build_launchers,
         gate_inputs,
         protect_gate_inputs,
+        resume_tree,
+        resume_tree_from_stored_policy,
+        resume_tree_with_answer,
+        run_tree,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -548,6 +575,10 @@ if TYPE_CHECKING:
         SessionRecord,
         TurnRecord,
     )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
+    )
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
@@ -562,10 +593,14 @@ if TYPE_CHECKING:
     from harness_core.toolchain import (  # noqa: F401
         survey as survey_toolchain,
     )
-    from harness_core.tools import (  # noqa: F401
+    from harness_core.tools import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         RESERVED_TOOL_NAMES,
+        GitSettings,
+        GitStatus,
         PauseRequested,
         Refusal,
+        Resumable,
+        StatusEntry,
         Tool,
         Toolbox,
         ToolContext,
