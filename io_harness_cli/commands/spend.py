@@ -20,15 +20,16 @@ from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 if TYPE_CHECKING:
     from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport
 
-BY_CHOICES = ("model", "run", "session", "day")
+BY_CHOICES = ("model", "run", "session", "day", "tree")
 _BAR_WIDTH = 10
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 
 
 def spend(
     by: Annotated[str, typer.Option(
-        "--by", help="Group by model (the model that served), run, session or day (UTC).",
-        metavar="model|run|session|day")] = "model",
+        "--by", help="Group by model (the model that served), run, session, day (UTC), or"
+        " tree (each tree of runs rolled up into its root).",
+        metavar="model|run|session|day|tree")] = "model",
     since: Annotated[str | None, typer.Option(
         "--since", help="From this date or ISO timestamp (inclusive; UTC unless it says).",
     )] = None,
@@ -84,6 +85,7 @@ def summarize_rows(
             cache_write_tokens=_count(r.get("cache_write_tokens")),
             reasoning_tokens=_count(r.get("reasoning_tokens")),
             server_tool_requests=_count(r.get("server_tool_requests")),
+            root_run_id=None if r.get("root_run_id") is None else str(r["root_run_id"]),
         )
         for r in raw
     ]
@@ -104,8 +106,10 @@ def _by(value: str) -> SpendBy:
         return "session"
     if value == "day":
         return "day"
+    if value == "tree":
+        return "tree"
     raise UsageError(f"--by {value!r} is not one of: {', '.join(BY_CHOICES)}",
-                     hint="io spend --by model|run|session|day")
+                     hint="io spend --by model|run|session|day|tree")
 
 
 def _bound(text: str | None, option: str, *, end_of_day: bool) -> str | None:
