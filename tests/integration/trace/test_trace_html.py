@@ -122,7 +122,13 @@ def test_hostile_model_text_is_shown_as_text_and_never_runs(
 def test_no_request_leaves_the_page(opened: tuple[Any, list[str]],
                                     page_file: tuple[Path, str]) -> None:
     page, requests = opened
-    page.locator("details").first.click()
+    toggle = page.locator(".ev.call", has_text='"echo"').locator(".toggle").first
+    body = toggle.locator("xpath=following-sibling::pre[1]")
+    assert body.is_hidden()
+    toggle.click()
+    assert body.is_visible() and '"argv"' in body.inner_text()
+    toggle.click()
+    assert body.is_hidden()
     assert requests == [page_file[0].as_uri()]
 
 
