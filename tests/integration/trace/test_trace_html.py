@@ -4,6 +4,7 @@ that the page makes no request besides its own file."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,21 @@ def test_plan_gates_cost_and_changes_are_on_the_page(opened: tuple[Any, list[str
     page.locator("summary", has_text="a.txt").click()
     diff = page.locator("pre.diff").last.inner_text()
     assert "-two" in diff and "+three" in diff
+
+
+def test_html_options_that_do_not_fit_are_usage_errors(tmp_path: Path) -> None:
+    from tests.integration.cli.helpers import make_workspace, replay_line
+
+    ws = make_workspace(tmp_path / "w", [replay_line("done")])
+    assert run_io(["run", "goal", "-w", str(ws)]).returncode == 0
+    run_id = json.loads(run_io(["runs", "-w", str(ws), "--json"]).stdout.splitlines()[0])["run_id"]
+    for args, message in ((["-o", "x.html"], "--output is for --html"),
+                          (["--html", "--json"], "cannot be combined"),
+                          (["--html", "--plan"], "cannot be combined")):
+        done = run_io(["trace", run_id, "-w", str(ws), *args])
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+    missing = run_io(["trace", "nosuchrun", "-w", str(ws), "--html"])
+    assert missing.returncode == 2 and not list(tmp_path.glob("**/io-trace-*.html"))
+    page = run_io(["trace", run_id, "-w", str(ws), "--html", "-o", "-"])
+    assert page.returncode == 0 and page.stdout.startswith("<!doctype html>")
+    assert page.stdout.rstrip().endswith("</html>")
