@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "CopyReport": "harness_core.store:CopyReport",
+    "copy_store": "harness_core.store:copy_store",
+    "is_postgres_url": "harness_core.store:is_postgres_url",
+    "redact_url": "harness_core.store:redact_url",
     "survey_toolchain": "harness_core.toolchain:survey",
     "ToolchainReport": "harness_core.toolchain:ToolchainReport",
     "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
@@ -174,6 +178,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CopyReport",
+    "copy_store",
+    "is_postgres_url",
+    "redact_url",
     "survey_toolchain",
     "ToolchainReport",
     "DetectedToolchain",

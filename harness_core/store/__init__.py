@@ -1,6 +1,7 @@
 """Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
 checkpoint format."""
 
+from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
@@ -18,6 +19,7 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "AliveCheck",
     "CheckpointRecord",
+    "CopyReport",
     "LedgerEntry",
     "PolicyEventRecord",
     "RunRecord",
@@ -25,6 +27,7 @@ __all__ = [
     "StepRecord",
     "Store",
     "VerificationRecord",
+    "copy_store",
     "is_postgres_url",
     "redact_url",
 ]
