@@ -26,7 +26,7 @@ __all__ = [
     "summarize",
 ]
 
-SpendBy = Literal["model", "run", "session", "day"]
+SpendBy = Literal["model", "run", "session", "day", "runner"]
 """How `summarize` groups rows: by served model, run id, session id or UTC day."""
 
 _MTOK = 1_000_000.0
@@ -90,6 +90,7 @@ class SpendRow:
         provider: The provider that served it.
         created_at: When it was recorded (timezone-aware UTC).
         prompt_tokens: As reported; None means not reported. The other counts likewise.
+        runner: The machine (hostname) that made the call; None when not recorded.
     """
 
     run_id: str
@@ -104,6 +105,7 @@ class SpendRow:
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
     server_tool_requests: int | None = None
+    runner: str | None = None
 
     @staticmethod
     def from_usage(
@@ -259,6 +261,8 @@ def _key(row: SpendRow, by: SpendBy) -> str | None:
         return row.run_id
     if by == "session":
         return row.session_id
+    if by == "runner":
+        return row.runner
     when = row.created_at
     if when.tzinfo is not None:
         when = when.astimezone(UTC)

@@ -134,3 +134,20 @@ def test_a_postgresql_store_that_cannot_be_reached_is_one_clear_error(tmp_path: 
     assert result.returncode == 1
     assert "cannot connect to the store" in result.stderr
     assert "s3cret-canary" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_spend_by_runner_groups_by_the_host_that_made_each_call(
+        tmp_path: Path, postgres_url: str) -> None:
+    import socket
+
+    ws = make_workspace(tmp_path / "ws", [replay_line("done", tokens=7)])
+    env = {"IO_STORE": postgres_url}
+    assert run_io(["run", "-w", str(ws), "go"], env=env).returncode == 0
+    with Store(postgres_url) as store, store._tx() as conn:
+        conn.execute("UPDATE completions SET host = ?", ("ci-runner-7",))
+    assert run_io(["run", "-w", str(ws), "go again"], env=env).returncode == 0
+    result = run_io(["spend", "--by", "runner", "--json", "-w", str(ws)], env=env)
+    assert result.returncode == 0, result.stderr
+    groups = {g["key"]: g for g in json.loads(result.stdout)["groups"]}
+    assert set(groups) == {"ci-runner-7", socket.gethostname()}
+    assert groups["ci-runner-7"]["calls"] == 1
