@@ -91,6 +91,7 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
         status = "error" if code == ExitCode.USAGE else "errored"
         if not out.json_mode:
             error(exc.message, exc.hint)
+            out.finished = True  # the error line said it all: one message, not two
         else:
             sys.stderr.write(f"io: error: {exc.message}\n")
         out.finish(status, code, exc.message)
