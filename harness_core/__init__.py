@@ -17,6 +17,12 @@ _EXPORTS: dict[str, str] = {
     "copy_store": "harness_core.store:copy_store",
     "is_postgres_url": "harness_core.store:is_postgres_url",
     "redact_url": "harness_core.store:redact_url",
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
+    "Resumable": "harness_core.tools:Resumable",
+    "StatusEntry": "harness_core.tools:StatusEntry",
+    "GitStatus": "harness_core.tools:GitStatus",
+    "GitSettings": "harness_core.tools:GitSettings",
     "survey_toolchain": "harness_core.toolchain:survey",
     "ToolchainReport": "harness_core.toolchain:ToolchainReport",
     "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
@@ -179,6 +185,11 @@ _EXPORTS: dict[str, str] = {
     "select_sandbox": "harness_core.sandbox:select",
     "summarize": "harness_core.spend:summarize",
     "validate_web": "harness_core.providers:validate_web",
+    "AgentLimits": "harness_core.agents:AgentLimits",
+    "resume_tree": "harness_core.run:resume_tree",
+    "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
+    "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
+    "run_tree": "harness_core.run:run_tree",
 }
 
 __all__ = [
@@ -186,6 +197,12 @@ __all__ = [
     "copy_store",
     "is_postgres_url",
     "redact_url",
+    "TelemetryConfig",
+    "TelemetrySink",
+    "Resumable",
+    "StatusEntry",
+    "GitStatus",
+    "GitSettings",
     "survey_toolchain",
     "ToolchainReport",
     "DetectedToolchain",
@@ -348,6 +365,11 @@ __all__ = [
     "select_sandbox",
     "summarize",
     "validate_web",
+    "AgentLimits",
+    "resume_tree",
+    "resume_tree_from_stored_policy",
+    "resume_tree_with_answer",
+    "run_tree",
 ]
 
 
@@ -368,6 +390,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from harness_core.agents import (  # noqa: F401
         AgentDef,
+        AgentLimits,
     )
     from harness_core.clock import (  # noqa: F401
         Clock,
@@ -483,6 +506,10 @@ if TYPE_CHECKING:
         build_launchers,
         gate_inputs,
         protect_gate_inputs,
+        resume_tree,
+        resume_tree_from_stored_policy,
+        resume_tree_with_answer,
+        run_tree,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -539,6 +566,10 @@ if TYPE_CHECKING:
         SessionRecord,
         TurnRecord,
     )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
+    )
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
@@ -553,10 +584,14 @@ if TYPE_CHECKING:
     from harness_core.toolchain import (  # noqa: F401
         survey as survey_toolchain,
     )
-    from harness_core.tools import (  # noqa: F401
+    from harness_core.tools import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         RESERVED_TOOL_NAMES,
+        GitSettings,
+        GitStatus,
         PauseRequested,
         Refusal,
+        Resumable,
+        StatusEntry,
         Tool,
         Toolbox,
         ToolContext,

@@ -59,6 +59,13 @@ from harness_core.store._schema import (
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
+from harness_core.store._tree import (
+    RUN_COLUMNS,
+    TREE_SCHEMA_SQL,
+    TreePlace,
+    TreeQueries,
+    run_record,
+)
 
 __all__ = ["KNOWN_MIGRATIONS", "AliveCheck", "Store", "check_store"]
 
@@ -72,7 +79,8 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_todos", PLAN_SCHEMA_SQL), ("0005_questions", QUESTION_SCHEMA_SQL),
     ("0006_verification_report", VERIFICATION_REPORT_SQL),
     ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
-    ("0008_runner_host", RUNNER_HOST_SQL),
+    ("0008_agent_trees", TREE_SCHEMA_SQL),
+    ("0009_runner_host", RUNNER_HOST_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -133,7 +141,8 @@ def _disk_is_full(path: Path) -> bool:
         return False
 
 
-class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries):
+class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
+            TreeQueries):
     """The run store.
 
     Opening checks the file first (see `harness_core.store._check`): a file that fails
@@ -150,6 +159,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._opened_with = path  # may hold a password: never shown, only `reopen` reads it
         if is_postgres_url(path):
             self._open_postgres(str(path))
             return
@@ -306,6 +316,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         except sqlite3.Error as exc:
             raise _translate(exc, "reading", self.path) from exc
 
+    def reopen(self) -> Store:
+        """Another connection to the same store, for another thread (a parallel child)."""
+        return Store(self._opened_with)
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         try:
@@ -340,19 +354,24 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         parent_run_id: str | None = None,
         owner_pid: int | None = None,
         owner_started: float | None = None,
+        tree: TreePlace | None = None,
     ) -> None:
-        """Record a new run with its opening messages, owned by the calling process."""
+        """Record a new run with its opening messages, owned by the calling process.
+
+        `tree` places a spawned child in its tree (root, depth, the spawning call)."""
         now = _now()
         if owner_pid is not None:
             self._hold("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
-                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started,"
+                " depth, root_run_id, spawn_step, spawn_call, agent)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
                  model, session_id, parent_run_id, dumps(settings), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started),
+                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started,
+                 *(tree.row() if tree is not None else (0, run_id, None, None, None))),
             )
             self._insert_messages(conn, run_id, -1, messages)
             conn.execute(
@@ -371,7 +390,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         rows = self._query(_RUN_BY_ID, (run_id,))
         if not rows:
             raise RunNotFound(run_id)
-        return _run_record(rows[0])
+        return run_record(rows[0])
 
     def find_run(self, prefix: str) -> RunRecord:
         """The run whose id is `prefix` or uniquely starts with it."""
@@ -381,7 +400,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         )
         if not rows or (len(rows) > 1 and rows[0][0] != prefix):
             raise RunNotFound(prefix)
-        return _run_record(rows[0])
+        return run_record(rows[0])
 
     def list_runs(self, limit: int = 20, *, session_id: str | None = None) -> list[RunRecord]:
         """The most recent runs, newest first."""
@@ -389,11 +408,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             rows = self._query(_RUNS_RECENT, (limit,))
         else:
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
-        return [_run_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def child_runs(self, run_id: str) -> list[RunRecord]:
         """The runs whose parent is `run_id`, oldest first (one level of a tree)."""
-        return [_run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
+        return [run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
 
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
@@ -869,43 +888,22 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
 
 
 _RUN_BY_ID = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ?"
+    RUN_COLUMNS + " FROM runs WHERE run_id = ?"
 )
 _RUN_BY_PREFIX = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ? OR run_id LIKE ?"
+    RUN_COLUMNS + " FROM runs WHERE run_id = ? OR run_id LIKE ?"
     " ESCAPE '!' ORDER BY run_id = ? DESC LIMIT 2"
 )
 _RUNS_RECENT = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs ORDER BY created_at DESC LIMIT ?"
+    RUN_COLUMNS + " FROM runs ORDER BY created_at DESC LIMIT ?"
 )
 _RUNS_OF_SESSION = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
+    RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
 )
 _RUNS_OF_PARENT = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE parent_run_id = ? ORDER BY c"
-    "reated_at, run_id"
+    RUN_COLUMNS + " FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
 )
-
-
-def _run_record(r: tuple[Any, ...]) -> RunRecord:
-    return RunRecord(
-        run_id=r[0], created_at=r[1], updated_at=r[2], status=RunStatus(r[3]), goal=r[4],
-        workspace=r[5], model=r[6], session_id=r[7], parent_run_id=r[8], settings=loads(r[9]),
-        policy=loads(r[10]), sandbox=loads(r[11]), exit_code=r[12], reason=r[13],
-        pause=loads(r[14]), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
-        wall_used=r[18],
-    )
 
 
 def _step_record(r: tuple[Any, ...]) -> StepRecord:

@@ -20,15 +20,16 @@ from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 if TYPE_CHECKING:
     from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport
 
-BY_CHOICES = ("model", "run", "session", "day", "runner")
+BY_CHOICES = ("model", "run", "session", "day", "tree", "runner")
 _BAR_WIDTH = 10
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 
 
 def spend(
     by: Annotated[str, typer.Option(
-        "--by", help="Group by model (the model that served), run, session, day (UTC) or runner (host).",
-        metavar="model|run|session|day")] = "model",
+        "--by", help="Group by model (the model that served), run, session, day (UTC),"
+        " tree (each tree of runs rolled up into its root) or runner (the host).",
+        metavar="model|run|session|day|tree|runner")] = "model",
     since: Annotated[str | None, typer.Option(
         "--since", help="From this date or ISO timestamp (inclusive; UTC unless it says).",
     )] = None,
@@ -85,6 +86,7 @@ def summarize_rows(
             reasoning_tokens=_count(r.get("reasoning_tokens")),
             server_tool_requests=_count(r.get("server_tool_requests")),
             runner=None if r.get("runner") is None else str(r["runner"]),
+            root_run_id=None if r.get("root_run_id") is None else str(r["root_run_id"]),
         )
         for r in raw
     ]
@@ -105,10 +107,12 @@ def _by(value: str) -> SpendBy:
         return "session"
     if value == "day":
         return "day"
+    if value == "tree":
+        return "tree"
     if value == "runner":
         return "runner"
     raise UsageError(f"--by {value!r} is not one of: {', '.join(BY_CHOICES)}",
-                     hint="io spend --by model|run|session|day|runner")
+                     hint="io spend --by model|run|session|day|tree|runner")
 
 
 def _bound(text: str | None, option: str, *, end_of_day: bool) -> str | None:
