@@ -1,6 +1,8 @@
 """Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
 checkpoint format."""
 
+from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
+from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
@@ -12,19 +14,24 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
-from harness_core.store._store import AliveCheck, Store
+from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "AliveCheck",
     "CheckpointRecord",
+    "CopyReport",
     "LedgerEntry",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
     "StepRecord",
+    "QUICK_CHECK_SECONDS",
     "Store",
+    "StoreReport",
     "VerificationRecord",
+    "check_store",
+    "copy_store",
     "is_postgres_url",
     "redact_url",
 ]
