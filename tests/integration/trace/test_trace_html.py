@@ -160,3 +160,22 @@ def test_html_options_that_do_not_fit_are_usage_errors(tmp_path: Path) -> None:
     page = run_io(["trace", run_id, "-w", str(ws), "--html", "-o", "-"])
     assert page.returncode == 0 and page.stdout.startswith("<!doctype html>")
     assert page.stdout.rstrip().endswith("</html>")
+
+
+def test_the_page_of_a_root_holds_its_whole_tree(tmp_path: Path) -> None:
+    from tests.integration.cli.helpers import make_workspace, replay_line
+
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("", ("spawn_agent", {"goal": "sub <task>"})),
+        replay_line("child done"),
+        replay_line("root done"),
+    ])
+    done = run_io(["run", "lead", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    root = json.loads(done.stdout.splitlines()[-1])["run_id"]
+    page = run_io(["trace", root, "-w", str(ws), "--html", "-o", "-"]).stdout
+    assert page.count('<section class="run"') == 2
+    assert '<nav class="tree"' in page and "sub &lt;task&gt;" in page
+    sections = page.split('<section class="run"')[1:]
+    assert f'id="run-{root}" data-depth="0"' in sections[0]
+    assert 'data-depth="1"' in sections[1] and f'href="#run-{root}"' in sections[1]
