@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "CopyReport": "harness_core.store:CopyReport",
+    "copy_store": "harness_core.store:copy_store",
+    "is_postgres_url": "harness_core.store:is_postgres_url",
+    "redact_url": "harness_core.store:redact_url",
     "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
     "TelemetrySink": "harness_core.telemetry:TelemetrySink",
     "Resumable": "harness_core.tools:Resumable",
@@ -47,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "PROVIDER_KINDS": "harness_core.providers:PROVIDER_KINDS",
     "RESERVED_TOOL_NAMES": "harness_core.tools:RESERVED_TOOL_NAMES",
     "TIER_LAYER": "harness_core.policy:TIER_LAYER",
+    "TOOL_EXTRAS": "harness_core.documents:TOOL_EXTRAS",
     "Act": "harness_core.policy:Act",
     "ActKind": "harness_core.policy:ActKind",
     "AgentDef": "harness_core.agents:AgentDef",
@@ -75,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "harness_core.policy:Decision",
     "DenyAll": "harness_core.policy:DenyAll",
     "DirEntry": "harness_core.workspace:DirEntry",
+    "DocumentCheck": "harness_core.documents:DocumentCheck",
     "Effect": "harness_core.policy:Effect",
     "Event": "harness_core.events:Event",
     "EventKind": "harness_core.events:EventKind",
@@ -95,6 +101,7 @@ _EXPORTS: dict[str, str] = {
     "McpTool": "harness_core.mcp:McpTool",
     "McpToolInfo": "harness_core.mcp:McpToolInfo",
     "Message": "harness_core.messages:Message",
+    "MissingExtra": "harness_core.errors:MissingExtra",
     "ModelPrice": "harness_core.spend:ModelPrice",
     "PathEscape": "harness_core.errors:PathEscape",
     "PauseRequested": "harness_core.tools:PauseRequested",
@@ -170,6 +177,8 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
     "build_provider": "harness_core.providers:build_provider",
+    "check_document": "harness_core.documents:check_document",
+    "default_toolbox": "harness_core.documents:default_toolbox",
     "trust_store": "harness_core.providers:trust_store",
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
@@ -193,6 +202,10 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "CopyReport",
+    "copy_store",
+    "is_postgres_url",
+    "redact_url",
     "TelemetryConfig",
     "TelemetrySink",
     "Resumable",
@@ -227,6 +240,7 @@ __all__ = [
     "PROVIDER_KINDS",
     "RESERVED_TOOL_NAMES",
     "TIER_LAYER",
+    "TOOL_EXTRAS",
     "Act",
     "ActKind",
     "AgentDef",
@@ -255,6 +269,7 @@ __all__ = [
     "Decision",
     "DenyAll",
     "DirEntry",
+    "DocumentCheck",
     "Effect",
     "Event",
     "EventKind",
@@ -275,6 +290,7 @@ __all__ = [
     "McpTool",
     "McpToolInfo",
     "Message",
+    "MissingExtra",
     "ModelPrice",
     "PathEscape",
     "PauseRequested",
@@ -349,6 +365,8 @@ __all__ = [
     "WorkspaceError",
     "build_launchers",
     "build_provider",
+    "check_document",
+    "default_toolbox",
     "check_store",
     "trust_store",
     "detect_toolchain",
@@ -409,12 +427,19 @@ if TYPE_CHECKING:
     from harness_core.config import (
         load as load_config,
     )
+    from harness_core.documents import (  # noqa: F401
+        TOOL_EXTRAS,
+        DocumentCheck,
+        check_document,
+        default_toolbox,
+    )
     from harness_core.errors import (  # noqa: F401
         BudgetExceeded,
         CheckpointFormatError,
         ConfigError,
         HarnessError,
         InvalidToolArguments,
+        MissingExtra,
         PathEscape,
         PolicyError,
         ProviderError,

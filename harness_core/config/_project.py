@@ -9,6 +9,7 @@ resolving paths, and reads the environment only from the mapping it is given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -39,7 +40,12 @@ from harness_core.store import is_postgres_url
 from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
 from harness_core.tools._git import GitSettings
-from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
+from harness_core.verification import (
+    CriterionKind,
+    TaskContract,
+    VerifyCriterion,
+    require_gate_extras,
+)
 
 __all__ = ["Config", "RunSettings", "project"]
 
@@ -257,6 +263,24 @@ def _budget(t: _Table) -> Budget:
     )
 
 
+def _document_gate(item: _Table, timeout: float) -> VerifyCriterion:
+    path = item.required("path", ' (a gate of kind "document_contains" names a document)')
+    text, regex = item.get("text"), item.get("regex")
+    if (text is None) == (regex is None):
+        raise ConfigError('a gate of kind "document_contains" takes exactly one of `text` and'
+                          " `regex`")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ConfigError(f"document_contains: invalid regex {regex!r}: {exc}") from exc
+    criterion = VerifyCriterion(kind=CriterionKind.DOCUMENT_CONTAINS, path=path, text=text,
+                                regex=regex, page=item.get("page"), sheet=item.get("sheet"),
+                                timeout_seconds=timeout)
+    require_gate_extras(criterion)
+    return criterion
+
+
 def _contract(t: _Table) -> TaskContract:
     gates: list[VerifyCriterion] = []
     default_timeout = VerifyCriterion().timeout_seconds
@@ -266,6 +290,9 @@ def _contract(t: _Table) -> TaskContract:
         if kind is CriterionKind.COMMAND:
             command = item.required("command", ' (a gate of kind "command" runs a command)')
         timeout = float(item.get("timeout_seconds", default_timeout))
+        if kind is CriterionKind.DOCUMENT_CONTAINS:
+            gates.append(_document_gate(item, timeout))
+            continue
         inputs = item.get("inputs")
         gates.append(VerifyCriterion(
             kind=kind, command=command, timeout_seconds=timeout,

@@ -197,10 +197,16 @@ SCHEMA = Table(
                     Table(
                         {
                             "kind": Field(
-                                FieldType.STR, choices=("command", "each_compiles_python")
+                                FieldType.STR,
+                                choices=("command", "each_compiles_python", "document_contains"),
                             ),
                             "command": _S,
                             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+                            "path": _S,
+                            "text": _S,
+                            "regex": _S,
+                            "page": _POS_INT,
+                            "sheet": _S,
                             "inputs": _L,
                             "editable": _B,
                         }

@@ -24,6 +24,7 @@ import psutil
 
 from harness_core.agents import roster_description, spawn_refusal
 from harness_core.clock import Clock, SystemClock
+from harness_core.documents import default_toolbox
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
@@ -137,7 +138,7 @@ class Runner:
         self.clock = clock or SystemClock()
         self._emit_fn = on_event
         self.approver = approver
-        self.toolbox = toolbox or Toolbox.builtins()
+        self.toolbox = toolbox or default_toolbox()
         self._new_id = new_id or (lambda: uuid.uuid4().hex[:12])
         self._extras = extras
         self.responder = responder
@@ -267,6 +268,7 @@ class Runner:
     ) -> RunOutcome:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
+        launchers.attach(gate, self.store.path)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
@@ -304,6 +306,7 @@ class Runner:
             raise
         finally:
             _close_extras(handles)
+            launchers.close()
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome

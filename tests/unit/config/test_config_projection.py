@@ -85,6 +85,16 @@ command = "python -m pytest -q"
 timeout_seconds = 10
 inputs = ["tests/**", "pyproject.toml"]
 editable = true
+[[contract.verify]]
+kind = "document_contains"
+path = "out/report.pdf"
+text = "Total"
+page = 2
+[[contract.verify]]
+kind = "document_contains"
+path = "out/book.xlsx"
+regex = "Sum: [0-9]+"
+sheet = "Summary"
 
 [context]
 max_tokens = 12000
@@ -240,6 +250,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "contract.verify.kind": (lambda c: c.contract.verify[0].kind, CriterionKind.COMMAND),
         "contract.verify.command": (lambda c: c.contract.verify[0].command, "python -m pytest -q"),
         "contract.verify.timeout_seconds": (lambda c: c.contract.verify[0].timeout_seconds, 10.0),
+        "contract.verify.path": (lambda c: c.contract.verify[1].path, "out/report.pdf"),
+        "contract.verify.text": (lambda c: c.contract.verify[1].text, "Total"),
+        "contract.verify.page": (lambda c: c.contract.verify[1].page, 2),
+        "contract.verify.regex": (lambda c: c.contract.verify[2].regex, "Sum: [0-9]+"),
+        "contract.verify.sheet": (lambda c: c.contract.verify[2].sheet, "Summary"),
         "contract.verify.inputs": (lambda c: c.contract.verify[0].inputs,
                                    ("tests/**", "pyproject.toml")),
         "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
