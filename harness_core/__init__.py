@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "IMAGE_MEDIA_TYPES": "harness_core.messages:IMAGE_MEDIA_TYPES",
+    "Media": "harness_core.messages:Media",
     "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
     "TelemetrySink": "harness_core.telemetry:TelemetrySink",
     "Resumable": "harness_core.tools:Resumable",
@@ -194,6 +196,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "IMAGE_MEDIA_TYPES",
+    "Media",
     "TelemetryConfig",
     "TelemetrySink",
     "Resumable",
@@ -456,6 +460,8 @@ if TYPE_CHECKING:
         McpToolInfo,
     )
     from harness_core.messages import (  # noqa: F401
+        IMAGE_MEDIA_TYPES,
+        Media,
         Message,
         Role,
         ToolCall,
