@@ -15,6 +15,10 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "IMAGE_MEDIA_TYPES": "harness_core.messages:IMAGE_MEDIA_TYPES",
     "Media": "harness_core.messages:Media",
+    "CopyReport": "harness_core.store:CopyReport",
+    "copy_store": "harness_core.store:copy_store",
+    "is_postgres_url": "harness_core.store:is_postgres_url",
+    "redact_url": "harness_core.store:redact_url",
     "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
     "TelemetrySink": "harness_core.telemetry:TelemetrySink",
     "Resumable": "harness_core.tools:Resumable",
@@ -198,6 +202,10 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "IMAGE_MEDIA_TYPES",
     "Media",
+    "CopyReport",
+    "copy_store",
+    "is_postgres_url",
+    "redact_url",
     "TelemetryConfig",
     "TelemetrySink",
     "Resumable",

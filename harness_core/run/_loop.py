@@ -268,6 +268,7 @@ class Runner:
     ) -> RunOutcome:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
+        launchers.attach(gate, self.store.path)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
@@ -305,6 +306,7 @@ class Runner:
             raise
         finally:
             _close_extras(handles)
+            launchers.close()
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome

@@ -94,6 +94,7 @@ def tool(
         launchers = build_launchers(spec)
         gate = Gate(spec.policy, store=None, run_id="", approver=make_approver(not json_out),
                     emit=lambda event: None)
+        launchers.attach(gate, None)
         ctx = ToolContext(workspace=spec.workspace, gate=gate, launcher=launchers.commands,
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
@@ -113,6 +114,7 @@ def tool(
         finally:
             if registry is not None:
                 registry.close_all()
+            launchers.close()
             if store is not None:
                 store.close()
             shutil.rmtree(capture, ignore_errors=True)
