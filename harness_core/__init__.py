@@ -197,6 +197,10 @@ _EXPORTS: dict[str, str] = {
     "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
     "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
     "run_tree": "harness_core.run:run_tree",
+    "Skill": "harness_core.templates:Skill",
+    "TemplateInfo": "harness_core.templates:TemplateInfo",
+    "Templates": "harness_core.templates:Templates",
+    "discover_skills": "harness_core.templates:discover_skills",
 }
 
 __all__ = [
@@ -384,6 +388,10 @@ __all__ = [
     "resume_tree_from_stored_policy",
     "resume_tree_with_answer",
     "run_tree",
+    "Skill",
+    "TemplateInfo",
+    "Templates",
+    "discover_skills",
 ]
 
 
@@ -594,6 +602,10 @@ if TYPE_CHECKING:
         TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
+        Skill,
+        TemplateInfo,
+        Templates,
+        discover_skills,
         render_template,
     )
     from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401
