@@ -24,7 +24,7 @@ import psutil
 
 from harness_core.agents import roster_description, spawn_refusal
 from harness_core.clock import Clock, SystemClock
-from harness_core.documents import default_toolbox
+from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
@@ -278,7 +278,7 @@ class Runner:
         if self.responder is not None:
             ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
-        context.extend(self.store.messages(run_id))
+        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
         tree = self._tree or self._root_tree(run_id, spec, resumed=resumed,
                                              wall_before=wall_before)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
@@ -632,7 +632,7 @@ class Runner:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
-                            outcome.is_error)
+                            outcome.is_error, outcome.media)
         edits = outcome.data.get("edits", []) if outcome.data else []
         for edit in edits:
             drive.changed.add(str(edit.get("path")))
