@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "IMAGE_MEDIA_TYPES": "harness_core.messages:IMAGE_MEDIA_TYPES",
+    "Media": "harness_core.messages:Media",
     "CopyReport": "harness_core.store:CopyReport",
     "copy_store": "harness_core.store:copy_store",
     "is_postgres_url": "harness_core.store:is_postgres_url",
@@ -202,6 +204,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "IMAGE_MEDIA_TYPES",
+    "Media",
     "CopyReport",
     "copy_store",
     "is_postgres_url",
@@ -472,6 +476,8 @@ if TYPE_CHECKING:
         McpToolInfo,
     )
     from harness_core.messages import (  # noqa: F401
+        IMAGE_MEDIA_TYPES,
+        Media,
         Message,
         Role,
         ToolCall,

@@ -23,7 +23,7 @@ from typing import Any
 import psutil
 
 from harness_core.clock import Clock, SystemClock
-from harness_core.documents import default_toolbox
+from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
@@ -265,7 +265,7 @@ class Runner:
         if self.responder is not None:
             ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
-        context.extend(self.store.messages(run_id))
+        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,
                                        cancel=self._cancel)
@@ -602,7 +602,7 @@ class Runner:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
-                            outcome.is_error)
+                            outcome.is_error, outcome.media)
         edits = outcome.data.get("edits", []) if outcome.data else []
         for edit in edits:
             drive.changed.add(str(edit.get("path")))
