@@ -606,8 +606,15 @@ def project(
 
 def _git(t: _Table) -> GitSettings:
     base = GitSettings()
+    name, email = t.get("author_name"), t.get("author_email")
+    author = t.get("author")
+    if author is not None:
+        found = re.fullmatch(r"\s*([^<>]*?)\s*<([^<>]+)>\s*", author)
+        if found is None or not found.group(1):
+            raise ConfigError(f"'{t.key('author')}' must read 'Name <email>', not {author!r}")
+        name, email = name or found.group(1), email or found.group(2)
     return GitSettings(
-        author_name=t.get("author_name"), author_email=t.get("author_email"),
+        author_name=name, author_email=email,
         timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
         history_depth=int(t.get("history_depth", base.history_depth)),
     )
