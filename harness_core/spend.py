@@ -26,9 +26,9 @@ __all__ = [
     "summarize",
 ]
 
-SpendBy = Literal["model", "run", "session", "day", "tree"]
-"""How `summarize` groups rows: by served model, run id, session id, UTC day, or the root
-of the run's tree (a tree of runs rolled up into its root)."""
+SpendBy = Literal["model", "run", "session", "day", "tree", "runner"]
+"""How `summarize` groups rows: by served model, run id, session id, UTC day, the root
+of the run's tree (a tree of runs rolled up into its root), or runner (the host)."""
 
 _MTOK = 1_000_000.0
 
@@ -92,6 +92,7 @@ class SpendRow:
         created_at: When it was recorded (timezone-aware UTC).
         prompt_tokens: As reported; None means not reported. The other counts likewise.
         root_run_id: The root of the run's tree (None: the run is its own root).
+        runner: The machine (hostname) that made the call; None when not recorded.
     """
 
     run_id: str
@@ -107,6 +108,7 @@ class SpendRow:
     reasoning_tokens: int | None = None
     server_tool_requests: int | None = None
     root_run_id: str | None = None
+    runner: str | None = None
 
     @staticmethod
     def from_usage(
@@ -264,6 +266,8 @@ def _key(row: SpendRow, by: SpendBy) -> str | None:
         return row.session_id
     if by == "tree":
         return row.root_run_id or row.run_id
+    if by == "runner":
+        return row.runner
     when = row.created_at
     if when.tzinfo is not None:
         when = when.astimezone(UTC)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,7 +50,12 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS, VERIFICATION_REPORT_SQL
+from harness_core.store._schema import (
+    CHECKPOINT_FORMAT,
+    MIGRATIONS,
+    RUNNER_HOST_SQL,
+    VERIFICATION_REPORT_SQL,
+)
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._sweeps import SWEEP_SCHEMA_SQL, SweepQueries
@@ -68,13 +74,15 @@ AliveCheck = Callable[[int, float | None], bool]
 """(pid, process start time) → whether that very process still lives."""
 
 _BUSY_TIMEOUT_MS = 5000
+_HOST = socket.gethostname()  # the runner, recorded per completion and per drive
 _MIGRATIONS: tuple[tuple[str, str], ...] = (
     *MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL), ("0003_sessions", SESSION_SCHEMA_SQL),
     ("0004_todos", PLAN_SCHEMA_SQL), ("0005_questions", QUESTION_SCHEMA_SQL),
     ("0006_verification_report", VERIFICATION_REPORT_SQL),
     ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
     ("0008_agent_trees", TREE_SCHEMA_SQL),
-    ("0009_sweeps", SWEEP_SCHEMA_SQL),
+    ("0009_runner_host", RUNNER_HOST_SQL),
+    ("0010_sweeps", SWEEP_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -370,10 +378,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             )
             self._insert_messages(conn, run_id, -1, messages)
             conn.execute(
-                "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox)"
-                " VALUES (?, 0, ?, ?, ?, ?)",
+                "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
+                " VALUES (?, 0, ?, ?, ?, ?, ?)",
                 (run_id, now, owner_pid or os.getpid(), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None),
+                 dumps(sandbox) if sandbox is not None else None, _HOST),
             )
 
     def run(self, run_id: str) -> RunRecord:
@@ -446,10 +454,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         """Record the policy and sandbox a resumed drive runs under (the audit of a resume)."""
         with self._tx() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox)"
-                " VALUES (?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
+                " VALUES (?,?,?,?,?,?,?)",
                 (run_id, seq, _now(), pid, dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None),
+                 dumps(sandbox) if sandbox is not None else None, _HOST),
             )
             conn.execute(
                 "UPDATE runs SET policy = ?, sandbox = ? WHERE run_id = ?",
@@ -580,12 +588,12 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
                 " model_served, prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
                 " cache_write_tokens, reasoning_tokens, server_tool_requests, latency_ms, ttft_ms,"
-                " stop_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " stop_reason, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, now, provider, model_requested, model_served,
                  usage.get("prompt_tokens"), usage.get("completion_tokens"),
                  usage.get("total_tokens"), usage.get("cache_read_tokens"),
                  usage.get("cache_write_tokens"), usage.get("reasoning_tokens"),
-                 usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason),
+                 usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason, _HOST),
             )
             base = conn.execute(
                 "SELECT COALESCE(MAX(seq), -1) + 1 FROM provider_attempts"
