@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -72,7 +71,9 @@ def run(
 
 def _goal(goal: str | None, default: str) -> str:
     if goal == "-":
-        return sys.stdin.read()
+        from io_harness_cli.commands._common import read_stdin_text
+
+        return read_stdin_text("the goal")
     return goal if goal is not None else default
 
 
