@@ -13,6 +13,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "CopyReport": "harness_core.store:CopyReport",
+    "copy_store": "harness_core.store:copy_store",
+    "is_postgres_url": "harness_core.store:is_postgres_url",
+    "redact_url": "harness_core.store:redact_url",
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
+    "Resumable": "harness_core.tools:Resumable",
+    "StatusEntry": "harness_core.tools:StatusEntry",
+    "GitStatus": "harness_core.tools:GitStatus",
+    "GitSettings": "harness_core.tools:GitSettings",
     "survey_toolchain": "harness_core.toolchain:survey",
     "ToolchainReport": "harness_core.toolchain:ToolchainReport",
     "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
@@ -41,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "PROVIDER_KINDS": "harness_core.providers:PROVIDER_KINDS",
     "RESERVED_TOOL_NAMES": "harness_core.tools:RESERVED_TOOL_NAMES",
     "TIER_LAYER": "harness_core.policy:TIER_LAYER",
+    "TOOL_EXTRAS": "harness_core.documents:TOOL_EXTRAS",
     "Act": "harness_core.policy:Act",
     "ActKind": "harness_core.policy:ActKind",
     "AgentDef": "harness_core.agents:AgentDef",
@@ -69,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "harness_core.policy:Decision",
     "DenyAll": "harness_core.policy:DenyAll",
     "DirEntry": "harness_core.workspace:DirEntry",
+    "DocumentCheck": "harness_core.documents:DocumentCheck",
     "Effect": "harness_core.policy:Effect",
     "Event": "harness_core.events:Event",
     "EventKind": "harness_core.events:EventKind",
@@ -89,6 +101,7 @@ _EXPORTS: dict[str, str] = {
     "McpTool": "harness_core.mcp:McpTool",
     "McpToolInfo": "harness_core.mcp:McpToolInfo",
     "Message": "harness_core.messages:Message",
+    "MissingExtra": "harness_core.errors:MissingExtra",
     "ModelPrice": "harness_core.spend:ModelPrice",
     "PathEscape": "harness_core.errors:PathEscape",
     "PauseRequested": "harness_core.tools:PauseRequested",
@@ -164,6 +177,8 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
     "build_provider": "harness_core.providers:build_provider",
+    "check_document": "harness_core.documents:check_document",
+    "default_toolbox": "harness_core.documents:default_toolbox",
     "trust_store": "harness_core.providers:trust_store",
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
@@ -175,9 +190,24 @@ _EXPORTS: dict[str, str] = {
     "select_sandbox": "harness_core.sandbox:select",
     "summarize": "harness_core.spend:summarize",
     "validate_web": "harness_core.providers:validate_web",
+    "AgentLimits": "harness_core.agents:AgentLimits",
+    "resume_tree": "harness_core.run:resume_tree",
+    "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
+    "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
+    "run_tree": "harness_core.run:run_tree",
 }
 
 __all__ = [
+    "CopyReport",
+    "copy_store",
+    "is_postgres_url",
+    "redact_url",
+    "TelemetryConfig",
+    "TelemetrySink",
+    "Resumable",
+    "StatusEntry",
+    "GitStatus",
+    "GitSettings",
     "survey_toolchain",
     "ToolchainReport",
     "DetectedToolchain",
@@ -206,6 +236,7 @@ __all__ = [
     "PROVIDER_KINDS",
     "RESERVED_TOOL_NAMES",
     "TIER_LAYER",
+    "TOOL_EXTRAS",
     "Act",
     "ActKind",
     "AgentDef",
@@ -234,6 +265,7 @@ __all__ = [
     "Decision",
     "DenyAll",
     "DirEntry",
+    "DocumentCheck",
     "Effect",
     "Event",
     "EventKind",
@@ -254,6 +286,7 @@ __all__ = [
     "McpTool",
     "McpToolInfo",
     "Message",
+    "MissingExtra",
     "ModelPrice",
     "PathEscape",
     "PauseRequested",
@@ -328,6 +361,8 @@ __all__ = [
     "WorkspaceError",
     "build_launchers",
     "build_provider",
+    "check_document",
+    "default_toolbox",
     "check_store",
     "trust_store",
     "detect_toolchain",
@@ -340,6 +375,11 @@ __all__ = [
     "select_sandbox",
     "summarize",
     "validate_web",
+    "AgentLimits",
+    "resume_tree",
+    "resume_tree_from_stored_policy",
+    "resume_tree_with_answer",
+    "run_tree",
 ]
 
 
@@ -360,6 +400,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from harness_core.agents import (  # noqa: F401
         AgentDef,
+        AgentLimits,
     )
     from harness_core.clock import (  # noqa: F401
         Clock,
@@ -378,12 +419,19 @@ if TYPE_CHECKING:
     from harness_core.config import (
         load as load_config,
     )
+    from harness_core.documents import (  # noqa: F401
+        TOOL_EXTRAS,
+        DocumentCheck,
+        check_document,
+        default_toolbox,
+    )
     from harness_core.errors import (  # noqa: F401
         BudgetExceeded,
         CheckpointFormatError,
         ConfigError,
         HarnessError,
         InvalidToolArguments,
+        MissingExtra,
         PathEscape,
         PolicyError,
         ProviderError,
@@ -475,6 +523,10 @@ if TYPE_CHECKING:
         build_launchers,
         gate_inputs,
         protect_gate_inputs,
+        resume_tree,
+        resume_tree_from_stored_policy,
+        resume_tree_with_answer,
+        run_tree,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -531,6 +583,10 @@ if TYPE_CHECKING:
         SessionRecord,
         TurnRecord,
     )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
+    )
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
@@ -545,10 +601,14 @@ if TYPE_CHECKING:
     from harness_core.toolchain import (  # noqa: F401
         survey as survey_toolchain,
     )
-    from harness_core.tools import (  # noqa: F401
+    from harness_core.tools import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         RESERVED_TOOL_NAMES,
+        GitSettings,
+        GitStatus,
         PauseRequested,
         Refusal,
+        Resumable,
+        StatusEntry,
         Tool,
         Toolbox,
         ToolContext,

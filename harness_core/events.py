@@ -21,13 +21,14 @@ class EventKind(Enum):
     """Kinds of event. This set may grow; ignore unknown kinds."""
 
     RUN_STARTED = "run_started"
-    """A run began or resumed (data: goal, resumed, workspace, sandbox)."""
+    """A run began or resumed (data: goal, resumed, workspace, sandbox, parent_run_id)."""
     STEP_STARTED = "step_started"
     """A step is about to ask the provider (data: step)."""
     TOKEN = "token"
     """A provisional streamed text delta (data: text). Render it; do not act on it."""
     COMPLETION = "completion"
-    """The provider answered (data: model, usage, latency_ms, ttft_ms)."""
+    """The provider answered (data: step, text, model (served), provider, request_model,
+    usage, latency_ms, ttft_ms, tool_calls)."""
     TOOL_CALL = "tool_call"
     """A tool call is about to run (data: call_id, name, arguments)."""
     TOOL_RESULT = "tool_result"
@@ -50,8 +51,13 @@ class EventKind(Enum):
     """The stall detector saw repetition (data: call)."""
     WARNING = "warning"
     """Something the operator should know that did not stop the run (data: mcp, text)."""
+    SPAWN = "spawn"
+    """A child run started or ended (data: child_run_id, agent, depth, step, call_index,
+    status on the end)."""
     RUN_FINISHED = "run_finished"
-    """The run ended, however it ended (data: status, exit_code, reason)."""
+    """The run ended, however it ended (data: status, reason, steps). The loop emits it
+    once per drive; the CLI's `--json` stream writes its own closing line instead, with
+    `exit_code` added."""
 
 
 @dataclass(frozen=True)
@@ -62,15 +68,19 @@ class Event:
         kind: What happened.
         run_id: The run it happened in.
         data: JSON-serialisable details; keys depend on the kind.
+        root_run_id: The root of the run's tree (None: the run is its own root).
     """
 
     kind: EventKind
     run_id: str
     data: dict[str, Any] = field(default_factory=lambda: {})
+    root_run_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-lines form: `schema`, `kind`, `run_id`, then the data keys."""
-        out: dict[str, Any] = {"schema": EVENT_SCHEMA, "kind": self.kind.value, "run_id": self.run_id}
+        """The JSON-lines form: `schema`, `kind`, `run_id`, `root_run_id`, then the data."""
+        out: dict[str, Any] = {"schema": EVENT_SCHEMA, "kind": self.kind.value,
+                               "run_id": self.run_id,
+                               "root_run_id": self.root_run_id or self.run_id}
         for key, value in self.data.items():
             if key not in out:
                 out[key] = value

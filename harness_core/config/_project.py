@@ -9,15 +9,17 @@ resolving paths, and reads the environment only from the mapping it is given.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness_core.agents import AgentDef
+from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._schema import RULE_KEYS, SCHEMA, Node, Sourced, dotted
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, flatten, redact
+from harness_core.config._telemetry import telemetry_config
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import (
@@ -35,8 +37,15 @@ from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
+from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
-from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
+from harness_core.tools._git import GitSettings
+from harness_core.verification import (
+    CriterionKind,
+    TaskContract,
+    VerifyCriterion,
+    require_gate_extras,
+)
 
 __all__ = ["Config", "RunSettings", "project"]
 
@@ -85,11 +94,16 @@ class Config:
         web: The `[web]` table; None when absent.
         mcp: The `[[mcp]]` servers, in file order.
         agents: The `[agents.NAME]` definitions by name.
+        agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
+        templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
             set it is the store and `store_path` is unused.
         run: The `[run]` table.
+        telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
+            variables); None when export is off.
+        git: The `[git]` table: who the git built-ins commit as, how long git may take.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes.
     """
@@ -106,9 +120,13 @@ class Config:
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
+    agent_limits: AgentLimits = field(default_factory=AgentLimits)
+    templates_dir: Path | None = None
     store_path: Path = Path("state.db")
     store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
+    telemetry: TelemetryConfig | None = None
+    git: GitSettings = field(default_factory=GitSettings)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
 
@@ -242,6 +260,24 @@ def _budget(t: _Table) -> Budget:
     )
 
 
+def _document_gate(item: _Table, timeout: float) -> VerifyCriterion:
+    path = item.required("path", ' (a gate of kind "document_contains" names a document)')
+    text, regex = item.get("text"), item.get("regex")
+    if (text is None) == (regex is None):
+        raise ConfigError('a gate of kind "document_contains" takes exactly one of `text` and'
+                          " `regex`")
+    if regex is not None:
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ConfigError(f"document_contains: invalid regex {regex!r}: {exc}") from exc
+    criterion = VerifyCriterion(kind=CriterionKind.DOCUMENT_CONTAINS, path=path, text=text,
+                                regex=regex, page=item.get("page"), sheet=item.get("sheet"),
+                                timeout_seconds=timeout)
+    require_gate_extras(criterion)
+    return criterion
+
+
 def _contract(t: _Table) -> TaskContract:
     gates: list[VerifyCriterion] = []
     default_timeout = VerifyCriterion().timeout_seconds
@@ -251,6 +287,9 @@ def _contract(t: _Table) -> TaskContract:
         if kind is CriterionKind.COMMAND:
             command = item.required("command", ' (a gate of kind "command" runs a command)')
         timeout = float(item.get("timeout_seconds", default_timeout))
+        if kind is CriterionKind.DOCUMENT_CONTAINS:
+            gates.append(_document_gate(item, timeout))
+            continue
         inputs = item.get("inputs")
         gates.append(VerifyCriterion(
             kind=kind, command=command, timeout_seconds=timeout,
@@ -357,6 +396,15 @@ def _mcp(root: _Table) -> tuple[McpServerConfig, ...]:
             )
         )
     return tuple(servers)
+
+
+def _agent_limits(t: _Table | None) -> AgentLimits:
+    if t is None:
+        return AgentLimits()
+    default = AgentLimits()
+    return AgentLimits(max_depth=t.get("max_depth", default.max_depth),
+                       max_children=t.get("max_children", default.max_children),
+                       parallel=t.get("parallel", default.parallel))
 
 
 def _agents(t: _Table | None) -> dict[str, AgentDef]:
@@ -502,9 +550,14 @@ def project(
     """
     credentials: set[str] = set()
     _credentials(merged, credentials)
-    secrets = frozenset(substituted | credentials)
     root = _Table(merged)
     sub = {name: root.sub(name) for name in SCHEMA.fields}
+    telemetry_table = sub["telemetry"]
+    telemetry, header_values = telemetry_config(
+        {k: telemetry_table.get(k) for k in ("otlp_endpoint", "include_content", "headers",
+                                            "service_name", "timeout_seconds")
+         if telemetry_table is not None and telemetry_table.get(k) is not None}, env)
+    secrets = frozenset(substituted | credentials | header_values)
 
     def table(name: str) -> _Table:
         return sub[name] or _Table({}, (name,))
@@ -531,11 +584,24 @@ def project(
         web=web,
         mcp=_mcp(root),
         agents=_agents(sub["agents"]),
+        agent_limits=_agent_limits(sub["agents"]),
+        templates_dir=table("templates").get("dir"),
         store_path=store,
         store_url=url,
         run=_run(table("run")),
+        telemetry=telemetry,
+        git=_git(table("git")),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
+    )
+
+
+def _git(t: _Table) -> GitSettings:
+    base = GitSettings()
+    return GitSettings(
+        author_name=t.get("author_name"), author_email=t.get("author_email"),
+        timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
+        history_depth=int(t.get("history_depth", base.history_depth)),
     )
 
 

@@ -108,9 +108,14 @@ class TableArray:
 
 @dataclass(frozen=True)
 class TableMap:
-    """Tables named by the operator (`[agents.NAME]`), each with `item`'s keys."""
+    """Tables named by the operator (`[agents.NAME]`), each with `item`'s keys.
+
+    `fixed` keys are plain keys of the map itself (`[agents] max_depth`); no name
+    may take one of them.
+    """
 
     item: Table
+    fixed: Mapping[str, Field] = field(default_factory=lambda: {})
 
 
 Spec = Field | Table | TableArray | TableMap
@@ -198,10 +203,16 @@ SCHEMA = Table(
                     Table(
                         {
                             "kind": Field(
-                                FieldType.STR, choices=("command", "each_compiles_python")
+                                FieldType.STR,
+                                choices=("command", "each_compiles_python", "document_contains"),
                             ),
                             "command": _S,
                             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+                            "path": _S,
+                            "text": _S,
+                            "regex": _S,
+                            "page": _POS_INT,
+                            "sheet": _S,
                             "inputs": _L,
                             "editable": _B,
                         }
@@ -211,6 +222,12 @@ SCHEMA = Table(
         ),
         "context": Table({"max_tokens": _POS_INT}),
         "toolchain": Table({"test": _S, "build": _S, "lint": _S}),
+        "git": Table({
+            "author_name": _S,
+            "author_email": _S,
+            "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+            "history_depth": Field(FieldType.INT, minimum=1),
+        }),
         "prices": Table(
             {
                 "as_of": Field(FieldType.DATE),
@@ -246,9 +263,23 @@ SCHEMA = Table(
                 }
             )
         ),
-        "agents": TableMap(Table({"model": _S, "role": _S, "deny_write": _L, "deny_net": _L})),
+        "agents": TableMap(
+            Table({"model": _S, "role": _S, "deny_write": _L, "deny_net": _L}),
+            fixed={"max_depth": Field(FieldType.INT, minimum=0), "max_children": _POS_INT,
+                   "parallel": _POS_INT},
+        ),
+        "templates": Table({"dir": Field(FieldType.STR, path=True)}),
         "store": Table({"path": Field(FieldType.STR, path=True),
                         "url": Field(FieldType.STR, secret=True)}),
+        "telemetry": Table(
+            {
+                "otlp_endpoint": _S,
+                "include_content": _B,
+                "headers": Field(FieldType.STR_MAP, secret=True),
+                "service_name": _S,
+                "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
+            }
+        ),
         "run": Table(
             {
                 "output_cap_bytes": Field(FieldType.INT, minimum=256),
@@ -372,10 +403,16 @@ def _shape(spec: Spec, value: Any, here: tuple[str | int, ...], cf: ConfigFile) 
         for index, item in enumerate(value):
             _shape_table(item, spec.item, (*here, index), cf)
     else:
-        if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        if not isinstance(value, dict):
             raise _wrong_type(here, "table of tables", value, cf)
         for name, item in value.items():
-            _shape_table(item, spec.item, (*here, name), cf)
+            leaf = spec.fixed.get(name)
+            if leaf is not None:
+                _shape(leaf, item, (*here, name), cf)
+            elif not isinstance(item, dict):
+                raise _wrong_type((*here, name), "table", item, cf)
+            else:
+                _shape_table(item, spec.item, (*here, name), cf)
 
 
 @dataclass
@@ -408,7 +445,10 @@ class _Annotator:
                 items = [self.table(v, spec.item, (*here, i)) for i, v in enumerate(value)]
                 out[key] = Sourced(items, self.cf)
             else:
-                out[key] = {n: self.table(v, spec.item, (*here, n)) for n, v in value.items()}
+                out[key] = {
+                    n: (Sourced(self.leaf(spec.fixed[n], v, (*here, n)), self.cf)
+                        if n in spec.fixed else self.table(v, spec.item, (*here, n)))
+                    for n, v in value.items()}
         return out
 
     def leaf(self, spec: Field, value: Any, path: tuple[str | int, ...]) -> Any:
@@ -485,6 +525,7 @@ def _walk_spec(table: Table, prefix: str) -> Iterator[str]:
         elif isinstance(spec, TableArray):
             yield from _walk_spec(spec.item, f"{name}.")
         else:
+            yield from (f"{name}.{k}" for k in spec.fixed)
             yield from _walk_spec(spec.item, f"{name}.*.")
 
 
@@ -505,5 +546,8 @@ def _walk_doc(raw: Mapping[str, Any], table: Table, prefix: str) -> Iterator[str
             for item in value:
                 yield from _walk_doc(item, spec.item, f"{name}.")
         else:
-            for item in value.values():
-                yield from _walk_doc(item, spec.item, f"{name}.*.")
+            for key2, item in value.items():
+                if key2 in spec.fixed or not isinstance(item, dict):
+                    yield f"{name}.{key2}"
+                else:
+                    yield from _walk_doc(item, spec.item, f"{name}.*.")

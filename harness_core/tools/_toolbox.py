@@ -6,7 +6,7 @@ registered tool can never shadow a built-in (or be shadowed by one an extra enab
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness_core.errors import InvalidToolArguments, ToolError, WorkspaceError
@@ -14,6 +14,7 @@ from harness_core.messages import ToolCall, ToolSpec
 from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._exec import Exec
 from harness_core.tools._files import EditFile, Find, Grep, ListDir, ReadFile, WriteFile
+from harness_core.tools._git_tools import git_tools
 from harness_core.tools._plan_tools import plan_tools
 
 __all__ = ["RESERVED_TOOL_NAMES", "Toolbox"]
@@ -59,22 +60,44 @@ def _check_args(spec: ToolSpec, args: dict[str, Any]) -> None:
 class Toolbox:
     """The tools of a run, by name."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool] = (), *, unavailable: Mapping[str, str] | None = None
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             self._tools[tool.spec.name] = tool
+        self._unavailable = {k: v for k, v in (unavailable or {}).items()
+                             if k not in self._tools}
 
     @staticmethod
-    def builtins(*, include_shell: bool = True) -> Toolbox:
+    def builtins(
+        *,
+        include_shell: bool = True,
+        extra_builtins: Iterable[Tool] = (),
+        unavailable: Mapping[str, str] | None = None,
+    ) -> Toolbox:
         """The default built-ins: files, find/grep, exec, the plan and question tools,
-        and the shell tools."""
+        and the shell tools.
+
+        Args:
+            include_shell: Offer the shell tools.
+            extra_builtins: Built-ins from a higher layer (the document tools whose extras
+                are installed), which may take reserved names.
+            unavailable: Built-in names not offered because an extra is missing, each with
+                the command that installs it; a call to one is an error observation
+                naming that command.
+        """
         tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]
         tools.extend(plan_tools())
+        tools.extend(git_tools())
         if include_shell:
             from harness_core.tools._shell_tools import shell_tools
 
             tools.extend(shell_tools())
-        return Toolbox(tools)
+        box = Toolbox(tools, unavailable=unavailable)
+        for tool in extra_builtins:
+            box.add(tool, builtin=True)
+        return box
 
     def add(self, tool: Tool, *, builtin: bool = False) -> None:
         """Register a tool.
@@ -91,13 +114,17 @@ class Toolbox:
 
     def with_tools(self, tools: Iterable[Tool]) -> Toolbox:
         """A new toolbox with this one's tools and `tools` (validated like `add`)."""
-        combined = Toolbox(self._tools.values())
+        combined = Toolbox(self._tools.values(), unavailable=self._unavailable)
         for tool in tools:
             combined.add(tool)
         return combined
 
     def names(self) -> list[str]:
         return sorted(self._tools)
+
+    def unavailable(self, name: str) -> str | None:
+        """The install command of a built-in left out for a missing extra, else None."""
+        return self._unavailable.get(name)
 
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(self._tools[n].spec for n in sorted(self._tools))
@@ -110,20 +137,34 @@ class Toolbox:
             )
         return tool
 
-    def call(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
-        """Validate and run one call.
+    def can_resume(self, name: str) -> bool:
+        """Whether the tool `name` can find out what an interrupted call of it did."""
+        tool = self._tools.get(name)
+        return tool is not None and callable(getattr(tool, "resume", None))
+
+    def call(self, call: ToolCall, ctx: ToolContext, *, resumed: bool = False) -> ToolOutcome:
+        """Validate and run one call (`resumed`: a recorded intent with no observation,
+        given to the tool's `resume` when it has one).
 
         Raises:
             ToolError: Unknown tool or arguments that do not fit its schema (including
                 arguments that were not valid JSON).
         """
+        install = self._unavailable.get(call.name)
+        if install is not None:
+            return ToolOutcome(f"{call.name} is not available in this install: its extra is"
+                               f" missing ({install})", is_error=True)
         tool = self.get(call.name)
         if call.raw_arguments is not None:
             raise InvalidToolArguments(
                 f"{call.name}: arguments are not a valid JSON object: {call.raw_arguments[:200]!r}"
             )
         _check_args(tool.spec, call.arguments)
+        resume = getattr(tool, "resume", None) if resumed else None
         try:
+            if callable(resume):
+                outcome: ToolOutcome = resume(call.arguments, ctx)
+                return outcome
             return tool.run(call.arguments, ctx)
         except WorkspaceError as exc:
             return ToolOutcome(f"error: {call.name}: {exc}", is_error=True)

@@ -203,6 +203,9 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
         provider_keys=provider_keys(config, env),
+        git=config.git,
+        agents=config.agents,
+        agent_limits=config.agent_limits,
     )
 
 

@@ -11,7 +11,9 @@ from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id
 
 
 def resume(
-    run_id: Annotated[str, typer.Argument(help="The run to resume (a unique prefix works).", callback=id_arg)],
+    run_id: Annotated[str, typer.Argument(
+        help="The run to resume (a unique prefix works); for a tree, the root's id.",
+        callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -21,7 +23,8 @@ def resume(
         "--approve", help="Approve the act the run paused on.")] = False,
     deny: Annotated[bool, typer.Option("--deny", help="Deny the act the run paused on.")] = False,
     stored_policy: Annotated[bool, typer.Option(
-        "--stored-policy", help="Resume under the policy recorded for the run.")] = False,
+        "--stored-policy",
+        help="Resume every run of the tree under the policy it recorded.")] = False,
 ) -> None:
     """Resume RUN_ID where it stopped; nothing committed is run or requested again."""
     from io_harness_cli.commands._drive import EventOutput, drive, exit_with
@@ -29,7 +32,12 @@ def resume(
     out = EventOutput(json_out)
 
     def body() -> object:
-        from harness_core import Policy, Runner, Store, UsageError
+        from harness_core import (
+            Store,
+            UsageError,
+            resume_tree,
+            resume_tree_from_stored_policy,
+        )
         from io_harness_cli.commands._common import (
             build_provider,
             build_spec,
@@ -52,18 +60,15 @@ def resume(
                 ws = workspace_path(ws)
                 cfg = load_config(ws, config)
             spec = build_spec(cfg, ws, record.goal)
-            if stored_policy:
-                from dataclasses import replace
-
-                spec = replace(spec, policy=Policy.from_json(record.policy))
             provider = build_provider(cfg)
             try:
                 out.configure(cfg)
-                runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out, out.hold),
-                                responder=make_responder(not json_out, out.hold))
                 decision = True if approve else (False if deny else None)
-                return runner.resume(record.run_id, spec, approve=decision, answer=answer)
+                resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
+                return resume_fn(store, provider, record.run_id, spec, approve=decision,
+                                 answer=answer, on_event=out,
+                                 approver=make_approver(not json_out, out.hold),
+                                 responder=make_responder(not json_out, out.hold))
             finally:
                 provider.close()
         finally:

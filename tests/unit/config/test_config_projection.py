@@ -14,6 +14,7 @@ from harness_core.config import Config, load, schema_keys
 from harness_core.policy import Act, ActKind, Effect, Policy, Rule, Tier, Verdict
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.sandbox import BackendChoice
+from harness_core.telemetry import TelemetryConfig
 from harness_core.verification import CriterionKind
 
 EVERY_KEY = """
@@ -84,6 +85,16 @@ command = "python -m pytest -q"
 timeout_seconds = 10
 inputs = ["tests/**", "pyproject.toml"]
 editable = true
+[[contract.verify]]
+kind = "document_contains"
+path = "out/report.pdf"
+text = "Total"
+page = 2
+[[contract.verify]]
+kind = "document_contains"
+path = "out/book.xlsx"
+regex = "Sum: [0-9]+"
+sheet = "Summary"
 
 [context]
 max_tokens = 12000
@@ -92,6 +103,12 @@ max_tokens = 12000
 test = "t"
 build = "b"
 lint = "l"
+
+[git]
+author_name = "Agent"
+author_email = "agent@example.com"
+timeout_seconds = 30
+history_depth = 50
 
 [prices]
 as_of = "2026-11-01"
@@ -115,6 +132,14 @@ args = ["--a", "b"]
 env = { TOKEN = "${env:MCP_TOKEN}", MODE = "x" }
 cwd = "tools"
 
+[agents]
+max_depth = 2
+max_children = 5
+parallel = 3
+
+[templates]
+dir = "tpl"
+
 [agents.rev]
 model = "m-agent"
 role = "the role"
@@ -129,6 +154,13 @@ url = "postgresql://io@db.internal:5432/io"
 output_cap_bytes = 4096
 exec_timeout_seconds = 30
 stall_window = 6
+
+[telemetry]
+otlp_endpoint = "http://127.0.0.1:4318/"
+include_content = true
+headers = { authorization = "Bearer t" }
+service_name = "io-test"
+timeout_seconds = 3
 """
 
 
@@ -153,6 +185,11 @@ def _price(c: Config, attr: str) -> Any:
 def _web(c: Config) -> WebAccess:
     assert c.web is not None
     return c.web
+
+
+def _tel(c: Config) -> TelemetryConfig:
+    assert c.telemetry is not None
+    return c.telemetry
 
 
 def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object]]:
@@ -213,6 +250,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "contract.verify.kind": (lambda c: c.contract.verify[0].kind, CriterionKind.COMMAND),
         "contract.verify.command": (lambda c: c.contract.verify[0].command, "python -m pytest -q"),
         "contract.verify.timeout_seconds": (lambda c: c.contract.verify[0].timeout_seconds, 10.0),
+        "contract.verify.path": (lambda c: c.contract.verify[1].path, "out/report.pdf"),
+        "contract.verify.text": (lambda c: c.contract.verify[1].text, "Total"),
+        "contract.verify.page": (lambda c: c.contract.verify[1].page, 2),
+        "contract.verify.regex": (lambda c: c.contract.verify[2].regex, "Sum: [0-9]+"),
+        "contract.verify.sheet": (lambda c: c.contract.verify[2].sheet, "Summary"),
         "contract.verify.inputs": (lambda c: c.contract.verify[0].inputs,
                                    ("tests/**", "pyproject.toml")),
         "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
@@ -220,6 +262,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
+        "git.author_name": (lambda c: c.git.author_name, "Agent"),
+        "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
+        "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
+        "git.history_depth": (lambda c: c.git.history_depth, 50),
         "prices.as_of": (lambda c: c.prices and c.prices.as_of, dt.date(2026, 11, 1)),
         "prices.models.*.input_per_mtok": (lambda c: _price(c, "input_per_mtok"), 1.0),
         "prices.models.*.output_per_mtok": (lambda c: _price(c, "output_per_mtok"), 2.5),
@@ -235,6 +281,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.args": (lambda c: c.mcp[0].args, ("--a", "b")),
         "mcp.env": (lambda c: dict(c.mcp[0].env), {"TOKEN": "mcp-token-value", "MODE": "x"}),
         "mcp.cwd": (lambda c: c.mcp[0].cwd, ws / "tools"),
+        "agents.max_depth": (lambda c: c.agent_limits.max_depth, 2),
+        "agents.max_children": (lambda c: c.agent_limits.max_children, 5),
+        "agents.parallel": (lambda c: c.agent_limits.parallel, 3),
+        "templates.dir": (lambda c: c.templates_dir, ws / "tpl"),
         "agents.*.model": (lambda c: c.agents["rev"].model, "m-agent"),
         "agents.*.role": (lambda c: c.agents["rev"].role, "the role"),
         "agents.*.deny_write": (lambda c: c.agents["rev"].deny_write, ("**",)),
@@ -244,6 +294,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "run.output_cap_bytes": (lambda c: c.run.output_cap_bytes, 4096),
         "run.exec_timeout_seconds": (lambda c: c.run.exec_timeout_seconds, 30.0),
         "run.stall_window": (lambda c: c.run.stall_window, 6),
+        "telemetry.otlp_endpoint": (lambda c: _tel(c).endpoint, "http://127.0.0.1:4318/v1/traces"),
+        "telemetry.include_content": (lambda c: _tel(c).include_content, True),
+        "telemetry.headers": (lambda c: dict(_tel(c).headers), {"authorization": "Bearer t"}),
+        "telemetry.service_name": (lambda c: _tel(c).service_name, "io-test"),
+        "telemetry.timeout_seconds": (lambda c: _tel(c).timeout_seconds, 3.0),
     }
 
 
