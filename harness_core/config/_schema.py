@@ -223,6 +223,7 @@ SCHEMA = Table(
         "context": Table({"max_tokens": _POS_INT}),
         "toolchain": Table({"test": _S, "build": _S, "lint": _S}),
         "git": Table({
+            "author": _S,
             "author_name": _S,
             "author_email": _S,
             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),

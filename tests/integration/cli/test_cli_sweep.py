@@ -24,7 +24,7 @@ DOCUMENTED_EXITS = {0, 1, 2, 3, 4, 130}
 
 COMMANDS = [
     ["run"], ["resume"], ["runs"], ["trace"], ["spend"], ["tool"], ["steer"], ["interrupt"],
-    ["toolchain"], ["config", "show"], ["config", "check"], ["store", "check"], ["session", "new"],
+    ["toolchain"], ["templates", "list"], ["config", "show"], ["config", "check"], ["store", "check"], ["session", "new"],
     ["session", "turn"], ["session", "list"], ["session", "show"], ["session", "branch"],
     [],
 ]
