@@ -31,6 +31,7 @@ import json
 import os
 import secrets
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -53,6 +54,10 @@ def ledger_folder() -> Path:
     """The per-user directory of ledger files (created 0700 when missing)."""
     folder = Path(tempfile.gettempdir()) / f"io-ledger-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o077:
+        # Someone else made it (or made it open to others): use a fresh private one.
+        folder = Path(tempfile.mkdtemp(prefix=f"io-ledger-{os.getuid()}-"))
     return folder
 
 
