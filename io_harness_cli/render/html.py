@@ -216,6 +216,7 @@ def _step_head(step: StepView, longest: float) -> str:
     latency = step.latency_ms or 0.0
     head = (
         f'<div class="row ev step-head" data-kind="step"><span class="n">step {step.step}</span>'
+        f'<span class="metric" title="{e(step.created_at)}">{e(step.created_at[11:19])}</span>'
         f'<span class="metric">model <code>{e(step.model or "—")}</code></span>'
         f'<span class="metric" title="harness wall clock around the provider call">latency '
         f'{_num(step.latency_ms, " ms", 1)}</span>'
