@@ -578,14 +578,18 @@ def project(
     store = store_path(store_table.get("path") if store_table else None, env)
     url = store_url(store_table.get("url") if store_table else None, env)
     protected = _protected(workspace, store, files)
+    budget, prices = _budget(table("budget")), _prices(sub["prices"])
+    if budget.max_cost_usd is not None and prices is None:
+        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
+                          " costs from", hint="add [prices] with the models you use")
     return Config(
         files=files,
         policy=_policy(rule_sets, table("policy"), protected, secrets),
         sandbox=_sandbox(table("sandbox")),
-        budget=_budget(table("budget")),
+        budget=budget,
         contract=_contract(table("contract")),
         provider=_provider(sub["provider"], web),
-        prices=_prices(sub["prices"]),
+        prices=prices,
         toolchain=_toolchain(table("toolchain")),
         context_max_tokens=table("context").get("max_tokens", DEFAULT_CONTEXT_TOKENS),
         web=web,
