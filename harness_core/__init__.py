@@ -178,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     "Workspace": "harness_core.workspace:Workspace",
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
+    "sweep_leftovers": "harness_core.run:sweep_leftovers",
     "build_provider": "harness_core.providers:build_provider",
     "check_document": "harness_core.documents:check_document",
     "default_toolbox": "harness_core.documents:default_toolbox",
@@ -368,6 +369,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "build_launchers",
+    "sweep_leftovers",
     "build_provider",
     "check_document",
     "default_toolbox",
@@ -541,6 +543,7 @@ if TYPE_CHECKING:
         resume_tree_from_stored_policy,
         resume_tree_with_answer,
         run_tree,
+        sweep_leftovers,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,

@@ -578,14 +578,18 @@ def project(
     store = store_path(store_table.get("path") if store_table else None, env)
     url = store_url(store_table.get("url") if store_table else None, env)
     protected = _protected(workspace, store, files)
+    budget, prices = _budget(table("budget")), _prices(sub["prices"])
+    if budget.max_cost_usd is not None and prices is None:
+        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
+                          " costs from", hint="add [prices] with the models you use")
     return Config(
         files=files,
         policy=_policy(rule_sets, table("policy"), protected, secrets),
         sandbox=_sandbox(table("sandbox")),
-        budget=_budget(table("budget")),
+        budget=budget,
         contract=_contract(table("contract")),
         provider=_provider(sub["provider"], web),
-        prices=_prices(sub["prices"]),
+        prices=prices,
         toolchain=_toolchain(table("toolchain")),
         context_max_tokens=table("context").get("max_tokens", DEFAULT_CONTEXT_TOKENS),
         web=web,
@@ -606,8 +610,15 @@ def project(
 
 def _git(t: _Table) -> GitSettings:
     base = GitSettings()
+    name, email = t.get("author_name"), t.get("author_email")
+    author = t.get("author")
+    if author is not None:
+        found = re.fullmatch(r"\s*([^<>]*?)\s*<([^<>]+)>\s*", author)
+        if found is None or not found.group(1):
+            raise ConfigError(f"'{t.key('author')}' must read 'Name <email>', not {author!r}")
+        name, email = name or found.group(1), email or found.group(2)
     return GitSettings(
-        author_name=t.get("author_name"), author_email=t.get("author_email"),
+        author_name=name, author_email=email,
         timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
         history_depth=int(t.get("history_depth", base.history_depth)),
     )
