@@ -20,7 +20,7 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error
 from io_harness_cli.output import error
 
 if TYPE_CHECKING:
-    from harness_core import Answer, Approver, Config, Provider, Responder, RunSpec, Store
+    from harness_core import Answer, Approver, Config, Policy, Responder, RunAssembly, Store
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -78,10 +78,16 @@ def workspace_path(workspace: Path | None) -> Path:
     return path.resolve()
 
 
-def load_config(workspace: Path, config: Path | None) -> Config:
+STORE_ONLY = ("store",)
+"""The tables a command that only reads or writes the store resolves."""
+
+
+def load_config(workspace: Path, config: Path | None,
+                tables: tuple[str, ...] | None = None) -> Config:
+    """Load io.toml once; `tables` limits what is resolved (see `load_config`)."""
     from harness_core import load_config as load
 
-    return load(workspace, config_file=config, env=environment())
+    return load(workspace, config_file=config, env=environment(), tables=tables)
 
 
 def open_store(config: Config) -> Store:
@@ -90,69 +96,14 @@ def open_store(config: Config) -> Store:
     return Store(config.store_path)
 
 
-def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
-    """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
-    from dataclasses import replace
+def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
+             interactive: bool, on_event: Any, policy: Policy | None = None) -> RunAssembly:
+    """The one run builder (`assemble_run`), with terminal approver and responder."""
+    from harness_core import assemble_run
 
-    from harness_core import RunSpec, Workspace, detect_toolchain
-
-    ws = Workspace(workspace)
-    contract = replace(config.contract, goal=goal)
-    provider = config.provider
-    settings = config.run
-    return RunSpec(
-        workspace=ws,
-        contract=contract,
-        policy=config.policy,
-        budget=config.budget,
-        model=provider.model if provider is not None else "",
-        max_tokens=provider.max_tokens if provider is not None else 4096,
-        sandbox=config.sandbox,
-        context_max_tokens=config.context_max_tokens,
-        output_cap=settings.output_cap_bytes,
-        exec_timeout=settings.exec_timeout_seconds,
-        stall_window=settings.stall_window,
-        toolchain=detect_toolchain(ws).overridden_by(config.toolchain),
-        env=environment(),
-        web=config.web,
-        protected_paths=_store_paths(config, workspace),
-        mcp=tuple(config.mcp),
-        cost_of=_cost_function(config),
-    )
-
-
-def _cost_function(config: Config) -> Callable[[str, Any], float | None] | None:
-    """Price a completion from `[prices]`; `max_cost_usd` without prices is a config error."""
-    from harness_core import ConfigError
-
-    prices = config.prices
-    if config.budget.max_cost_usd is not None and prices is None:
-        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
-                          " costs from", hint="add [prices] with the models you use")
-    if prices is None:
-        return None
-
-    def cost_of(model: str, usage: Any) -> float | None:
-        price = prices.price_for(model)
-        return price.cost_of(usage) if price is not None else None
-
-    return cost_of
-
-
-def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
-    store = config.store_path.resolve()
-    return tuple(str(Path(str(store) + suffix)) for suffix in ("", "-wal", "-shm")
-                 if str(store).startswith(str(workspace) + os.sep))
-
-
-def build_provider(config: Config) -> Provider:
-    from harness_core import ConfigError, SystemClock
-    from harness_core import build_provider as build
-
-    if config.provider is None:
-        raise ConfigError("no [provider] is configured",
-                          hint="add a [provider] table to io.toml (kind = \"scripted\" works offline)")
-    return build(config.provider, env=environment(), clock=SystemClock())
+    return assemble_run(config, workspace, goal, store=store, env=environment(),
+                        on_event=on_event, approver=make_approver(interactive),
+                        responder=make_responder(interactive), policy=policy)
 
 
 class TtyApprover:

@@ -1,4 +1,5 @@
-"""`io config show` and `io config check`."""
+"""`io config show|check|schema|init`: the merged io.toml, its validation, its JSON
+Schema, and a commented starter file."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
-app = typer.Typer(help="Show or check the merged io.toml.", no_args_is_help=True,
+app = typer.Typer(help="Show, check or start io.toml; print its JSON Schema.",
+                  no_args_is_help=True,
                   add_completion=False)
 
 
@@ -41,14 +43,24 @@ def _text(value: object) -> str:
 
 @app.command("check")
 def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
-    """Validate the configuration; exit 2 with a clear message on the first problem."""
-    from io_harness_cli.commands._common import load_config, workspace_path
+    """Validate the configuration exactly as `io run` does; exit 2 on the first problem."""
+    from harness_core import check_runnable
+    from io_harness_cli.commands._common import environment, load_config, workspace_path
     from io_harness_cli.output import say
 
-    cfg = load_config(workspace_path(workspace), config)
-    if cfg.provider is not None:
-        from io_harness_cli.commands._common import build_provider
-
-        build_provider(cfg).close()  # keys present, web declarations the vendors can carry
+    ws = workspace_path(workspace)
+    cfg = load_config(ws, config)
+    check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     say(f"io: config ok ({files})")
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of io.toml (for Taplo / Even Better TOML completion)."""
+    import json
+    import sys
+
+    from harness_core import config_json_schema
+
+    sys.stdout.write(json.dumps(config_json_schema(), indent=2) + "\n")

@@ -29,15 +29,8 @@ def resume(
     out = EventOutput(json_out)
 
     def body() -> object:
-        from harness_core import Policy, Runner, Store, UsageError
-        from io_harness_cli.commands._common import (
-            build_provider,
-            build_spec,
-            load_config,
-            make_approver,
-            make_responder,
-            workspace_path,
-        )
+        from harness_core import Policy, Store, UsageError
+        from io_harness_cli.commands._common import assemble, load_config, workspace_path
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
@@ -51,20 +44,12 @@ def resume(
             if ws_hint is None:
                 ws = workspace_path(ws)
                 cfg = load_config(ws, config)
-            spec = build_spec(cfg, ws, record.goal)
-            if stored_policy:
-                from dataclasses import replace
-
-                spec = replace(spec, policy=Policy.from_json(record.policy))
-            provider = build_provider(cfg)
-            try:
-                runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out),
-                                responder=make_responder(not json_out))
-                decision = True if approve else (False if deny else None)
-                return runner.resume(record.run_id, spec, approve=decision, answer=answer)
-            finally:
-                provider.close()
+            policy = Policy.from_json(record.policy) if stored_policy else None
+            decision = True if approve else (False if deny else None)
+            with assemble(cfg, ws, record.goal, store, interactive=not json_out, on_event=out,
+                          policy=policy) as run:
+                return run.runner.resume(record.run_id, run.spec, approve=decision,
+                                         answer=answer)
         finally:
             store.close()
 

@@ -46,7 +46,7 @@ def spend(
     group = _by(by)
     lower = _bound(since, "--since", end_of_day=False)
     upper = _bound(until, "--until", end_of_day=True)
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, ("store", "prices"))
     store = open_store(cfg)
     try:
         raw = store.spend_rows(lower, upper)

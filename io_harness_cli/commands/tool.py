@@ -61,9 +61,10 @@ def tool(
         ToolContext,
         UsageError,
         build_launchers,
+        build_run_spec,
     )
     from io_harness_cli.commands._common import (
-        build_spec,
+        environment,
         fail,
         load_config,
         make_approver,
@@ -81,7 +82,7 @@ def tool(
             raise UsageError("--args must be a JSON object, e.g. '{\"path\": \"README.md\"}'")
         ws = workspace_path(workspace)
         cfg = load_config(ws, config)
-        spec: RunSpec = build_spec(cfg, ws, "io tool")
+        spec: RunSpec = build_run_spec(cfg, ws, "io tool", env=environment())
         toolbox = Toolbox.builtins()
         if name not in toolbox.names():
             raise UsageError(f"unknown tool {name!r}; built-ins: {', '.join(toolbox.names())}")

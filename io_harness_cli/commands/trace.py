@@ -18,10 +18,15 @@ def trace(
     = False,
 ) -> None:
     """Show what RUN_ID did: each step, each call and its observation, each refusal."""
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._common import (
+        STORE_ONLY,
+        load_config,
+        open_store,
+        workspace_path,
+    )
     from io_harness_cli.output import say, write_json
 
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, STORE_ONLY)
     store = open_store(cfg)
     try:
         record = store.find_run(run_id)
