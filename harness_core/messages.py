@@ -12,7 +12,32 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-__all__ = ["Message", "Role", "ToolCall", "ToolResult", "ToolSpec", "Usage"]
+__all__ = [
+    "Message", "Role", "ToolCall", "ToolResult", "ToolSpec", "Usage", "escape_surrogates",
+]
+
+
+def escape_surrogates(text: str) -> str:
+    """`text` with every lone surrogate spelled out, so it can be encoded as UTF-8.
+
+    A byte that was not UTF-8 in a file name (decoded with ``surrogateescape`` as
+    U+DC80..U+DCFF) becomes ``\\xNN``; any other lone surrogate becomes ``\\uXXXX``.
+    Text that is already valid is returned as it is (the common case costs one check).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_spelled(ch) for ch in text)
+    return text
+
+
+def _spelled(ch: str) -> str:
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return f"\\u{code:04x}"
+    return ch
 
 
 class Role(Enum):

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_core.errors import PathEscape, WorkspaceError
+from harness_core.messages import escape_surrogates
 
 __all__ = ["DirEntry", "Workspace"]
 
@@ -254,7 +255,9 @@ class Workspace:
             WorkspaceError: The path holds a NUL byte or too many links.
         """
         if "\0" in path or "\0" in cwd:
-            raise WorkspaceError(f"path {path!r} contains a NUL byte")
+            raise WorkspaceError(f"path {escape_surrogates(path)!r} contains a NUL byte")
+        _check_encodable(path)
+        _check_encodable(cwd)
         if _WINDOWS:
             path, cwd = path.replace("\\", "/"), cwd.replace("\\", "/")
         if path.startswith("/") or (_WINDOWS and os.path.isabs(path)):
@@ -366,21 +369,31 @@ class Workspace:
 
     # -- files --------------------------------------------------------------------------
 
-    def read_bytes(self, path: str) -> bytes:
+    def read_bytes(self, path: str, *, max_bytes: int | None = None) -> bytes:
         """The content of the regular file at `path`.
+
+        Args:
+            path: The file.
+            max_bytes: Refuse a file larger than this (None: no limit).
 
         Raises:
             PathEscape: `path` leaves the root.
-            WorkspaceError: It does not exist, is not a regular file, a link is in the
-                way, or it cannot be read.
+            WorkspaceError: It does not exist, is not a regular file, is larger than
+                `max_bytes`, a link is in the way, or it cannot be read.
         """
         rel = self._file_path(path)
         with _translated("read", rel), self._opened_parent(rel) as (directory, name):
             # O_NONBLOCK: a FIFO planted where a file was expected must not hang the run.
             fd = directory.open(name, os.O_RDONLY | _O_NONBLOCK)
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 os.close(fd)
                 raise WorkspaceError(f"cannot read {rel!r}: not a regular file")
+            if max_bytes is not None and info.st_size > max_bytes:
+                os.close(fd)
+                raise WorkspaceError(
+                    f"cannot read {rel!r}: it is {info.st_size} bytes, over the"
+                    f" {max_bytes}-byte limit of one read")
             with open(fd, "rb", closefd=True) as handle:
                 return handle.read()
 
@@ -594,6 +607,21 @@ class Workspace:
                 return None
             with _translated("list", rel):
                 raise
+
+
+def _check_encodable(path: str) -> None:
+    """Refuse a path no file name can hold: a lone surrogate that is not an escaped byte.
+
+    A name read from disk that was not UTF-8 comes back with ``surrogateescape`` (U+DC80
+    to U+DCFF), and such a path encodes back to the very same bytes, so it is accepted.
+    """
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise WorkspaceError(
+            f"path '{escape_surrogates(path)}' holds a character no file name can hold"
+            " (a lone surrogate)"
+        ) from None
 
 
 def _kind(location: str) -> int:

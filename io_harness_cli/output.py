@@ -1,6 +1,7 @@
 """Where output goes: JSON lines own stdout under `--json`; human text goes to stderr.
 
-`NO_COLOR` (any value) or a non-TTY stream gives plain text; `FORCE_COLOR` overrides.
+`NO_COLOR` (any value), `TERM=dumb` or a non-TTY stream gives plain text; `FORCE_COLOR`
+overrides. The live panel needs more: a real terminal on stderr, never just forced colour.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-__all__ = ["error", "is_tty", "say", "use_color", "write_json"]
+__all__ = ["error", "is_tty", "say", "use_color", "use_live", "write_json"]
 
 
 def is_tty(stream: TextIO) -> bool:
@@ -24,14 +25,26 @@ def use_color(stream: TextIO | None = None) -> bool:
     """Whether to style text on `stream` (stderr by default)."""
     if os.environ.get("FORCE_COLOR"):
         return True
-    if "NO_COLOR" in os.environ:
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
         return False
     return is_tty(stream or sys.stderr)
 
 
+def use_live() -> bool:
+    """Whether `io run` may draw its live panel: colour on and stderr a real terminal."""
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    return is_tty(sys.stderr)
+
+
 def write_json(obj: Any) -> None:
     """One JSON object on one line of stdout, flushed at once."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): escape it
+        text = json.dumps(obj, ensure_ascii=True, default=str)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 

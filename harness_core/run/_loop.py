@@ -25,7 +25,7 @@ import psutil
 from harness_core.clock import Clock, SystemClock
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
-from harness_core.messages import Message, ToolCall, ToolResult, Usage
+from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.policy import Approver
 from harness_core.providers import (
     CompletionRequest,
@@ -506,7 +506,10 @@ class Runner:
     def _observe(
         self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome
     ) -> None:
-        result = ToolResult(call.id, call.name, outcome.output, outcome.is_error)
+        # What the model and the trace see is valid UTF-8 whatever a tool returned; the
+        # exact names stay in `data`, which the store keeps losslessly.
+        result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
+                            outcome.is_error)
         edits = outcome.data.get("edits", []) if outcome.data else []
         for edit in edits:
             drive.changed.add(str(edit.get("path")))
@@ -517,7 +520,7 @@ class Runner:
                                       edits=edits)
         drive.context.append(Message.tool(result))
         self._emit(Event(EventKind.TOOL_RESULT, drive.run_id, {
-            "step": step, "call_id": call.id, "name": call.name, "output": outcome.output,
+            "step": step, "call_id": call.id, "name": call.name, "output": result.output,
             "is_error": outcome.is_error,
             "refused": outcome.refused.to_json() if outcome.refused else None,
         }))

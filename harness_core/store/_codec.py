@@ -11,7 +11,18 @@ __all__ = ["dumps", "loads", "message_from_json", "message_to_json"]
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    """JSON text for a payload column; lossless for any `str`, lone surrogates included.
+
+    Plain UTF-8 is kept readable; a payload holding a lone surrogate (a file name that
+    is not UTF-8, decoded with ``surrogateescape``) falls back to ASCII escapes, which
+    SQLite stores and `loads` turns back into the very same string.
+    """
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=True, default=str)
+    return text
 
 
 def loads(text: str | None) -> Any:

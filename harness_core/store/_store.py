@@ -23,7 +23,7 @@ from harness_core.errors import (
     RunNotFound,
     StateError,
 )
-from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
@@ -216,8 +216,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
                 " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (run_id, now, now, RunStatus.RUNNING.value, goal, workspace, model, session_id,
-                 parent_run_id, dumps(settings), dumps(policy),
+                (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
+                 model, session_id, parent_run_id, dumps(settings), dumps(policy),
                  dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started),
             )
             self._insert_messages(conn, run_id, -1, messages)
@@ -256,6 +256,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         else:
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
         return [_run_record(r) for r in rows]
+
+    def child_runs(self, run_id: str) -> list[RunRecord]:
+        """The runs whose parent is `run_id`, oldest first (one level of a tree)."""
+        return [_run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
 
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
@@ -396,7 +400,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "INSERT INTO steps(run_id, step_index, created_at, text, tool_calls)"
                 " VALUES (?,?,?,?,?)",
-                (run_id, step, now, text, dumps([c.to_json() for c in tool_calls])),
+                (run_id, step, now, escape_surrogates(text),
+                 dumps([c.to_json() for c in tool_calls])),
             )
             conn.execute(
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
@@ -512,14 +517,15 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
                 " WHERE run_id = ? AND step_index = ? AND call_index = ?",
-                (result.output, 1 if result.is_error else 0,
+                (escape_surrogates(result.output), 1 if result.is_error else 0,
                  dumps(data) if data is not None else None, _now(), run_id, step, call_index),
             )
             for edit in edits:
                 conn.execute(
                     "INSERT INTO edits(run_id, step_index, call_id, path, lines_added,"
                     " lines_removed, bytes_before, bytes_after) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, result.call_id, edit["path"], edit["lines_added"],
+                    (run_id, step, result.call_id, escape_surrogates(str(edit["path"])),
+                     edit["lines_added"],
                      edit["lines_removed"], edit["bytes_before"], edit["bytes_after"]),
                 )
             self._insert_messages(conn, run_id, step, [Message.tool(result)])
@@ -654,7 +660,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "INSERT INTO verifications(run_id, step_index, created_at, criterion, passed,"
                 " exit_status, output) VALUES (?,?,?,?,?,?,?)",
-                (run_id, step, _now(), criterion, 1 if passed else 0, exit_status, output),
+                (run_id, step, _now(), escape_surrogates(criterion), 1 if passed else 0,
+                 exit_status, escape_surrogates(output)),
             )
 
     def verifications(self, run_id: str) -> list[VerificationRecord]:
@@ -719,6 +726,12 @@ _RUNS_OF_SESSION = (
     "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
     ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
+)
+_RUNS_OF_PARENT = (
+    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
+    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    ", steps_used, tokens_used, wall_used FROM runs WHERE parent_run_id = ? ORDER BY c"
+    "reated_at, run_id"
 )
 
 

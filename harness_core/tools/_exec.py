@@ -7,9 +7,16 @@ timeout kills its whole process tree. Output is bounded and the cut is stated.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from harness_core.errors import InvalidToolArguments, PathEscape, SandboxUnavailable, ToolError
+from harness_core.errors import (
+    InvalidToolArguments,
+    PathEscape,
+    SandboxUnavailable,
+    ToolError,
+    WorkspaceError,
+)
 from harness_core.messages import ToolSpec
 from harness_core.policy import Act
 from harness_core.sandbox import CommandResult, LaunchRequest, run_command
@@ -30,6 +37,18 @@ def run_argv(
     """
     request = LaunchRequest(argv=argv, cwd=ctx.workspace.abspath(cwd_rel))
     return run_command(ctx.launcher, request, timeout=timeout, max_output=ctx.output_cap)
+
+
+def _unusable_argument(argv: list[str]) -> str | None:
+    """Why no process could receive `argv` (a NUL byte, a lone surrogate), or None."""
+    for position, arg in enumerate(argv):
+        if "\0" in arg:
+            return f"argument {position} holds a NUL byte, which no program argument can hold"
+        try:
+            os.fsencode(arg)
+        except UnicodeEncodeError:
+            return f"argument {position} holds a lone surrogate, which cannot be encoded"
+    return None
 
 
 class Exec:
@@ -64,6 +83,9 @@ class Exec:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InvalidToolArguments("exec: `timeout_seconds` must be a positive number")
         timeout = min(float(timeout), ctx.exec_timeout)
+        unusable = _unusable_argument(argv)
+        if unusable is not None:
+            return ToolOutcome(output=f"exec: {unusable}; nothing was run", is_error=True)
         act = Act.exec(argv)
         decision = ctx.gate.check(act)
         if not decision.is_allowed:
@@ -72,6 +94,8 @@ class Exec:
             cwd_rel = ctx.workspace.resolve(cwd)
         except PathEscape as exc:
             return ToolOutcome(output=f"exec: cwd {cwd!r} {exc.reason}", is_error=True)
+        except WorkspaceError as exc:
+            return ToolOutcome(output=f"exec: cwd: {exc}", is_error=True)
         if not ctx.workspace.is_dir(cwd_rel):
             return ToolOutcome(output=f"exec: cwd {cwd!r} is not a directory", is_error=True)
         try:

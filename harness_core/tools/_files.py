@@ -13,11 +13,23 @@ from harness_core.errors import InvalidToolArguments, WorkspaceError
 from harness_core.messages import ToolSpec
 from harness_core.policy import ActKind
 from harness_core.tools._base import ToolContext, ToolOutcome
-from harness_core.tools._support import bounded, gated_path, opt_int, req_str
+from harness_core.tools._support import (
+    NOT_UTF8_NOTE,
+    bounded,
+    gated_path,
+    opt_int,
+    req_str,
+    shown_path,
+)
 
-__all__ = ["EditFile", "Find", "Grep", "ListDir", "ReadFile", "WriteFile", "measure_edit"]
+__all__ = [
+    "MAX_READ_BYTES", "EditFile", "Find", "Grep", "ListDir", "ReadFile", "WriteFile", "measure_edit",
+]
 
 _MAX_GREP_MATCHES = 200
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""Largest file `read_file` loads (64 MiB): a bigger one is an error observation, not a
+process that runs out of memory."""
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -49,6 +61,9 @@ def measure_edit(path: str, before: bytes, after: bytes) -> dict[str, Any]:
     }
 
 
+_LONE_SURROGATE = "the text holds a lone surrogate, which no UTF-8 file can hold"
+
+
 def _failed(text: str) -> ToolOutcome:
     return ToolOutcome(output=text, is_error=True)
 
@@ -70,7 +85,8 @@ class ReadFile:
         if refused is not None:
             return refused
         try:
-            text = ctx.workspace.read_bytes(rel).decode("utf-8", errors="replace")
+            data = ctx.workspace.read_bytes(rel, max_bytes=MAX_READ_BYTES)
+            text = data.decode("utf-8", errors="replace")
         except WorkspaceError as exc:
             return _failed(f"read_file: {exc}")
         if offset > 1 or limit > 0:
@@ -98,8 +114,11 @@ class WriteFile:
         if refused is not None:
             return refused
         try:
+            data = content.encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError:
+            return _failed(f"write_file: {_LONE_SURROGATE}; nothing was written")
+        try:
             before = ctx.workspace.read_bytes(rel) if ctx.workspace.is_file(rel) else b""
-            data = content.encode("utf-8")
             ctx.workspace.write_bytes(rel, data)
         except WorkspaceError as exc:
             return _failed(f"write_file: {exc}")
@@ -143,7 +162,10 @@ class EditFile:
                 f"edit_file: `old` occurs {count} times in {rel}; include more context so it"
                 " occurs once. Nothing changed"
             )
-        after = text.replace(old, new, 1).encode("utf-8", errors="surrogateescape")
+        try:
+            after = text.replace(old, new, 1).encode("utf-8", errors="surrogateescape")
+        except UnicodeEncodeError:
+            return _failed(f"edit_file: {_LONE_SURROGATE}; nothing changed")
         try:
             ctx.workspace.write_bytes(rel, after)
         except WorkspaceError as exc:
@@ -176,8 +198,17 @@ class ListDir:
         except WorkspaceError as exc:
             return _failed(f"list_dir: {exc}")
         lines = [e.name + ("/" if e.is_dir else "") for e in entries]
-        shown, cut = bounded("\n".join(lines) if lines else "(empty)", ctx.output_cap)
+        shown, cut = bounded(_listing(lines, "(empty)"), ctx.output_cap)
         return ToolOutcome(output=shown, data={"path": rel, "entries": lines, "truncated": cut})
+
+
+def _listing(paths: list[str], empty: str) -> str:
+    """Paths one a line, names that are not UTF-8 marked (and the marker explained once)."""
+    if not paths:
+        return empty
+    shown = [shown_path(p) for p in paths]
+    text = "\n".join(line for line, _ in shown)
+    return text + "\n" + NOT_UTF8_NOTE if any(raw for _, raw in shown) else text
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -230,7 +261,7 @@ class Find:
                     hits.append(found)
         except WorkspaceError as exc:
             return _failed(f"find: {exc}")
-        shown, cut = bounded("\n".join(hits) if hits else "(no matches)", ctx.output_cap)
+        shown, cut = bounded(_listing(hits, "(no matches)"), ctx.output_cap)
         return ToolOutcome(output=shown, data={"matches": hits, "truncated": cut})
 
 
@@ -244,17 +275,17 @@ def _search(
             continue
         _, denied = gated_path(ctx, name, ActKind.READ)
         if denied is not None:
-            skipped += 1
+            skipped += 1 if denied.refused is not None else 0
             continue
         try:
-            data = ctx.workspace.read_bytes(name)
+            data = ctx.workspace.read_bytes(name, max_bytes=MAX_READ_BYTES)
         except WorkspaceError:
             continue
         if b"\x00" in data[:1024]:
             continue
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
             if regex.search(line):
-                matches.append(f"{name}:{number}:{line}")
+                matches.append(f"{shown_path(name)[0]}:{number}:{line}")
                 if len(matches) >= _MAX_GREP_MATCHES:
                     break
         if len(matches) >= _MAX_GREP_MATCHES:

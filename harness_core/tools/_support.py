@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_core.errors import InvalidToolArguments, PathEscape
+from harness_core.errors import InvalidToolArguments, PathEscape, WorkspaceError
+from harness_core.messages import escape_surrogates
 from harness_core.policy import Act, ActKind, Decision
 from harness_core.tools._base import Refusal, ToolContext, ToolOutcome
 
@@ -18,7 +19,27 @@ __all__ = [
     "opt_int",
     "refusal_outcome",
     "req_str",
+    "shown_path",
 ]
+
+NOT_UTF8_NOTE = (
+    "[a name marked [not UTF-8] holds bytes that are not UTF-8; each \\xNN is one raw byte."
+    " To name it in a call, write each such byte as the JSON escape \\udcNN]"
+)
+"""Said once under a listing that holds a name that is not UTF-8."""
+
+
+def shown_path(path: str) -> tuple[str, bool]:
+    """How a path read from disk is shown to the model, and whether it is not UTF-8.
+
+    A name that is not UTF-8 comes from the OS with ``surrogateescape``; it is shown
+    with each raw byte as ``\\xNN`` and an explicit ``[not UTF-8]`` marker, so it is
+    never confused with a name that really holds those characters.
+    """
+    spelled = escape_surrogates(path)
+    if spelled == path:
+        return path, False
+    return f"{spelled} [not UTF-8]", True
 
 
 def req_str(args: dict[str, Any], key: str, tool: str) -> str:
@@ -72,6 +93,10 @@ def gated_path(ctx: ToolContext, path: str, kind: ActKind) -> tuple[str, ToolOut
         act = Act(kind, path)
         decision = ctx.gate.refuse(act, exc.reason)
         return "", refusal_outcome(act, decision)
+    except WorkspaceError as exc:
+        # A path the workspace cannot even resolve (a NUL byte, a lone surrogate, a link
+        # loop) is the model's input to fix, not the end of the run.
+        return "", ToolOutcome(output=f"error: {exc}", is_error=True)
     act = Act(kind, rel)
     decision = ctx.gate.check(act)
     if not decision.is_allowed:

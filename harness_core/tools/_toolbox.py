@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.errors import InvalidToolArguments, ToolError, WorkspaceError
 from harness_core.messages import ToolCall, ToolSpec
 from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._exec import Exec
@@ -123,4 +123,17 @@ class Toolbox:
                 f"{call.name}: arguments are not a valid JSON object: {call.raw_arguments[:200]!r}"
             )
         _check_args(tool.spec, call.arguments)
-        return tool.run(call.arguments, ctx)
+        try:
+            return tool.run(call.arguments, ctx)
+        except WorkspaceError as exc:
+            return ToolOutcome(f"error: {call.name}: {exc}", is_error=True)
+        except (OSError, UnicodeError) as exc:
+            # A failure the call's input caused (an odd name, a special file, a full
+            # disk) is an observation the model can act on, never the end of the run.
+            return ToolOutcome(f"error: {call.name}: {_os_reason(exc)}", is_error=True)
+
+
+def _os_reason(exc: OSError | UnicodeError) -> str:
+    if isinstance(exc, UnicodeError):
+        return "the input holds text that cannot be encoded (a lone surrogate?)"
+    return exc.strerror or str(exc)

@@ -11,6 +11,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -21,6 +22,7 @@ from io_harness_cli.output import error
 
 if TYPE_CHECKING:
     from harness_core import Answer, Approver, Config, Policy, Responder, RunAssembly, Store
+    from io_harness_cli.commands._drive import EventOutput
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -40,6 +42,7 @@ def run_app(app: typer.Typer) -> None:
     """Run the Typer app; the only place where an unexpected exception is caught."""
     from harness_core import HarnessError
 
+    _escape_unencodable_output()
     try:
         app(prog_name="io")
     except HarnessError as exc:
@@ -51,6 +54,15 @@ def run_app(app: typer.Typer) -> None:
         sys.stderr.write("io: internal error (this is a bug in io):\n")
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
+
+
+def _escape_unencodable_output() -> None:
+    """Text that cannot be encoded (a file name that is not UTF-8) is printed escaped,
+    as stderr already does, instead of failing the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="backslashreplace")
 
 
 def fail(exc: BaseException) -> NoReturn:
@@ -80,6 +92,8 @@ def workspace_path(workspace: Path | None) -> Path:
 
 STORE_ONLY = ("store",)
 """The tables a command that only reads or writes the store resolves."""
+STORE_AND_PRICES = ("store", "prices")
+"""The tables a command that reports recorded costs resolves."""
 
 
 def load_config(workspace: Path, config: Path | None,
@@ -97,19 +111,33 @@ def open_store(config: Config) -> Store:
 
 
 def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
-             interactive: bool, on_event: Any, policy: Policy | None = None) -> RunAssembly:
-    """The one run builder (`assemble_run`), with terminal approver and responder."""
+             interactive: bool, out: EventOutput, policy: Policy | None = None) -> RunAssembly:
+    """The one run builder (`assemble_run`), with terminal approver and responder that
+    hold the live view still while they prompt."""
     from harness_core import assemble_run
 
-    return assemble_run(config, workspace, goal, store=store, env=environment(),
-                        on_event=on_event, approver=make_approver(interactive),
-                        responder=make_responder(interactive), policy=policy)
+    run = assemble_run(config, workspace, goal, store=store, env=environment(),
+                       on_event=out, approver=make_approver(interactive, out.hold),
+                       responder=make_responder(interactive, out.hold), policy=policy)
+    out.configure(config)
+    return run
+
+
+Hold = Callable[[], AbstractContextManager[None]]
+"""Keeps the terminal still (the live panel down) while the operator is prompted."""
 
 
 class TtyApprover:
     """Asks the operator on the terminal (stderr prompt, stdin answer)."""
 
+    def __init__(self, hold: Hold | None = None) -> None:
+        self._hold = hold or nullcontext
+
     def decide(self, act: Any, decision: Any) -> Any:
+        with self._hold():
+            return self._ask(act, decision)
+
+    def _ask(self, act: Any, decision: Any) -> Any:
         from harness_core import ApprovalDecision
 
         sys.stderr.write(
@@ -127,10 +155,10 @@ class TtyApprover:
             else ApprovalDecision.DENY
 
 
-def make_approver(interactive: bool) -> Approver | None:
+def make_approver(interactive: bool, hold: Hold | None = None) -> Approver | None:
     """A terminal approver when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
-        return TtyApprover()
+        return TtyApprover(hold)
     return None
 
 
@@ -138,7 +166,14 @@ class TtyResponder:
     """Puts the agent's question to the operator on the terminal (stderr prompt, stdin
     answer). An empty line or end of input leaves it unanswered: the run pauses."""
 
+    def __init__(self, hold: Hold | None = None) -> None:
+        self._hold = hold or nullcontext
+
     def answer(self, question: str) -> Answer | None:
+        with self._hold():
+            return self._ask(question)
+
+    def _ask(self, question: str) -> Answer | None:
         from harness_core import Answer, AnsweredBy
 
         sys.stderr.write(f"\nio: the agent asks: {question}\n"
@@ -152,10 +187,10 @@ class TtyResponder:
         return Answer(text, AnsweredBy.PERSON) if text else None
 
 
-def make_responder(interactive: bool) -> Responder | None:
+def make_responder(interactive: bool, hold: Hold | None = None) -> Responder | None:
     """A terminal responder when stdin and stderr are TTYs; None pauses the run instead."""
     if interactive and sys.stdin.isatty() and sys.stderr.isatty():
-        return TtyResponder()
+        return TtyResponder(hold)
     return None
 
 

@@ -4,16 +4,17 @@ exit code back, and a `run_finished` line however the run ends."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from io_harness_cli.exit_codes import ExitCode, exit_code_for_error, exit_code_for_status
-from io_harness_cli.output import error, say, use_color, write_json
+from io_harness_cli.output import error, say, use_color, use_live, write_json
 
 if TYPE_CHECKING:
-    from harness_core import Event, RunOutcome
+    from harness_core import Config, Event, RunOutcome
 
 
 class EventOutput:
@@ -27,14 +28,37 @@ class EventOutput:
         if not json_mode:
             from io_harness_cli.render import make_renderer
 
-            self._human = make_renderer(color=use_color(sys.stderr))
+            self._human = make_renderer(color=use_color(sys.stderr), live=use_live())
+
+    def configure(self, config: Config) -> None:
+        """Give the live view the run's `[prices]`, so its cost so far is derived."""
+        set_prices = getattr(self._human, "set_prices", None)
+        if callable(set_prices):
+            set_prices(config.prices)
 
     def __call__(self, event: Event) -> None:
         self.run_id = event.run_id
         if self.json_mode:
-            write_json(event.to_json())
+            if event.kind.value != "run_finished":  # `finish` writes the one closing line
+                write_json(event.to_json())
         elif self._human is not None:
             self._human(event)
+
+    def stop_display(self) -> None:
+        """Take the live panel down (before anything else is written to the terminal)."""
+        stop = getattr(self._human, "stop", None)
+        if callable(stop):
+            stop()
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Keep the terminal still while the operator is prompted."""
+        hold = getattr(self._human, "hold", None)
+        if not callable(hold):
+            yield
+            return
+        with hold():
+            yield
 
     def finish(self, status: str, code: int, reason: str, **extra: Any) -> None:
         """Write the closing `run_finished` event (once)."""
@@ -58,7 +82,10 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
 
     restore = sigterm_as_interrupt()
     try:
-        outcome = body()
+        try:
+            outcome = body()
+        finally:
+            out.stop_display()
     except HarnessError as exc:
         code = int(exit_code_for_error(exc))
         status = "error" if code == ExitCode.USAGE else "errored"

@@ -46,7 +46,7 @@ def resume(
                 cfg = load_config(ws, config)
             policy = Policy.from_json(record.policy) if stored_policy else None
             decision = True if approve else (False if deny else None)
-            with assemble(cfg, ws, record.goal, store, interactive=not json_out, on_event=out,
+            with assemble(cfg, ws, record.goal, store, interactive=not json_out, out=out,
                           policy=policy) as run:
                 return run.runner.resume(record.run_id, run.spec, approve=decision,
                                          answer=answer)

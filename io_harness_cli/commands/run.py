@@ -45,7 +45,7 @@ def run(
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
         store = open_store(cfg)
         try:
-            with assemble(cfg, ws, text, store, interactive=not json_out, on_event=out) as run:
+            with assemble(cfg, ws, text, store, interactive=not json_out, out=out) as run:
                 return run.runner.start(run.spec)
         finally:
             store.close()

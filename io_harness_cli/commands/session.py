@@ -108,7 +108,7 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             ws = ws_hint or workspace_path(Path(session.record.workspace))
             if ws_hint is None:
                 cfg = load_config(ws, config)
-            with assemble(cfg, ws, text, store, interactive=not json_out, on_event=out) as run:
+            with assemble(cfg, ws, text, store, interactive=not json_out, out=out) as run:
                 return session.turn(run.runner, run.spec, from_turn=from_turn)
         finally:
             store.close()

@@ -1,12 +1,18 @@
-"""`io trace RUN_ID`: one run's steps, tool calls, refusals, usage and sandbox."""
+"""`io trace RUN_ID`: one run's steps, tool calls, refusals, usage and sandbox; `--html`
+writes the same run (or its whole tree) as one self-contained page."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import Config, Store
 
 
 def trace(
@@ -16,20 +22,34 @@ def trace(
     json_out: JsonOpt = False,
     plan: Annotated[bool, typer.Option("--plan", help="Show only the agent's current plan.")]
     = False,
+    html: Annotated[bool, typer.Option(
+        "--html", help="Write one self-contained HTML page (the run and its whole tree).")]
+    = False,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Where --html writes (default: io-trace-RUN.html; - for stdout).",
+        dir_okay=False)] = None,
 ) -> None:
     """Show what RUN_ID did: each step, each call and its observation, each refusal."""
+    from harness_core import UsageError
     from io_harness_cli.commands._common import (
-        STORE_ONLY,
+        STORE_AND_PRICES,
         load_config,
         open_store,
         workspace_path,
     )
     from io_harness_cli.output import say, write_json
 
-    cfg = load_config(workspace_path(workspace), config, STORE_ONLY)
+    if output is not None and not html:
+        raise UsageError("--output is for --html", hint="add --html, or drop --output")
+    if html and (plan or json_out):
+        raise UsageError("--html cannot be combined with --plan or --json")
+    cfg = load_config(workspace_path(workspace), config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
         record = store.find_run(run_id)
+        if html:
+            _write_html(store, cfg, record.run_id, output)
+            return
         if plan:
             items = store.todos(record.run_id) if hasattr(store, "todos") else []
             if json_out:
@@ -82,3 +102,21 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "attempts": store.provider_attempts(run_id),
         "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
     }
+
+
+def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None) -> None:
+    from harness_core import UsageError, load_tree
+    from io_harness_cli.output import say
+    from io_harness_cli.render.html import render_html
+
+    page = render_html(load_tree(store, run_id, prices=cfg.prices))
+    if output is not None and str(output) == "-":
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return
+    target = output or Path(f"io-trace-{run_id}.html")
+    try:
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    say(f"io: wrote {target} ({len(page):,} bytes)")

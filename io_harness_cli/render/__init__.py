@@ -1,18 +1,18 @@
 """Human output: the live trace, tables and the recorded trace. All of it on stderr,
 except tables a command is asked for (`io runs`, `io config show`), which go to stdout.
 
-rich is imported only when colour is on; plain text needs nothing but the stdlib.
+rich is imported only when colour is on; plain text needs nothing but the stdlib. The
+live view is `render.live`, the trace lines `render.lines`, the HTML page `render.html`.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from io_harness_cli.output import use_color
+from io_harness_cli.render.lines import brief as _brief
 
 if TYPE_CHECKING:
     from harness_core import Event
@@ -20,98 +20,15 @@ if TYPE_CHECKING:
 __all__ = ["make_renderer", "print_table", "render_plan", "render_trace"]
 
 
-def _brief(value: Any, width: int = 100) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = text.replace("\n", "⏎ ")
-    return text if len(text) <= width else text[: width - 1] + "…"
+def make_renderer(*, color: bool, live: bool = False) -> Callable[[Event], None]:
+    """The human trace for stderr: the live panel on a colour terminal, rich lines when
+    colour is forced off a terminal, plain lines otherwise."""
+    if color and live:
+        from io_harness_cli.render.live import LiveTrace
 
+        return LiveTrace()
+    from io_harness_cli.render.lines import PlainTrace, RichTrace
 
-class PlainTrace:
-    """A line per event, no styling (NO_COLOR or not a terminal)."""
-
-    def __init__(self, write: Callable[[str], None] | None = None) -> None:
-        self._write = write or (lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
-        self._start = time.monotonic()
-        self._tokens = False
-
-    def _line(self, text: str) -> None:
-        if self._tokens:
-            self._write("")
-            self._tokens = False
-        self._write(f"[{time.monotonic() - self._start:7.2f}s] {text}")
-
-    def __call__(self, event: Event) -> None:  # noqa: C901 - one branch per kind
-        kind, d = event.kind.value, event.data
-        if kind == "token":
-            if not self._tokens:
-                sys.stderr.write("  (provisional) ")
-                self._tokens = True
-            sys.stderr.write(str(d.get("text", "")))
-            sys.stderr.flush()
-            return
-        if kind == "run_started":
-            sb = d.get("sandbox") or {}
-            self._line(f"run {event.run_id} {'resumed' if d.get('resumed') else 'started'}"
-                       f" in {d.get('workspace')} — sandbox {sb.get('backend')}"
-                       + (f" (degraded: {sb.get('degraded')})" if sb.get("degraded") else "")
-                       + ("" if sb.get("commands_sandboxed", True) else
-                          "; commands run unsandboxed"))
-        elif kind == "step_started":
-            self._line(f"step {d.get('step')}")
-        elif kind == "completion":
-            usage = d.get("usage") or {}
-            self._line(f"  model {d.get('model')} · tokens in {usage.get('prompt_tokens')}"
-                       f" out {usage.get('completion_tokens')} · {d.get('latency_ms')} ms")
-            if d.get("text"):
-                self._line(f"  says: {_brief(d.get('text'))}")
-        elif kind == "tool_call":
-            self._line(f"  → {d.get('name')} {_brief(d.get('arguments'), 80)}")
-        elif kind == "tool_result":
-            mark = "✗" if d.get("is_error") else "✓"
-            self._line(f"    {mark} {_brief(d.get('output'))}")
-        elif kind == "refusal":
-            self._line(f"    ⛔ refused {d.get('target')}: {d.get('reason')}"
-                       f" [rule {d.get('rule')}, layer {d.get('layer')}]")
-        elif kind == "approval":
-            if d.get("pending"):
-                self._line(f"  ⏸ approval needed: {d.get('target')}")
-            else:
-                self._line(f"    approval: {d.get('target')} → {d.get('verdict')}"
-                           f" by {d.get('decided_by')}")
-        elif kind == "verification":
-            self._line(f"  gate {d.get('command')}: {'passed' if d.get('passed') else 'FAILED'}"
-                       f" (exit {d.get('exit_status')}, sandbox {d.get('sandbox')})")
-        elif kind in ("steer", "question", "plan", "stall"):
-            self._line(f"  {kind}: {_brief(d)}")
-        elif kind == "checkpoint":
-            self._line(f"  checkpoint step {d.get('step')}")
-
-
-class RichTrace(PlainTrace):
-    """The same lines, styled with rich on a terminal."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self._console = Console(stderr=True, highlight=False)
-        super().__init__(lambda line: self._console.print(line, markup=False,
-                                                          style=self._style(line)))
-
-    @staticmethod
-    def _style(line: str) -> str:
-        if "⛔" in line or "FAILED" in line or "✗" in line:
-            return "red"
-        if "passed" in line or "✓" in line:
-            return "green"
-        if "step " in line and "checkpoint" not in line:
-            return "bold"
-        if "checkpoint" in line:
-            return "dim"
-        return ""
-
-
-def make_renderer(*, color: bool) -> Callable[[Event], None]:
-    """The live trace for stderr: rich when colour is on, plain otherwise."""
     return RichTrace() if color else PlainTrace()
 
 
