@@ -23,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness_core.clock import SystemClock  # noqa: E402
 from harness_core.messages import Message  # noqa: E402
 from harness_core.providers import CompletionRequest, ProviderConfig  # noqa: E402
-from harness_core.providers._http import HttpProvider, StreamClock, iter_sse  # noqa: E402
+from harness_core.providers._http import HttpProvider  # noqa: E402
+from harness_core.providers._sse import iter_sse  # noqa: E402
+from harness_core.providers._wire import StreamClock  # noqa: E402
 from harness_core.providers.anthropic import AnthropicProvider  # noqa: E402
 from harness_core.providers.openai import OpenAIProvider  # noqa: E402
 from harness_core.providers.openrouter import OpenRouterProvider  # noqa: E402

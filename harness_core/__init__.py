@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "survey_toolchain": "harness_core.toolchain:survey",
+    "ToolchainReport": "harness_core.toolchain:ToolchainReport",
+    "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
+    "protect_gate_inputs": "harness_core.run:protect_gate_inputs",
+    "gate_inputs": "harness_core.run:gate_inputs",
+    "InputChange": "harness_core.run:InputChange",
+    "GateInputs": "harness_core.run:GateInputs",
+    "GATE_LAYER": "harness_core.policy:GATE_LAYER",
     "CallView": "harness_core.trace:CallView",
     "CostView": "harness_core.trace:CostView",
     "FileChange": "harness_core.trace:FileChange",
@@ -136,6 +144,7 @@ _EXPORTS: dict[str, str] = {
     "SystemClock": "harness_core.clock:SystemClock",
     "TaskContract": "harness_core.verification:TaskContract",
     "Tier": "harness_core.policy:Tier",
+    "TrustStore": "harness_core.providers:TrustStore",
     "Tool": "harness_core.tools:Tool",
     "ToolCall": "harness_core.messages:ToolCall",
     "ToolContext": "harness_core.tools:ToolContext",
@@ -156,6 +165,7 @@ _EXPORTS: dict[str, str] = {
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
     "build_provider": "harness_core.providers:build_provider",
+    "trust_store": "harness_core.providers:trust_store",
     "detect_toolchain": "harness_core.toolchain:detect",
     "discover_config": "harness_core.config:discover",
     "load_config": "harness_core.config:load",
@@ -201,6 +211,7 @@ __all__ = [
     "CriterionKind",
     "Decision",
     "DenyAll",
+    "DetectedToolchain",
     "DirEntry",
     "EVENT_SCHEMA",
     "Effect",
@@ -210,11 +221,14 @@ __all__ = [
     "Fallback",
     "FileChange",
     "FileEdit",
+    "GATE_LAYER",
     "Gate",
+    "GateInputs",
     "GateResult",
     "HandleRegistry",
     "HarnessError",
     "INTERRUPTED_OBSERVATION",
+    "InputChange",
     "InvalidToolArguments",
     "LaunchRequest",
     "LedgerEntry",
@@ -295,6 +309,8 @@ __all__ = [
     "ToolSpec",
     "Toolbox",
     "Toolchain",
+    "ToolchainReport",
+    "TrustStore",
     "TurnRecord",
     "Usage",
     "UsageError",
@@ -312,15 +328,19 @@ __all__ = [
     "config_json_schema",
     "detect_toolchain",
     "discover_config",
+    "gate_inputs",
     "load_config",
     "load_trace",
     "load_tree",
+    "protect_gate_inputs",
     "render_template",
     "run_command",
     "run_gates",
     "sandbox_launcher",
     "select_sandbox",
     "summarize",
+    "survey_toolchain",
+    "trust_store",
     "validate_web",
 ]
 
@@ -410,8 +430,9 @@ if TYPE_CHECKING:
         ToolSpec,
         Usage,
     )
-    from harness_core.policy import (  # noqa: F401
+    from harness_core.policy import (  # noqa: F401  # noqa: F401
         BUILTIN_LAYER,
+        GATE_LAYER,
         PROTECTED_WRITE_PATTERNS,
         TIER_LAYER,
         Act,
@@ -438,23 +459,29 @@ if TYPE_CHECKING:
         ProviderAttempt,
         ProviderConfig,
         ServerToolCall,
+        TrustStore,
         WebAccess,
         build_provider,
+        trust_store,
         validate_web,
     )
     from harness_core.providers.scripted import (  # noqa: F401
         ScriptedProvider,
     )
-    from harness_core.run import (  # noqa: F401
+    from harness_core.run import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         INTERRUPTED_OBSERVATION,
         ApprovalPending,
         Budget,
         ContextBudget,
         Gate,
+        GateInputs,
+        InputChange,
         Runner,
         RunOutcome,
         RunSpec,
         build_launchers,
+        gate_inputs,
+        protect_gate_inputs,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -512,11 +539,16 @@ if TYPE_CHECKING:
     from harness_core.templates import (  # noqa: F401
         render_template,
     )
-    from harness_core.toolchain import (  # noqa: F401
+    from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401
+        DetectedToolchain,
         Toolchain,
+        ToolchainReport,
     )
     from harness_core.toolchain import (
         detect as detect_toolchain,
+    )
+    from harness_core.toolchain import (  # noqa: F401
+        survey as survey_toolchain,
     )
     from harness_core.tools import (  # noqa: F401
         RESERVED_TOOL_NAMES,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import shlex
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from harness_core.clock import Clock, SystemClock
 from harness_core.errors import SandboxUnavailable, ToolError, WorkspaceError
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
 from harness_core.workspace import Workspace
@@ -36,11 +37,17 @@ class VerifyCriterion:
         kind: What kind of check.
         command: The command line (for `COMMAND`), split with shell-like quoting.
         timeout_seconds: Seconds before the gate is killed and counted failed.
+        inputs: Path patterns of the files its verdict depends on; None: inferred from
+            the toolchain and the command (see `harness_core.run.gate_inputs`).
+        editable: Whether the agent may change those inputs. False (the default)
+            write-protects them for the run under the policy layer ``gate``.
     """
 
     kind: CriterionKind = CriterionKind.COMMAND
     command: str = ""
     timeout_seconds: float = 600.0
+    inputs: tuple[str, ...] | None = None
+    editable: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,12 +74,14 @@ class GateResult:
         passed: Whether it reported success.
         exit_status: The command's exit status (None when killed or not a command).
         output: Its combined output, bounded.
+        duration_seconds: How long it ran (the harness's own clock).
     """
 
     criterion: str
     passed: bool
     exit_status: int | None
     output: str
+    duration_seconds: float = 0.0
 
 
 _GATE_OUTPUT_CAP = 16_000
@@ -131,6 +140,7 @@ def run_gates(
     launcher: ProcessLauncher,
     *,
     changed: Sequence[str] = (),
+    clock: Clock | None = None,
 ) -> list[GateResult]:
     """Run every gate of `contract` in order (each one, even after a failure).
 
@@ -139,11 +149,15 @@ def run_gates(
         workspace: The workspace they run in.
         launcher: The (sandboxed) launcher commands go through.
         changed: Workspace paths the run changed (for `each_compiles_python`).
+        clock: Times each gate (the system clock when None).
     """
+    clock = clock or SystemClock()
     results: list[GateResult] = []
     for criterion in contract.verify:
+        began = clock.monotonic()
         if criterion.kind is CriterionKind.EACH_COMPILES_PYTHON:
-            results.append(_compile_python(workspace, changed))
+            result = _compile_python(workspace, changed)
         else:
-            results.append(_run_command(criterion, workspace, launcher))
+            result = _run_command(criterion, workspace, launcher)
+        results.append(replace(result, duration_seconds=clock.monotonic() - began))
     return results

@@ -19,6 +19,7 @@ from io_harness_cli.commands import session as session_cmd
 from io_harness_cli.commands import spend as spend_cmd
 from io_harness_cli.commands import steer as steer_cmd
 from io_harness_cli.commands import tool as tool_cmd
+from io_harness_cli.commands import toolchain as toolchain_cmd
 from io_harness_cli.commands import trace as trace_cmd
 
 app = typer.Typer(
@@ -52,6 +53,7 @@ app.command("runs")(runs_cmd.runs)
 app.command("trace")(trace_cmd.trace)
 app.command("spend")(spend_cmd.spend)
 app.command("tool")(tool_cmd.tool)
+app.command("toolchain")(toolchain_cmd.toolchain)
 app.command("steer")(steer_cmd.steer)
 app.command("interrupt")(steer_cmd.interrupt)
 app.add_typer(config_cmd.app, name="config")

@@ -4,13 +4,15 @@ never on time."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("httpx", "mcp", "openpyxl", "docx", "pptx", "pypdf", "fpdf", "zxingcpp", "pydantic")
 
 
-def _modules_after(argv: list[str]) -> set[str]:
+def _modules_after(argv: list[str], env: dict[str, str] | None = None) -> set[str]:
     code = (
         "import sys, json\n"
         f"sys.argv = ['io', *{argv!r}]\n"
@@ -22,13 +24,13 @@ def _modules_after(argv: list[str]) -> set[str]:
         "sys.__stderr__.write(json.dumps(sorted(sys.modules)))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
+                            timeout=60, env=env)
     return set(json.loads(result.stderr.strip().splitlines()[-1]))
 
 
 def test_io_help_imports_no_httpx_mcp_or_document_library() -> None:
     loaded = _modules_after(["--help"])
-    for name in HEAVY:
+    for name in (*HEAVY, "httpcore", "h2", "truststore"):
         assert name not in loaded, f"{name} imported by io --help"
     assert not any(m.startswith("harness_core.") for m in loaded)
 
@@ -50,3 +52,17 @@ def test_io_runs_json_does_not_import_rich(tmp_path: object) -> None:
     loaded = _modules_after(["runs", "--json"])
     assert "rich.console" not in loaded and "rich.table" not in loaded
     assert "httpx" not in loaded
+
+
+def test_a_scripted_run_imports_no_httpx(tmp_path: Path) -> None:
+    """The scripted provider speaks no HTTP, so a whole `io run` with it loads no httpx
+    (nor httpcore, h2 or truststore)."""
+    (tmp_path / "replay.jsonl").write_text('{"text": "done"}\n')
+    (tmp_path / "io.toml").write_text(
+        '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n[sandbox]\nbackend = "off"\n'
+    )
+    env = {**os.environ, "IO_STORE": str(tmp_path / "state.db"),
+           "IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path)}
+    loaded = _modules_after(["run", "say done", "-w", str(tmp_path), "--json"], env=env)
+    assert "harness_core.run" in loaded  # the run really happened in this process
+    assert not {"httpx", "httpcore", "h2", "truststore"} & loaded

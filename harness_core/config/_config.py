@@ -74,6 +74,8 @@ class Config:
         agents: The `[agents.NAME]` definitions by name.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
+        store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
+            set it is the store and `store_path` is unused.
         run: The `[run]` table.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes.
@@ -92,6 +94,7 @@ class Config:
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     store_path: Path = Path("state.db")
+    store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)

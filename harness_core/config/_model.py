@@ -125,7 +125,8 @@ class Table(BaseModel):
     )
 
 
-ProviderKind = Literal["anthropic", "openai", "openrouter", "scripted"]
+ProviderKind = Literal["anthropic", "openai", "openai-responses", "openrouter", "scripted"]
+SystemRole = Literal["system", "developer"]
 
 
 class ProviderEntry(Table):
@@ -152,6 +153,15 @@ class ProviderEntry(Table):
     """Seconds to wait for a response before counting the attempt as failed."""
     max_retries: Annotated[int, Field(ge=0)] = _default(ProviderConfig, "max_retries")
     """Retries of a retryable failure (429, 5xx, timeout) before moving to a fallback."""
+    ca_bundle: PathValue | None = None
+    """A PEM file of CA certificates trusted in addition to the system store (a corporate
+    proxy's CA), relative to the file that names it."""
+    system_role: SystemRole = _default(ProviderConfig, "system_role")
+    """The role system messages are sent with by the OpenAI kinds: "developer" for
+    models that refuse "system". Other kinds ignore it."""
+    previous_response_id: bool = _default(ProviderConfig, "previous_response_id")
+    """kind = "openai-responses" only: chain turns on the vendor's side (it stores each
+    response) instead of resending the whole conversation."""
 
 
 class ProviderTable(ProviderEntry):
@@ -220,6 +230,9 @@ class SandboxTable(Table):
     """Run the agent's own commands (exec, shell) in the sandbox; gates always are."""
     env_allow: list[str] = list(_default(SandboxConfig, "env_allow"))
     """Environment variables passed through the sandbox's scrub beyond the default set."""
+    read_paths: list[str] = list(_default(SandboxConfig, "read_paths"))
+    """Paths in your home directory commands may read; the rest of it is hidden
+    (detected toolchains stay visible)."""
 
 
 _BUDGET = Budget()
@@ -248,6 +261,11 @@ class VerifyTable(Table):
     """The command line (required for kind = "command")."""
     timeout_seconds: _Seconds = _default(VerifyCriterion, "timeout_seconds")
     """Seconds before the gate is killed and counted failed."""
+    inputs: list[str] | None = None
+    """Files the verdict depends on (path patterns, as in [policy]); write-protected for
+    the run. Unset: inferred from the toolchain and the command."""
+    editable: bool = _default(VerifyCriterion, "editable")
+    """Let the agent change the inputs (the trace and the report then say so)."""
 
 
 class ContractTable(Table):
@@ -351,6 +369,9 @@ class StoreTable(Table):
     path: PathValue | None = None
     """The store file, relative to the file that names it. IO_STORE wins over it; the
     default is $XDG_STATE_HOME/io/state.db, else ~/.local/state/io/state.db."""
+    url: Annotated[str | None, SECRET] = None
+    """A PostgreSQL store (postgresql://...) shared by many machines; when set it is the
+    store and `path` is unused (needs the `postgres` extra). Shown as ***."""
 
 
 class RunTable(Table):

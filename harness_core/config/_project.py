@@ -38,14 +38,16 @@ from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
+from harness_core.policy._patterns import compile_path
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
+from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
 from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
 
-__all__ = ["project", "store_path"]
+__all__ = ["project", "store_path", "store_url"]
 
 T = TypeVar("T")
 
@@ -135,6 +137,7 @@ def _sandbox(t: SandboxTable) -> SandboxConfig:
         network=t.network,
         commands=t.commands,
         env_allow=tuple(t.env_allow),
+        read_paths=tuple(t.read_paths),
     )
 
 
@@ -154,9 +157,27 @@ def _contract(t: ContractTable, required: _Required) -> TaskContract:
         if item.kind is CriterionKind.COMMAND:
             command = required(item.command, ("contract", "verify", index), "command",
                                ' (a gate of kind "command" runs a command)')
+        path = ("contract", "verify", index)
+        inputs = None if item.inputs is None else _input_patterns(item.inputs, path, required)
         gates.append(VerifyCriterion(kind=item.kind, command=command,
-                                     timeout_seconds=float(item.timeout_seconds)))
+                                     timeout_seconds=float(item.timeout_seconds),
+                                     inputs=inputs, editable=item.editable))
     return TaskContract(goal=t.goal, constraints=tuple(t.constraints), verify=tuple(gates))
+
+
+def _input_patterns(
+    patterns: Sequence[str], path: tuple[str | int, ...], required: _Required
+) -> tuple[str, ...]:
+    """`inputs` of a gate, each checked as a path pattern (a mistake names the key)."""
+    for pattern in patterns:
+        try:
+            compile_path(pattern)
+        except PolicyError as exc:
+            origin = _origin(_node_at(required.tree, path))
+            where = f" (set in {origin.describe()})" if origin else ""
+            raise ConfigError(f"'{dotted((*path, 'inputs'))}': {exc.message}{where}",
+                              hint=exc.hint) from exc
+    return tuple(patterns)
 
 
 def _one_provider(
@@ -186,6 +207,9 @@ def _one_provider(
         max_retries=t.max_retries,
         fallback=fallback,
         web=web,
+        ca_bundle=t.ca_bundle,
+        system_role=t.system_role,
+        previous_response_id=t.previous_response_id,
     )
 
 
@@ -280,6 +304,25 @@ def _absolute_dir(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value and Path(value).is_absolute() else None
 
 
+def store_url(configured: str | None, env: Mapping[str, str]) -> str | None:
+    """A PostgreSQL store's URL: `IO_STORE=postgresql://…`, else `[store] url`, else None.
+
+    Raises:
+        ConfigError: `[store] url` is not a ``postgresql://`` URL.
+    """
+    from_env = env.get("IO_STORE")
+    if from_env:
+        return from_env if is_postgres_url(from_env) else None
+    if configured is None:
+        return None
+    if not is_postgres_url(configured):
+        raise ConfigError(
+            "[store] url must be a postgresql:// URL",
+            hint="for a SQLite file use [store] path",
+        )
+    return configured
+
+
 def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
     """Where the store lives: `IO_STORE`, else `[store] path`, else the XDG state dir.
 
@@ -291,7 +334,7 @@ def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
             `XDG_STATE_HOME`, no `HOME`).
     """
     from_env = env.get("IO_STORE")
-    if from_env:
+    if from_env and not is_postgres_url(from_env):
         return Path(from_env).absolute()
     if configured is not None:
         return configured
@@ -380,6 +423,7 @@ def project(
     required = _Required(merged)
     web = _web(model.web)
     store = store_path(model.store.path, env)
+    url = store_url(model.store.url, env)
     protected = _protected(workspace, store, files)
     toolchain = model.toolchain
     return Config(
@@ -396,6 +440,7 @@ def project(
         mcp=_mcp(model.mcp, merged, required),
         agents=_agents(model.agents),
         store_path=store,
+        store_url=url,
         run=_run(model.run),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),

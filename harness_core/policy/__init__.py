@@ -11,6 +11,7 @@ from harness_core.policy._approver import ApprovalDecision, ApproveAll, Approver
 from harness_core.policy._policy import POLICY_FORMAT, Policy
 from harness_core.policy._rules import (
     BUILTIN_LAYER,
+    GATE_LAYER,
     PROTECTED_WRITE_PATTERNS,
     TIER_LAYER,
     ApprovalMode,
@@ -23,6 +24,7 @@ from harness_core.policy._rules import (
 
 __all__ = [
     "BUILTIN_LAYER",
+    "GATE_LAYER",
     "POLICY_FORMAT",
     "PROTECTED_WRITE_PATTERNS",
     "TIER_LAYER",

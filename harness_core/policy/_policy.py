@@ -57,6 +57,7 @@ from harness_core.policy._patterns import (
 )
 from harness_core.policy._rules import (
     BUILTIN_LAYER,
+    GATE_LAYER,
     PROTECTED_WRITE_PATTERNS,
     TIER_LAYER,
     ApprovalMode,
@@ -104,12 +105,7 @@ class _Matcher:
         regex = re.compile("|".join(f"({regex.pattern})" for _, regex in rules), flags)
         word = "allowed" if verdict is Verdict.ALLOW else "denied"
         decisions = tuple(
-            Decision(
-                verdict,
-                f"{word} by {verdict.value}_{rule.kind.value} {rule.pattern!r} ({rule.layer})",
-                rule.pattern,
-                rule.layer,
-            )
+            Decision(verdict, _reason(rule, word, verdict), rule.pattern, rule.layer)
             for rule, _ in rules
         )
         return _Matcher(regex, decisions)
@@ -126,6 +122,13 @@ class _Matcher:
                 if not best or found.lastindex < best:
                     best = found.lastindex
         return self.decisions[best - 1] if best else None
+
+
+def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
+    if rule.layer == GATE_LAYER and verdict is Verdict.DENY:
+        return (f"an input of a verification gate ({rule.pattern!r}): the agent may not change"
+                " what judges its work (the operator can set editable = true on the gate)")
+    return f"{word} by {verdict.value}_{rule.kind.value} {rule.pattern!r} ({rule.layer})"
 
 
 @dataclass(frozen=True)

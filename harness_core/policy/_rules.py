@@ -16,6 +16,7 @@ from harness_core.policy._patterns import compile_command, compile_host, compile
 
 __all__ = [
     "BUILTIN_LAYER",
+    "GATE_LAYER",
     "PROTECTED_WRITE_PATTERNS",
     "TIER_LAYER",
     "ApprovalMode",
@@ -31,6 +32,8 @@ BUILTIN_LAYER = "builtin"
 """Layer name of decisions the policy takes before any rule (root escape, protected paths)."""
 TIER_LAYER = "tier"
 """Layer name of decisions taken by the tier default."""
+GATE_LAYER = "gate"
+"""Layer of the deny-write rules that keep verification gates' inputs from the agent."""
 PROTECTED_WRITE_PATTERNS: tuple[str, ...] = (
     "io.toml",
     "io.local.toml",

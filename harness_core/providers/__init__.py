@@ -1,7 +1,7 @@
 """Model providers: the `Provider` seam and its implementations.
 
 The vendor classes are re-exported lazily (PEP 562): importing this package never
-imports the HTTP machinery; a vendor module is loaded when its class is first named or built.
+imports httpx; a vendor module is loaded when its class is first named or built.
 """
 
 from typing import TYPE_CHECKING
@@ -18,12 +18,14 @@ from harness_core.providers._base import (
 )
 from harness_core.providers._config import ProviderConfig
 from harness_core.providers._registry import PROVIDER_KINDS, build_provider, validate_web
+from harness_core.providers._tls import TrustStore, trust_store
 from harness_core.providers.fallback import Fallback
 
 if TYPE_CHECKING:
     from harness_core.providers.anthropic import AnthropicProvider
     from harness_core.providers.openai import OpenAIProvider
     from harness_core.providers.openrouter import OpenRouterProvider
+    from harness_core.providers.responses import OpenAIResponsesProvider
 
 __all__ = [
     "PROVIDER_KINDS",
@@ -33,14 +35,17 @@ __all__ = [
     "CompletionResponse",
     "Fallback",
     "OpenAIProvider",
+    "OpenAIResponsesProvider",
     "OpenRouterProvider",
     "Provider",
     "ProviderAttempt",
     "ProviderConfig",
     "ServerToolCall",
     "TokenCallback",
+    "TrustStore",
     "WebAccess",
     "build_provider",
+    "trust_store",
     "validate_web",
 ]
 
@@ -48,6 +53,7 @@ _LAZY = {
     "AnthropicProvider": "harness_core.providers.anthropic",
     "OpenAIProvider": "harness_core.providers.openai",
     "OpenRouterProvider": "harness_core.providers.openrouter",
+    "OpenAIResponsesProvider": "harness_core.providers.responses",
 }
 
 

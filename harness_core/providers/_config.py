@@ -7,10 +7,13 @@ from pathlib import Path
 
 from harness_core.providers._base import WebAccess
 
-__all__ = ["ProviderConfig", "ProviderKind"]
+__all__ = ["SYSTEM_ROLES", "ProviderConfig", "ProviderKind"]
 
 ProviderKind = str
-"""One of ``anthropic``, ``openai``, ``openrouter``, ``scripted``."""
+"""One of ``anthropic``, ``openai``, ``openai-responses``, ``openrouter``, ``scripted``."""
+
+SYSTEM_ROLES = ("system", "developer")
+"""What `system_role` may be: the role the system message is sent with (OpenAI kinds)."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,8 @@ class ProviderConfig:
     """How to reach one model provider.
 
     Attributes:
-        kind: ``anthropic`` | ``openai`` | ``openrouter`` | ``scripted``.
+        kind: ``anthropic`` | ``openai`` | ``openai-responses`` | ``openrouter`` |
+            ``scripted``.
         model: The model string sent in requests.
         api_key: The resolved key (never recorded, never printed; `repr` hides it).
         base_url: Override of the vendor endpoint (proxies, local servers).
@@ -29,6 +33,13 @@ class ProviderConfig:
         max_retries: Retries of a retryable failure before falling back.
         fallback: Providers tried in order when this one fails after its retries.
         web: Provider-executed web access declared for every request.
+        ca_bundle: A PEM file of CA certificates trusted in addition to the store
+            (a corporate CA); absolute once loaded.
+        system_role: The role the system message is sent with by the OpenAI kinds:
+            ``system``, or ``developer`` for models that refuse ``system``.
+        previous_response_id: ``openai-responses`` only: chain turns on the server
+            (send the previous response's id and only the new items; the vendor
+            stores responses) instead of resending the conversation statelessly.
     """
 
     kind: str = "scripted"
@@ -42,3 +53,6 @@ class ProviderConfig:
     max_retries: int = 3
     fallback: tuple[ProviderConfig, ...] = ()
     web: WebAccess | None = None
+    ca_bundle: Path | None = None
+    system_role: str = "system"
+    previous_response_id: bool = False

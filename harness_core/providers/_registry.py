@@ -1,7 +1,8 @@
 """From a `ProviderConfig` to a `Provider`: a name → ``"module:attr"`` table, imported lazily.
 
-Vendor modules (and therefore `http.client`) are imported only when a provider of that
-kind is built, so `io --help` and config checks stay cheap. `validate_web` states which web
+Vendor modules (and therefore httpx) are imported only when a provider of that kind
+is built, so `io --help` and the scripted provider never load httpx. Every HTTP provider
+of one build (a fallback chain included) shares one `httpx.Client`. `validate_web` states which web
 declarations each vendor can carry; it is called by every vendor constructor and is
 exported so `io config check` can refuse a bad `[web]` table without building anything.
 This module never opens a connection.
@@ -19,13 +20,14 @@ from harness_core.providers._base import Provider, WebAccess
 from harness_core.providers._config import ProviderConfig
 
 if TYPE_CHECKING:
-    from harness_core.providers._transport import Transport
+    import httpx
 
 __all__ = ["PROVIDER_KINDS", "build_provider", "validate_web"]
 
 PROVIDER_KINDS: dict[str, str] = {
     "anthropic": "harness_core.providers.anthropic:AnthropicProvider",
     "openai": "harness_core.providers.openai:OpenAIProvider",
+    "openai-responses": "harness_core.providers.responses:OpenAIResponsesProvider",
     "openrouter": "harness_core.providers.openrouter:OpenRouterProvider",
     "scripted": "harness_core.providers.scripted:ScriptedProvider",
 }
@@ -39,7 +41,7 @@ def validate_web(kind: str, web: WebAccess | None) -> None:
     `max_uses` cap silently would widen what the operator wrote.
 
     Args:
-        kind: The provider kind (``anthropic``, ``openai``, ``openrouter``, ``scripted``).
+        kind: The provider kind (a key of `PROVIDER_KINDS`).
         web: The declaration, or None.
 
     Raises:
@@ -77,6 +79,23 @@ def _openai_web(web: WebAccess) -> list[str]:
     return problems
 
 
+def _responses_web(web: WebAccess) -> list[str]:
+    problems: list[str] = []
+    if web.fetch:
+        problems.append("fetch (the Responses API's web_search tool only searches)")
+    if web.blocked_domains:
+        problems.append("blocked_domains (the web_search tool takes only an allow-list)")
+    if web.max_uses is not None:
+        problems.append("max_uses (the web_search tool has no per-request cap)")
+    if len(web.allowed_domains) > _RESPONSES_MAX_DOMAINS:
+        problems.append(f"more than {_RESPONSES_MAX_DOMAINS} allowed_domains")
+    return problems
+
+
+_RESPONSES_MAX_DOMAINS = 20
+"""The web_search tool's allow-list holds at most 20 domains (OpenAI's documented cap)."""
+
+
 def _openrouter_web(web: WebAccess) -> list[str]:
     problems: list[str] = []
     if web.fetch:
@@ -89,6 +108,7 @@ def _openrouter_web(web: WebAccess) -> list[str]:
 _WEB_LIMITS: dict[str, Callable[[WebAccess], list[str]]] = {
     "anthropic": _anthropic_web,
     "openai": _openai_web,
+    "openai-responses": _responses_web,
     "openrouter": _openrouter_web,
     # The scripted provider replays recorded answers and never searches.
     "scripted": lambda web: [],
@@ -100,57 +120,77 @@ def build_provider(
     *,
     env: Mapping[str, str],
     clock: Clock,
-    transport: Transport | None = None,
+    client: httpx.Client | None = None,
 ) -> Provider:
     """Build the provider `config` names, wrapped in a `Fallback` when it lists fallbacks.
 
     Args:
         config: The `[provider]` table, typed.
-        env: Where the vendor's usual key variable is looked up when `api_key` is unset.
+        env: Where the vendor's usual key variable and the proxy settings
+            (``HTTPS_PROXY``, ``NO_PROXY`` …) are looked up.
         clock: Time for backoff sleeps and latency.
-        transport: Shared connections (several providers, one pool); each provider
-            makes its own when None.
+        client: The `httpx.Client` to send with (the caller closes it). When None and
+            some provider speaks HTTP, one client is made for the whole chain, trusting
+            every `ca_bundle` the chain names, and closed with the returned provider.
 
     Returns:
         A `Provider`; the caller closes it.
 
     Raises:
-        ConfigError: Unknown kind, missing key, a fallback with its own fallbacks, or a
-            web declaration a vendor cannot carry.
+        ConfigError: Unknown kind, missing key, a fallback with its own fallbacks, a
+            `ca_bundle` that cannot be loaded, or a web declaration a vendor cannot carry.
     """
-    primary = _build_one(config, env=env, clock=clock, transport=transport)
-    if not config.fallback:
-        return primary
-    from harness_core.providers.fallback import Fallback
+    chain_configs = (config, *config.fallback)
+    for backup in config.fallback:
+        if backup.fallback:
+            raise ConfigError(
+                f"a [[provider.fallback]] ({backup.kind}) cannot list fallbacks of its own"
+            )
+    factories = [_load(c.kind) for c in chain_configs]
+    owned = None
+    if client is None and not config.fallback:
+        shared = None  # a lone provider makes (and closes) its own client
+    elif client is None and any(c.kind != "scripted" for c in chain_configs):
+        from harness_core.providers._client import make_client
 
-    chain: list[Provider] = [primary]
+        bundles = [c.ca_bundle for c in chain_configs if c.ca_bundle is not None]
+        owned = shared = make_client(
+            env, ca_bundles=bundles, timeout_seconds=config.timeout_seconds
+        )
+    else:
+        shared = client
+    chain: list[Provider] = []
     try:
-        for backup in config.fallback:
-            if backup.fallback:
-                raise ConfigError(
-                    f"a [[provider.fallback]] ({backup.kind}) cannot list fallbacks of its own"
-                )
-            chain.append(_build_one(backup, env=env, clock=clock, transport=transport))
+        for one, factory in zip(chain_configs, factories, strict=True):
+            chain.append(_build_one(one, factory, env=env, clock=clock, client=shared))
     except BaseException:
         for built in chain:
             built.close()
+        if owned is not None:
+            owned.close()
         raise
-    models = [config.model] + [backup.model for backup in config.fallback]
-    return Fallback(chain, models=models, clock=clock)
+    if not config.fallback:
+        return chain[0]
+    from harness_core.providers.fallback import Fallback
+
+    models = [c.model for c in chain_configs]
+    return Fallback(
+        chain, models=models, clock=clock, on_close=owned.close if owned is not None else None
+    )
 
 
 def _build_one(
     config: ProviderConfig,
+    factory: object,
     *,
     env: Mapping[str, str],
     clock: Clock,
-    transport: Transport | None,
+    client: httpx.Client | None,
 ) -> Provider:
-    factory = _load(config.kind)
     if config.kind == "scripted":
         return cast(Callable[[ProviderConfig], Provider], factory)(config)
     build = cast(Callable[..., Provider], factory)
-    return build(config, env=env, clock=clock, transport=transport)
+    return build(config, env=env, clock=clock, client=client)
 
 
 def _load(kind: str) -> object:

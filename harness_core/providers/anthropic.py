@@ -1,4 +1,4 @@
-"""Anthropic's Messages API (``POST /v1/messages``), JSON and SSE, over `_transport`.
+"""Anthropic's Messages API (``POST /v1/messages``), JSON and SSE, over httpx.
 
 This module holds only Anthropic's wire format: how `messages` types become a request
 body, and how a response body or an event stream becomes a `CompletionResponse`. Cache
@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
@@ -25,16 +27,10 @@ from harness_core.providers._base import (
     WebAccess,
 )
 from harness_core.providers._config import ProviderConfig
-from harness_core.providers._http import (
-    WIRE_JSON,
-    HttpProvider,
-    SSEEvent,
-    StreamClock,
-    opt_int,
-    tool_arguments,
-)
+from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
-from harness_core.providers._transport import Transport
+from harness_core.providers._sse import SSEEvent
+from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
 
 __all__ = ["AnthropicProvider"]
 
@@ -52,7 +48,8 @@ class AnthropicProvider(HttpProvider):
         config: The provider table; `base_url` defaults to ``https://api.anthropic.com``.
         env: Looked up for ``ANTHROPIC_API_KEY`` when `config.api_key` is unset.
         clock: Time for backoff and latency.
-        transport: Connections to share; one is made (and closed by `close`) when None.
+        client: The run's shared `httpx.Client`; one is made (and closed by `close`)
+            when None.
         jitter: A ``random.random``-like source for backoff jitter.
 
     Raises:
@@ -69,11 +66,11 @@ class AnthropicProvider(HttpProvider):
         *,
         env: Mapping[str, str],
         clock: Clock,
-        transport: Transport | None = None,
+        client: httpx.Client | None = None,
         jitter: Callable[[], float] | None = None,
     ) -> None:
         validate_web("anthropic", config.web)
-        super().__init__(config, env=env, clock=clock, transport=transport, jitter=jitter)
+        super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
 
     def _check_web(self, request: CompletionRequest) -> None:
         validate_web("anthropic", request.web)
@@ -136,7 +133,10 @@ class AnthropicProvider(HttpProvider):
         if data.get("type") == "error":
             detail, retry = self._error_detail(data)
             raise self.stream_error(detail, retryable=retry)
-        blocks = [_Block.started(b) for b in data.get("content") or () if isinstance(b, dict)]
+        content = data.get("content")
+        if not isinstance(content, list):
+            raise self.shape_error("no content list")
+        blocks = [_Block.started(b) for b in content if isinstance(b, dict)]
         return _assemble(
             blocks, str(data.get("model") or ""), data.get("usage"), data.get("stop_reason"), None
         )
@@ -152,7 +152,7 @@ class AnthropicProvider(HttpProvider):
             try:
                 data = json.loads(event.data)
             except ValueError as exc:
-                raise self.stream_error(f"malformed {event.event} event in stream") from exc
+                raise self.shape_error(f"malformed {event.event} event") from exc
             kind = data.get("type") if isinstance(data, dict) else None
             if kind == "content_block_delta":
                 _apply_delta(blocks, data, on_token, ttft)

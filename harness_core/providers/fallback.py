@@ -11,7 +11,7 @@ no I/O of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from harness_core.clock import Clock
@@ -35,6 +35,8 @@ class Fallback:
         models: The model string to ask each provider for (``""`` keeps the request's);
             the primary is always asked for the request's own model.
         clock: Time for the latency of the whole call, fallbacks included.
+        on_close: Called once by `close` after the providers are closed (the
+            registry closes the run's shared HTTP client with it).
 
     Raises:
         ConfigError: No providers, or `models` of another length.
@@ -43,7 +45,12 @@ class Fallback:
     name = "fallback"
 
     def __init__(
-        self, providers: Sequence[Provider], *, models: Sequence[str] = (), clock: Clock
+        self,
+        providers: Sequence[Provider],
+        *,
+        models: Sequence[str] = (),
+        clock: Clock,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
         if not providers:
             raise ConfigError("a fallback chain needs at least one provider")
@@ -52,6 +59,7 @@ class Fallback:
         self.providers = tuple(providers)
         self._models = tuple(models) if models else ("",) * len(providers)
         self._clock = clock
+        self._on_close = on_close
         self.last_attempts: tuple[ProviderAttempt, ...] = ()
 
     def __repr__(self) -> str:
@@ -108,9 +116,12 @@ class Fallback:
         ) from last
 
     def close(self) -> None:
-        """Close every provider in the chain."""
+        """Close every provider in the chain, then what `on_close` releases."""
         for provider in self.providers:
             provider.close()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 def _attempts_of(provider: Provider, model: str, exc: ProviderError) -> tuple[ProviderAttempt, ...]:

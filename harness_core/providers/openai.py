@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
@@ -25,17 +27,11 @@ from harness_core.providers._base import (
     WebAccess,
 )
 from harness_core.providers._config import ProviderConfig
-from harness_core.providers._http import (
-    WIRE_JSON,
-    HttpProvider,
-    SSEEvent,
-    StreamClock,
-    is_retryable_status,
-    opt_int,
-    tool_arguments,
-)
+from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
-from harness_core.providers._transport import Transport
+from harness_core.providers._retry import is_retryable_status
+from harness_core.providers._sse import SSEEvent
+from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
 
 __all__ = ["OpenAIProvider"]
 
@@ -53,7 +49,8 @@ class OpenAIProvider(HttpProvider):
         config: The provider table; `base_url` defaults to ``https://api.openai.com/v1``.
         env: Looked up for the vendor's key variable when `config.api_key` is unset.
         clock: Time for backoff and latency.
-        transport: Connections to share; one is made (and closed by `close`) when None.
+        client: The run's shared `httpx.Client`; one is made (and closed by `close`)
+            when None.
         jitter: A ``random.random``-like source for backoff jitter.
 
     Raises:
@@ -70,11 +67,11 @@ class OpenAIProvider(HttpProvider):
         *,
         env: Mapping[str, str],
         clock: Clock,
-        transport: Transport | None = None,
+        client: httpx.Client | None = None,
         jitter: Callable[[], float] | None = None,
     ) -> None:
         validate_web(self.name, config.web)
-        super().__init__(config, env=env, clock=clock, transport=transport, jitter=jitter)
+        super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._url_text = self._base_url + "/chat/completions"
         self._tokens_field = (
             "max_completion_tokens" if _OPENAI_HOST in self._base_url else "max_tokens"
@@ -120,7 +117,11 @@ class OpenAIProvider(HttpProvider):
         body["web_search_options"] = options
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        return "[" + ",".join(self.encoded(m, _encode_message) for m in messages) + "]"
+        encode = self._encode_message
+        return "[" + ",".join(self.encoded(m, encode) for m in messages) + "]"
+
+    def _encode_message(self, message: Message) -> str:
+        return WIRE_JSON.encode(wire_message(message, self.config.system_role))
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -145,7 +146,7 @@ class OpenAIProvider(HttpProvider):
         self._error_in_body(data)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise self.stream_error("response has no choices")
+            raise self.shape_error("no choices")
         choice = choices[0]
         message = choice.get("message") or {}
         calls = []
@@ -180,7 +181,7 @@ class OpenAIProvider(HttpProvider):
             try:
                 chunk = json.loads(event.data)
             except ValueError as exc:
-                raise self.stream_error("malformed chunk in stream") from exc
+                raise self.shape_error("malformed chunk in stream") from exc
             if not isinstance(chunk, dict):
                 continue
             if "error" in chunk:
@@ -201,15 +202,20 @@ class OpenAIProvider(HttpProvider):
 # --- request -------------------------------------------------------------------------
 
 
-def wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+def wire_messages(
+    messages: tuple[Message, ...], system_role: str = "system"
+) -> list[dict[str, Any]]:
     """The Chat Completions ``messages`` list for a conversation."""
-    return [wire_message(message) for message in messages]
+    return [wire_message(message, system_role) for message in messages]
 
 
-def wire_message(message: Message) -> dict[str, Any]:
-    """One message in Chat Completions' shape."""
+def wire_message(message: Message, system_role: str = "system") -> dict[str, Any]:
+    """One message in Chat Completions' shape; a system message takes `system_role`
+    (``developer`` for models that refuse ``system``)."""
     if message.role is Role.TOOL:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if message.role is Role.SYSTEM:
+        return {"role": system_role, "content": message.content}
     if message.role is not Role.ASSISTANT:
         return {"role": message.role.value, "content": message.content}
     # Content may be null only beside tool calls; an empty turn stays "".
@@ -230,10 +236,6 @@ def wire_message(message: Message) -> dict[str, Any]:
             for call in message.tool_calls
         ]
     return entry
-
-
-def _encode_message(message: Message) -> str:
-    return WIRE_JSON.encode(wire_message(message))
 
 
 # --- response ------------------------------------------------------------------------

@@ -15,6 +15,10 @@ _EXPORTS = {
     "Budget": "harness_core.run._budget",
     "ContextBudget": "harness_core.run._context",
     "Gate": "harness_core.run._gate",
+    "GateInputs": "harness_core.run._inputs",
+    "InputChange": "harness_core.run._inputs",
+    "gate_inputs": "harness_core.run._inputs",
+    "protect_gate_inputs": "harness_core.run._inputs",
     "Launchers": "harness_core.run._launchers",
     "Progress": "harness_core.run._progress",
     "RunOutcome": "harness_core.run._spec",
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
     from harness_core.run._budget import Budget
     from harness_core.run._context import ContextBudget
     from harness_core.run._gate import ApprovalPending, Gate
+    from harness_core.run._inputs import GateInputs, InputChange, gate_inputs, protect_gate_inputs
     from harness_core.run._launchers import Launchers, build_launchers
     from harness_core.run._loop import INTERRUPTED_OBSERVATION, Runner
     from harness_core.run._progress import Progress
@@ -44,5 +49,6 @@ if TYPE_CHECKING:
 
     __all__ = [  # noqa: F811 - the same list, for type checkers
         "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
-        "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner", "build_launchers",
+        "GateInputs", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
+        "build_launchers", "gate_inputs", "protect_gate_inputs",
     ]

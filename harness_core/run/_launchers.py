@@ -1,18 +1,25 @@
 """Derive the sandbox for a run from its policy and `[sandbox]` table.
 
 `policy` decides and `sandbox` confines; this module is where the run joins them: it
-turns the protected paths into read-only binds and picks the launcher for commands and
-the one for verification gates.
+turns the protected paths into read-only binds and the read refusals into masks, hides
+the store, passes the provider keys to the selection (so `auto` never degrades to a
+backend that would leak them), and picks the launcher for commands and the one for
+verification gates. A policy with net rules is refused under a backend that cannot
+confine the network of commands (the floor), rather than pretending.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness_core.policy import PROTECTED_WRITE_PATTERNS
+from harness_core.errors import SandboxUnavailable
+from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Policy
+from harness_core.run._masks import read_masks
 from harness_core.run._spec import RunSpec
 from harness_core.sandbox import (
+    Backend,
     BackendChoice,
     ProcessLauncher,
     SandboxConfig,
@@ -22,7 +29,9 @@ from harness_core.sandbox import (
     select,
 )
 
-__all__ = ["Launchers", "build_launchers"]
+__all__ = ["Launchers", "build_launchers", "has_net_rules"]
+
+_STORE_SIBLINGS = ("", "-wal", "-shm", "-journal")
 
 
 @dataclass(frozen=True)
@@ -54,14 +63,54 @@ def _read_only_paths(spec: RunSpec) -> tuple[Path, ...]:
     return tuple(paths)
 
 
+def has_net_rules(policy: Policy) -> bool:
+    """Whether `policy` (or a policy it is contained in) has an allow_net or deny_net rule."""
+    pending = [policy]
+    while pending:
+        current = pending.pop()
+        if any(rule.kind is ActKind.NET for rule in current.rules):
+            return True
+        pending.extend(current.within)
+    return False
+
+
+def _read_paths(config: SandboxConfig, env: dict[str, str] | None) -> tuple[Path, ...]:
+    home = (env or {}).get("HOME", "")
+    out: list[Path] = []
+    for raw in config.read_paths:
+        text = home + raw[1:] if raw.startswith("~") and home else raw
+        out.append(Path(os.path.abspath(text)))
+    return tuple(out)
+
+
+def _hidden(spec: RunSpec) -> tuple[Path, ...]:
+    if spec.store_path is None:
+        return ()
+    return tuple(Path(str(spec.store_path) + suffix) for suffix in _STORE_SIBLINGS)
+
+
+def _refuse_unconfined_net(selected: Selected, spec: RunSpec) -> None:
+    if selected.backend is not Backend.FLOOR or not has_net_rules(spec.policy):
+        return
+    raise SandboxUnavailable(
+        "the policy has allow_net/deny_net rules, but the floor sandbox cannot confine "
+        "the network of commands: they would reach any host",
+        hint="install bubblewrap so the native sandbox runs (apt-get install bubblewrap), "
+        'or remove the net rules, or set [sandbox] backend = "off" to run unconfined knowingly',
+    )
+
+
 def build_launchers(spec: RunSpec) -> Launchers:
     """Select the sandbox and build the launchers for `spec`.
 
     Raises:
-        SandboxUnavailable: `backend = "native"` and the native backend cannot run here.
+        SandboxUnavailable: `backend = "native"` and the native backend cannot run here;
+            `auto` would degrade to a floor that cannot keep a provider key from
+            commands; or the floor was selected for a policy with net rules.
     """
     config = spec.sandbox
-    selected = select(config, env=spec.env)
+    selected = select(config, env=spec.env, secrets=spec.provider_keys)
+    _refuse_unconfined_net(selected, spec)
     sandbox_spec = SandboxSpec(
         workdir=spec.workspace.root,
         read_only=_read_only_paths(spec),
@@ -69,9 +118,17 @@ def build_launchers(spec: RunSpec) -> Launchers:
         limits=config.limits,
         env=spec.env,
         env_allow=config.env_allow,
+        read_paths=_read_paths(config, dict(spec.env)),
+        hidden=_hidden(spec),
+        masked=read_masks(spec.workspace.root, spec.policy),
     )
     gates = launcher(selected, sandbox_spec)
     if config.commands:
-        return Launchers(selected, gates, gates, True)
+        commands = gates
+        if spec.command_read_only:  # the gates' inputs: read-only for the agent, not the gate
+            extra = tuple(spec.workspace.root / p for p in spec.command_read_only)
+            commands = launcher(selected, replace(
+                sandbox_spec, read_only=sandbox_spec.read_only + extra))
+        return Launchers(selected, commands, gates, True)
     off = select(SandboxConfig(backend=BackendChoice.OFF), env=spec.env)
     return Launchers(selected, launcher(off, sandbox_spec), gates, False)

@@ -35,12 +35,18 @@ from harness_core.providers import (
 )
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
+from harness_core.run._inputs import (
+    baseline_json,
+    gate_inputs,
+    inputs_changed,
+    protect_gate_inputs,
+)
 from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.shell import HandleRegistry
-from harness_core.store import RunStatus, Store
+from harness_core.store import RunStatus, Store, VerificationRecord
 from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
@@ -144,11 +150,15 @@ class Runner:
 
     def start(self, spec: RunSpec) -> RunOutcome:
         """Start a new run of `spec` and drive it until it finishes, stops or pauses."""
+        inputs = gate_inputs(spec)
+        spec = protect_gate_inputs(spec, inputs)
+        settings = spec.settings_json()
+        settings["gate_inputs"] = baseline_json(spec.workspace, inputs)
         launchers = build_launchers(spec)
         run_id = self._new_id()
         self.store.create_run(
             run_id, goal=spec.contract.goal, workspace=str(spec.workspace.root),
-            model=spec.model, settings=spec.settings_json(), policy=spec.policy.to_json(),
+            model=spec.model, settings=settings, policy=spec.policy.to_json(),
             sandbox=_sandbox_json(launchers), messages=opening_messages(spec),
             session_id=spec.session_id, parent_run_id=spec.parent_run_id,
             owner_pid=os.getpid(), owner_started=_own_start_time(),
@@ -177,9 +187,11 @@ class Runner:
         record = self.store.run(run_id)
         if record.status.is_terminal:
             return RunOutcome(run_id, record.status, record.reason or record.status.value,
-                              record.steps_used, verified=record.status is RunStatus.FINISHED)
+                              record.steps_used, verified=record.status is RunStatus.FINISHED,
+                              gates=self._last_gates(run_id))
         pause = record.pause if record.status is RunStatus.PAUSED else None
         _check_resume_args(pause, approve, answer)
+        spec = protect_gate_inputs(spec)
         seq = self.store.acquire_run(run_id, os.getpid(), _own_start_time(), alive=_process_alive)
         launchers = build_launchers(spec)
         self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
@@ -528,15 +540,25 @@ class Runner:
     def _verify(self, drive: _Drive, step: int) -> bool:
         contract = drive.spec.contract
         changed = sorted(drive.changed | {e["path"] for e in self.store.edits(drive.run_id)})
-        results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed)
+        baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
+        # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
+        fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
+                 for index, c in enumerate(contract.verify)]
+        results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed,
+                            clock=self.clock)
+        sandbox = drive.launchers.selected.backend.value
         failures: list[str] = []
-        for result in results:
-            self.store.record_verification(drive.run_id, step, result.criterion, result.passed,
-                                           result.exit_status, result.output)
+        for result, inputs in zip(results, fates, strict=True):
+            self.store.record_verification(
+                drive.run_id, step, result.criterion, result.passed, result.exit_status,
+                result.output, duration_seconds=result.duration_seconds, sandbox=sandbox,
+                inputs=inputs)
             self._emit(Event(EventKind.VERIFICATION, drive.run_id, {
                 "step": step, "command": result.criterion, "passed": result.passed,
                 "exit_status": result.exit_status, "output": result.output[-2000:],
-                "sandbox": drive.launchers.selected.backend.value,
+                "sandbox": sandbox, "duration_seconds": round(result.duration_seconds, 3),
+                "inputs_untouched": inputs.get("untouched") if inputs else None,
+                "modified_inputs": inputs.get("modified", []) if inputs else [],
             }))
             if not result.passed:
                 failures.append(f"$ {result.criterion}\n(exit {result.exit_status})\n"
@@ -552,6 +574,31 @@ class Runner:
             drive.context.append(message)
         return passed
 
+    def _gate_inputs_fate(
+        self, drive: _Drive, baseline: Any, index: int, criterion: str
+    ) -> dict[str, Any] | None:
+        """What became of gate `index`'s inputs since the run started (warned when changed)."""
+        entries = baseline if isinstance(baseline, list) else None
+        change = inputs_changed(drive.spec.workspace, entries, index)
+        if change is None or entries is None:
+            return None
+        if change.modified:
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": f"gate inputs were modified by the agent ({criterion}): "
+                        + ", ".join(change.modified),
+                "gate": criterion, "modified_inputs": list(change.modified),
+                "editable": change.editable}))
+        return {"inputs": entries[index].get("inputs", []), "editable": change.editable,
+                "untouched": change.untouched, "modified": list(change.modified)}
+
+    def _last_gates(self, run_id: str) -> tuple[VerificationRecord, ...]:
+        """The last round of gates the run recorded (its gates report)."""
+        records = self.store.verifications(run_id)
+        if not records:
+            return ()
+        last = records[-1].step_index
+        return tuple(r for r in records if r.step_index == last)
+
     def _end(self, drive: _Drive, stop: _Stop) -> RunOutcome:
         now = self.clock.monotonic()
         self.store.add_wall(drive.run_id, now - drive.started)
@@ -559,7 +606,8 @@ class Runner:
         self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause)
         steps = self.store.run(drive.run_id).steps_used
         verified = drive.verified if stop.status is not RunStatus.FINISHED else True
-        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause, verified)
+        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause, verified,
+                             self._last_gates(drive.run_id))
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
             kind = EventKind.QUESTION if stop.pause.get("kind") == "question" else EventKind.APPROVAL
             self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause}))

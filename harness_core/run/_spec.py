@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from harness_core.mcp import McpServerConfig
@@ -12,7 +13,7 @@ from harness_core.policy import Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
-from harness_core.store import RunStatus
+from harness_core.store import RunStatus, VerificationRecord
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
 from harness_core.verification import TaskContract
@@ -44,9 +45,16 @@ class RunSpec:
         parent_run_id: The previous turn (or parent run), if any.
         history: Messages of earlier turns shown before the goal (sessions).
         protected_paths: Extra absolute paths commands must not write (the store).
+        command_read_only: Workspace paths (relative to the root) the agent's commands
+            see read-only in the sandbox: the gates' inputs (`protect_gate_inputs`);
+            the gates themselves may still write them.
         mcp: stdio MCP servers to start for the run (each start checked by the policy).
         cost_of: Derives a completion's USD cost from the model that served it and its
             usage (None: unpriced); needed by `budget.max_cost_usd`. Never recorded.
+        store_path: The store file; it and its siblings are hidden from commands.
+        provider_keys: The provider credentials this process holds (values, never
+            recorded): the sandbox must keep them from commands, and `auto` refuses
+            to degrade to a backend that cannot.
     """
 
     workspace: Workspace
@@ -67,8 +75,11 @@ class RunSpec:
     parent_run_id: str | None = None
     history: tuple[Message, ...] = ()
     protected_paths: tuple[str, ...] = ()
+    command_read_only: tuple[str, ...] = ()
     mcp: tuple[McpServerConfig, ...] = ()
     cost_of: Callable[[str, Usage], float | None] | None = None
+    store_path: Path | None = None
+    provider_keys: tuple[str, ...] = field(default=(), repr=False)
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -80,7 +91,9 @@ class RunSpec:
                 "goal": self.contract.goal,
                 "constraints": list(self.contract.constraints),
                 "verify": [{"kind": c.kind.value, "command": c.command,
-                            "timeout_seconds": c.timeout_seconds} for c in self.contract.verify],
+                            "timeout_seconds": c.timeout_seconds,
+                            "inputs": None if c.inputs is None else list(c.inputs),
+                            "editable": c.editable} for c in self.contract.verify],
             },
             "context_max_tokens": self.context_max_tokens,
             "output_cap": self.output_cap,
@@ -100,6 +113,8 @@ class RunOutcome:
         steps: Steps committed so far.
         pause: What it waits for, when paused (``kind``, and the act or question).
         verified: Whether the gates passed (None when they did not run).
+        gates: The last round of verification gates (the gates report): each gate's
+            command, exit status, duration, sandbox and whether its inputs were untouched.
     """
 
     run_id: str
@@ -108,3 +123,4 @@ class RunOutcome:
     steps: int
     pause: dict[str, Any] | None = None
     verified: bool | None = None
+    gates: tuple[VerificationRecord, ...] = ()

@@ -8,7 +8,7 @@ through a `ProcessLauncher`, so one code path carries the confinement.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -75,6 +75,8 @@ class SandboxConfig:
         network: Let sandboxed commands reach the network.
         commands: Run `exec`, `shell` and handles in the sandbox (gates always are).
         env_allow: Extra environment variable names passed through the scrub.
+        read_paths: Host paths kept readable inside the sandbox although they lie in
+            the hidden home directory (``~`` is expanded by the run).
     """
 
     backend: BackendChoice = BackendChoice.AUTO
@@ -82,6 +84,7 @@ class SandboxConfig:
     network: bool = False
     commands: bool = True
     env_allow: tuple[str, ...] = ()
+    read_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,12 @@ class SandboxSpec:
         limits: Resource ceilings.
         env: The environment to pass, before the backend's own scrub.
         env_allow: Names of variables allowed through the scrub beyond the default set.
+        read_paths: Host paths kept readable although they lie in the hidden home.
+        hidden: Host paths masked in every command (the io store and its siblings).
+        masked: Called at each sandbox start: the paths the policy refuses to read,
+            already expanded; each is masked before the command runs.
+        egress: Where the run's egress proxy listens (a unix socket), when commands
+            may reach the network through it; None means no proxy.
     """
 
     workdir: Path
@@ -134,6 +143,10 @@ class SandboxSpec:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     env: Mapping[str, str] = field(default_factory=lambda: {})
     env_allow: tuple[str, ...] = ()
+    read_paths: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    masked: Callable[[], Iterable[Path]] | None = None
+    egress: Path | None = None
 
 
 @dataclass(frozen=True)

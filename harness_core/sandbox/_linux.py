@@ -49,6 +49,7 @@ from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._process import Launch, PosixLauncher
+from harness_core.sandbox._reads import ReadPlan, empty_file, plan_reads
 
 __all__ = [
     "BwrapInfo",
@@ -174,6 +175,8 @@ def bwrap_arguments(
     run_visible: Sequence[Path] = (),
     info_fd: int | None = None,
     block_fd: int | None = None,
+    reads: ReadPlan | None = None,
+    empty: Path | None = None,
 ) -> list[str]:
     """The full `bwrap` command line for one command. Pure: touches nothing.
 
@@ -191,6 +194,8 @@ def bwrap_arguments(
             the network is on).
         info_fd: Where bwrap writes the sandbox's first pid (JSON), or None.
         block_fd: What the sandbox reads one byte from before it runs the payload, or None.
+        reads: Read confinement (hidden homes, paths bound back, masks); see `_reads`.
+        empty: An empty host file bound over each masked file (needed with `reads`).
     """
     args = [info.path, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
@@ -205,6 +210,7 @@ def bwrap_arguments(
         args += ["--ro-bind-try", str(path), str(path)]
     for hidden in _toolchains_under_tmp(env.get("PATH", ""), workdir):
         args += ["--ro-bind-try", hidden, hidden]
+    args += _home_arguments(reads)
     args += ["--bind", str(workdir), str(workdir)]
     for path in plan.keep:
         args += ["--bind", str(path), str(path)]
@@ -214,6 +220,7 @@ def bwrap_arguments(
         args += ["--perms", "0555", "--tmpfs", str(path), "--remount-ro", str(path)]
     for path, fd in zip(plan.empty_files, empty_file_fds, strict=True):
         args += ["--perms", "0444", "--ro-bind-data", str(fd), str(path)]
+    args += _mask_arguments(reads, empty)
     args += ["--chdir", str(cwd), "--clearenv"]
     for name, value in sorted(env.items()):
         args += ["--setenv", name, value]
@@ -222,6 +229,30 @@ def bwrap_arguments(
     if info_fd is not None and block_fd is not None:
         args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     return [*args, "--", *command]
+
+
+def _home_arguments(reads: ReadPlan | None) -> list[str]:
+    """Hide the home directories, then bind back what toolchains need."""
+    args: list[str] = []
+    for home in reads.hidden_homes if reads else ():
+        args += ["--perms", "0700", "--tmpfs", str(home)]
+    for path in reads.exposed if reads else ():
+        args += ["--ro-bind-try", str(path), str(path)]
+    return args
+
+
+def _mask_arguments(reads: ReadPlan | None, empty: Path | None) -> list[str]:
+    """Masks last, so they cover whatever an earlier bind put at the same place."""
+    args: list[str] = []
+    if reads is None:
+        return args
+    for path in reads.mask_dirs:
+        args += ["--perms", "0500", "--tmpfs", str(path), "--remount-ro", str(path)]
+    if reads.mask_files and empty is None:
+        raise SandboxUnavailable("internal: masked files need an empty file to bind over them")
+    for path in reads.mask_files:
+        args += ["--ro-bind", str(empty), str(path)]
+    return args
 
 
 def _readable_pipe(data: bytes) -> int:
@@ -406,6 +437,13 @@ class LinuxLauncher(PosixLauncher):
         return env
 
     def _wrap(self, request: LaunchRequest, program: str, env: dict[str, str]) -> Launch:
+        spec = self.spec
+        reads = plan_reads(
+            spec.env,
+            read_paths=spec.read_paths,
+            hidden=spec.hidden,
+            masked=spec.masked() if spec.masked is not None else (),
+        )
         with _placeholder_lock:
             plan = plan_protection(
                 self.spec.workdir, self.spec.read_only, pending=_placeholder_users.keys()
@@ -443,6 +481,8 @@ class LinuxLauncher(PosixLauncher):
             run_visible=self._run_visible,
             info_fd=info_write,
             block_fd=block_read,
+            reads=reads,
+            empty=empty_file() if reads.mask_files else None,
         )
         placeholders = plan.placeholders
         return Launch(

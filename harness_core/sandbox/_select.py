@@ -24,7 +24,7 @@ import importlib.util
 import os
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._base import (
@@ -43,6 +43,7 @@ from harness_core.sandbox._macos import MacosLauncher
 from harness_core.sandbox._off import OffLauncher
 from harness_core.sandbox._process import DEFAULT_ENV_NAMES
 from harness_core.sandbox._seccomp import DENIED_SYSCALLS, SeccompArch, build_filter, native_arch
+from harness_core.sandbox._secrets import ancestor_holding, make_undumpable
 from harness_core.sandbox._windows import WindowsLauncher
 
 __all__ = ["launcher", "select"]
@@ -63,6 +64,7 @@ def select(
     env: Mapping[str, str],
     which: Which | None = None,
     platform: str | None = None,
+    secrets: Collection[str] = (),
 ) -> Selected:
     """Choose the backend that will run commands, and report it honestly.
 
@@ -72,19 +74,24 @@ def select(
         which: Program lookup (defaults to `shutil.which` over `env`'s PATH); pass one
             that returns None to see what happens without bwrap.
         platform: A `sys.platform` value (defaults to this one).
+        secrets: The provider keys this process holds (values; never stored). With
+            any, `auto` does not degrade to a floor that cannot keep them from commands.
 
     Returns:
         What runs, what it enforces and by which mechanism, and why it degraded if it did.
 
     Raises:
-        SandboxUnavailable: `backend = "native"` and the native backend cannot run here.
+        SandboxUnavailable: `backend = "native"` and the native backend cannot run here,
+            or `auto` would degrade to a floor that cannot keep a provider key from
+            commands.
     """
     platform = platform or sys.platform
     lookup = which or _which_over(env)
+    keys = _secrets_entry(platform, secrets, env)
     if config.backend is BackendChoice.OFF:
         return _report(Backend.OFF, config, _off_entries(config), None, {})
     if config.backend is BackendChoice.FLOOR:
-        return _floor(config, platform, None)
+        return _floor(config, platform, None, keys)
     native = _native(config, platform, lookup)
     if isinstance(native, Selected):
         return native
@@ -92,7 +99,57 @@ def select(
         raise SandboxUnavailable(
             f'[sandbox] backend = "native" cannot run here: {native}', hint=_NATIVE_HINT
         )
-    return _floor(config, platform, native)
+    if not keys[1]:
+        raise SandboxUnavailable(
+            f"the native sandbox cannot run here ({native}) and the floor it would fall "
+            f"back to cannot keep the provider key from commands ({keys[2]})",
+            hint=_KEY_HINT,
+        )
+    return _floor(config, platform, native, keys)
+
+
+_KEY_HINT = (
+    "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) so the native sandbox "
+    'runs, or set [sandbox] backend = "floor" explicitly to accept that commands may read it'
+)
+
+
+def _secrets_entry(platform: str, secrets: Collection[str], env: Mapping[str, str]) -> _Entry:
+    """Whether the floor keeps the provider keys from commands on this host."""
+    if not secrets:
+        return ("secrets", True, "no provider key is held by this process")
+    if not platform.startswith("linux"):
+        return ("secrets", False, f"none: the floor cannot hide io's environment on {platform}")
+    if os.geteuid() == 0:
+        return (
+            "secrets",
+            False,
+            "none: running as root, a command can read any process's environment and "
+            "memory (/proc/PID/environ, /proc/PID/mem)",
+        )
+    values = set(env.values())
+    if any(key not in values for key in secrets):
+        return (
+            "secrets",
+            False,
+            "none: a provider key is not taken from io's environment (it comes from a "
+            "file, which the floor leaves readable to commands)",
+        )
+    holder = ancestor_holding(secrets)
+    if holder is not None:
+        return (
+            "secrets",
+            False,
+            f"none: ancestor process {holder} holds a provider key in its environment, "
+            "readable by a command of the same user",
+        )
+    return (
+        "secrets",
+        True,
+        "io is non-dumpable (PR_SET_DUMPABLE 0), so commands of the same user cannot read "
+        "its /proc environ or memory; no ancestor's environment holds a key; commands get "
+        "the scrubbed environment",
+    )
 
 
 def launcher(selected: Selected, spec: SandboxSpec) -> ProcessLauncher:
@@ -122,6 +179,8 @@ def launcher(selected: Selected, spec: SandboxSpec) -> ProcessLauncher:
     if selected.backend is Backend.FLOOR:
         if windows:
             return WindowsLauncher(selected, spec, use_job=False, contain=False)
+        if sys.platform.startswith("linux"):
+            make_undumpable()
         return FloorLauncher(selected, spec, pids=_pids_for(selected))
     if windows:
         return WindowsLauncher(selected, spec, use_job=False, contain=False)
@@ -281,6 +340,18 @@ def _linux_entries(
         net,
         seccomp,
         ("pid", True, "pid namespace: host processes and their environments are invisible"),
+        (
+            "secrets",
+            True,
+            "scrubbed environment; pid namespace (no other process's /proc environ); the home "
+            "directory, the secret stores, the io store and the host /tmp hidden",
+        ),
+        (
+            "reads",
+            True,
+            "home directory hidden but for toolchains and read_paths; secret stores, the io "
+            "store and every path the policy refuses to read masked before the command runs",
+        ),
         ("session", True, "new session: no controlling terminal"),
         _env_entry(config),
         *_rlimit_entries(limits),
@@ -293,7 +364,9 @@ def _linux_entries(
     return entries, None, extra
 
 
-def _floor(config: SandboxConfig, platform: str, degraded: str | None) -> Selected:
+def _floor(
+    config: SandboxConfig, platform: str, degraded: str | None, keys: _Entry
+) -> Selected:
     limits = config.limits
     pids: PidsHierarchy | str = (
         find_pids_hierarchy() if platform.startswith("linux") else "no pids cgroup on this platform"
@@ -314,8 +387,12 @@ def _floor(config: SandboxConfig, platform: str, degraded: str | None) -> Select
     entries: list[_Entry] = [
         ("fs", False, "none: the floor does not confine the filesystem"),
         ("protected_paths", False, "none: the floor does not confine the filesystem"),
-        ("net", False, "none: the floor does not confine the network"),
+        ("reads", False, "none: the floor does not confine reads (deny_read holds for file "
+         "tools only)"),
+        ("net", False, "none: the floor does not confine the network (a policy with net "
+         "rules is refused)"),
         ("seccomp", False, "none: the floor installs no syscall filter"),
+        keys,
         ("session", True, "new session: no controlling terminal"),
         _env_entry(config),
         *resources,
@@ -331,6 +408,8 @@ def _off_entries(config: SandboxConfig) -> list[_Entry]:
         for name in (
             "fs",
             "protected_paths",
+            "reads",
+            "secrets",
             "net",
             "seccomp",
             "memory",
@@ -355,6 +434,8 @@ def _macos_entries(config: SandboxConfig) -> list[_Entry]:
     )
     return [
         ("fs", True, "sandbox-exec profile: writes only under the workdir"),
+        ("reads", False, "none: the macOS profile does not confine reads"),
+        ("secrets", False, "none: the macOS profile does not hide other processes"),
         ("protected_paths", True, "sandbox-exec profile: writes denied under each protected path"),
         net,
         ("seccomp", False, "none: no syscall filter on macOS"),
@@ -371,6 +452,8 @@ def _windows_entries(config: SandboxConfig) -> list[_Entry]:
     return [
         ("fs", False, "none: a Job Object does not confine the filesystem"),
         ("protected_paths", False, "none: a Job Object does not confine the filesystem"),
+        ("reads", False, "none: a Job Object does not confine reads"),
+        ("secrets", False, "none: a Job Object does not hide other processes"),
         ("net", False, "none: a Job Object does not confine the network"),
         ("seccomp", False, "none: no syscall filter on Windows"),
         _env_entry(config),

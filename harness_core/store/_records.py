@@ -125,10 +125,38 @@ class PolicyEventRecord:
 
 @dataclass(frozen=True)
 class VerificationRecord:
-    """One run of one verification gate."""
+    """One run of one verification gate.
+
+    Attributes:
+        step_index: The step after which it ran.
+        criterion: The command line (or the gate's kind).
+        passed: Whether it reported success.
+        exit_status: The command's exit status (None when killed or not a command).
+        output: Its output, bounded.
+        duration_seconds: How long it ran (None on rows recorded before 0006).
+        sandbox: The backend it ran in (``linux``, ``floor``, ``off`` …).
+        inputs: Its inputs' fate: ``inputs`` (patterns), ``editable``, ``untouched``
+            (None: nothing recorded to compare with) and ``modified`` (files).
+    """
 
     step_index: int
     criterion: str
     passed: bool
     exit_status: int | None
     output: str
+    duration_seconds: float | None = None
+    sandbox: str | None = None
+    inputs: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The gates report entry (`run_finished`, `io trace --json`)."""
+        inputs = self.inputs or {}
+        return {
+            "step": self.step_index, "command": self.criterion, "passed": self.passed,
+            "exit_status": self.exit_status,
+            "duration_seconds": None if self.duration_seconds is None
+            else round(self.duration_seconds, 3),
+            "sandbox": self.sandbox, "inputs": inputs.get("inputs"),
+            "editable": inputs.get("editable"), "inputs_untouched": inputs.get("untouched"),
+            "modified_inputs": inputs.get("modified", []),
+        }

@@ -6,7 +6,7 @@ A migration, once released, is never edited: a change is a new migration appende
 
 from __future__ import annotations
 
-__all__ = ["CHECKPOINT_FORMAT", "MIGRATIONS"]
+__all__ = ["CHECKPOINT_FORMAT", "MIGRATIONS", "VERIFICATION_REPORT_SQL"]
 
 CHECKPOINT_FORMAT = 7
 """The layout of a checkpoint; a store recording another value is refused, never half-read."""
@@ -196,3 +196,11 @@ CREATE TABLE IF NOT EXISTS drives (
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (("0001_core", _CORE),)
 """(name, SQL) in order; applied once each, recorded in `migrations`."""
+
+VERIFICATION_REPORT_SQL = """
+ALTER TABLE verifications ADD COLUMN duration_seconds REAL;
+ALTER TABLE verifications ADD COLUMN sandbox TEXT;
+ALTER TABLE verifications ADD COLUMN inputs TEXT
+"""
+"""The gates report: how long a gate ran, in which sandbox, and what became of its inputs
+(NULL on rows written before it)."""

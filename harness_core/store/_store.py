@@ -36,7 +36,7 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS
+from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS, VERIFICATION_REPORT_SQL
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
@@ -138,7 +138,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL),
                               ("0003_sessions", SESSION_SCHEMA_SQL),
                               ("0004_todos", PLAN_SCHEMA_SQL),
-                              ("0005_questions", QUESTION_SCHEMA_SQL)):
+                              ("0005_questions", QUESTION_SCHEMA_SQL),
+                              ("0006_verification_report", VERIFICATION_REPORT_SQL)):
                 if name in done:
                     continue
                 for statement in sql.split(";"):
@@ -653,25 +654,29 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
 
     def record_verification(
         self, run_id: str, step: int, criterion: str, passed: bool, exit_status: int | None,
-        output: str,
+        output: str, *, duration_seconds: float | None = None, sandbox: str | None = None,
+        inputs: dict[str, Any] | None = None,
     ) -> None:
-        """Record one gate's result."""
+        """Record one gate's result (with how long it ran, where, and its inputs' fate)."""
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO verifications(run_id, step_index, created_at, criterion, passed,"
-                " exit_status, output) VALUES (?,?,?,?,?,?,?)",
+                " exit_status, output, duration_seconds, sandbox, inputs)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, _now(), escape_surrogates(criterion), 1 if passed else 0,
-                 exit_status, escape_surrogates(output)),
+                 exit_status, escape_surrogates(output), duration_seconds, sandbox,
+                 None if inputs is None else dumps(inputs)),
             )
 
     def verifications(self, run_id: str) -> list[VerificationRecord]:
         """Every gate result of the run, in order."""
         rows = self._query(
-            "SELECT step_index, criterion, passed, exit_status, output FROM verifications"
-            " WHERE run_id = ? ORDER BY id",
+            "SELECT step_index, criterion, passed, exit_status, output, duration_seconds,"
+            " sandbox, inputs FROM verifications WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
-        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4]) for r in rows]
+        return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6],
+                                   None if r[7] is None else loads(r[7])) for r in rows]
 
     def post_inbox(self, run_id: str, kind: str, body: dict[str, Any]) -> None:
         """Leave an operator message (steer, interrupt) for the run's next step boundary."""

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -107,7 +107,7 @@ def load_config(workspace: Path, config: Path | None,
 def open_store(config: Config) -> Store:
     from harness_core import Store
 
-    return Store(config.store_path)
+    return Store(config.store_url or config.store_path)
 
 
 def assemble(config: Config, workspace: Path, goal: str, store: Store, *,

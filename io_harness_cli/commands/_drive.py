@@ -104,7 +104,10 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
     finally:
         restore()
     code = int(exit_code_for_status(outcome.status.value))
-    extra: dict[str, Any] = {"steps": outcome.steps, "verified": outcome.verified}
+    extra: dict[str, Any] = {"steps": outcome.steps, "verified": outcome.verified,
+                             "gates": [g.to_json() for g in outcome.gates]}
+    if not out.json_mode:
+        _explain_gates(outcome)
     if outcome.pause:
         extra["pause"] = outcome.pause
         if not out.json_mode:
@@ -112,6 +115,20 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
     out.run_id = outcome.run_id
     out.finish(outcome.status.value, code, outcome.reason, **extra)
     return code
+
+
+def _explain_gates(outcome: RunOutcome) -> None:
+    """The gates report, one line per gate, and which inputs the agent changed."""
+    for gate in outcome.gates:
+        g = gate.to_json()
+        verdict = "passed" if g["passed"] else "failed"
+        untouched = {True: "inputs untouched", False: "inputs MODIFIED",
+                     None: "inputs not checked"}[g["inputs_untouched"]]
+        took = f"{g['duration_seconds']:.2f}s" if g["duration_seconds"] is not None else "-"
+        say(f"io: gate {verdict}: {g['command']} (exit {g['exit_status']}, {took},"
+            f" sandbox {g['sandbox'] or '-'}, {untouched})")
+        if g["modified_inputs"]:
+            say("io: gate inputs were modified by the agent: " + ", ".join(g["modified_inputs"]))
 
 
 def _explain_pause(outcome: RunOutcome) -> None:

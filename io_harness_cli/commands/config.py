@@ -3,9 +3,15 @@ Schema, and a commented starter file."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import RunSpec
 
 app = typer.Typer(help="Show, check or start io.toml; print its JSON Schema.",
                   no_args_is_help=True,
@@ -21,11 +27,14 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
 
     cfg = load_config(workspace_path(workspace), config)
     rows = cfg.show()
+    trust = _trust_store(cfg)
     if json_out:
         write_json({
             "files": [{"scope": f.scope.value, "path": str(f.path)} for f in cfg.files],
             "values": [{"key": r.key, "value": r.value, "scope": r.scope.value,
                         "file": str(r.file)} for r in rows],
+            "tls": {"trust_store": trust.kind, "source": trust.source,
+                    "ca_bundles": [str(p) for p in trust.ca_bundles]},
         })
         return
     from io_harness_cli.render import print_table
@@ -33,6 +42,14 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
     print_table(["key", "value", "scope", "file"],
                 [[r.key, _text(r.value), r.scope.value, str(r.file)] for r in rows],
                 title="io config", stdout=True)
+    print(f"TLS trust store (HTTP providers): {trust.describe()}")
+
+
+def _trust_store(cfg: Any) -> Any:
+    from harness_core import trust_store
+
+    chain = (cfg.provider, *cfg.provider.fallback) if cfg.provider is not None else ()
+    return trust_store([p.ca_bundle for p in chain if p.ca_bundle is not None])
 
 
 def _text(value: object) -> str:
@@ -50,9 +67,23 @@ def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
 
     ws = workspace_path(workspace)
     cfg = load_config(ws, config)
-    check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
+    spec = check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
+    _print_gate_inputs(spec)
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     say(f"io: config ok ({files})")
+
+
+def _print_gate_inputs(spec: RunSpec) -> None:
+    """Each verification gate and the inputs `io run` will protect (or watch, if editable)."""
+    import sys
+
+    from harness_core import gate_inputs
+    for number, gate in enumerate(gate_inputs(spec), 1):
+        how = "inferred" if gate.inferred else "from io.toml"
+        mode = "editable by the agent" if gate.editable else "write-protected for the run"
+        sys.stdout.write(f"gate {number}: {gate.criterion}\n")
+        sys.stdout.write(f"  inputs ({how}, {mode}): "
+                         f"{', '.join(gate.patterns) if gate.patterns else '(none)'}\n")
 
 
 @app.command("schema")

@@ -62,6 +62,7 @@ def tool(
         UsageError,
         build_launchers,
         build_run_spec,
+        protect_gate_inputs,
     )
     from io_harness_cli.commands._common import (
         environment,
@@ -82,7 +83,7 @@ def tool(
             raise UsageError("--args must be a JSON object, e.g. '{\"path\": \"README.md\"}'")
         ws = workspace_path(workspace)
         cfg = load_config(ws, config)
-        spec: RunSpec = build_run_spec(cfg, ws, "io tool", env=environment())
+        spec: RunSpec = protect_gate_inputs(build_run_spec(cfg, ws, "io tool", env=environment()))
         toolbox = Toolbox.builtins()
         if name not in toolbox.names():
             raise UsageError(f"unknown tool {name!r}; built-ins: {', '.join(toolbox.names())}")
@@ -112,10 +113,12 @@ def tool(
             shutil.rmtree(capture, ignore_errors=True)
     except HarnessError as exc:
         fail(exc)
-    raise typer.Exit(_report(name, outcome, json_out))
+    sandbox = {**launchers.selected.to_json(),
+               "commands_sandboxed": launchers.commands_sandboxed}
+    raise typer.Exit(_report(name, outcome, json_out, sandbox))
 
 
-def _report(name: str, outcome: Any, json_out: bool) -> int:
+def _report(name: str, outcome: Any, json_out: bool, sandbox: dict[str, Any]) -> int:
     """Print what the model would see (or the JSON object); return the exit code."""
     from io_harness_cli.output import say, write_json
 
@@ -124,10 +127,10 @@ def _report(name: str, outcome: Any, json_out: bool) -> int:
     if json_out:
         if outcome.refused is not None:
             write_json({"ok": False, "tool": name, "refused": outcome.refused.to_json(),
-                        "output": outcome.output})
+                        "output": outcome.output, "data": {"sandbox": sandbox}})
         else:
             write_json({"ok": ran, "tool": name, "output": outcome.output,
-                        "data": outcome.data})
+                        "data": {**outcome.data, "sandbox": sandbox}})
     else:
         import sys
 

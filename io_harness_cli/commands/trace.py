@@ -68,6 +68,7 @@ def trace(
     from io_harness_cli.render import render_trace
 
     render_trace(data)
+    _print_gates(data["gates"])
     if data["run"]["status"] == "paused":
         say(f"paused: {data['run']['pause']}")
 
@@ -87,6 +88,8 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "provider": s.provider, "model": s.model_served, "usage": s.usage,
         "latency_ms": s.latency_ms, "ttft_ms": s.ttft_ms, "calls": calls.get(s.step_index, []),
     } for s in store.steps(run_id)]
+    verifications = store.verifications(run_id)
+    last_round = verifications[-1].step_index if verifications else None
     return {
         "run": {
             "run_id": record.run_id, "status": record.status.value, "goal": record.goal,
@@ -97,11 +100,31 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         },
         "steps": steps,
         "refusals": [vars(p) for p in store.policy_events(run_id)],
-        "verifications": [vars(v) for v in store.verifications(run_id)],
+        "verifications": [vars(v) for v in verifications],
+        "gates": [v.to_json() for v in verifications if v.step_index == last_round],
         "edits": store.edits(run_id),
         "attempts": store.provider_attempts(run_id),
         "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
     }
+
+
+def _print_gates(gates: list[dict[str, Any]]) -> None:
+    """The gates report: each gate of the last round, where it ran, and its inputs' fate."""
+    import sys
+
+    if not gates:
+        return
+    out = sys.stdout.write
+    out("\ngates report:\n")
+    for g in gates:
+        took = f"{g['duration_seconds']:.2f}s" if g["duration_seconds"] is not None else "-"
+        untouched = {True: "inputs untouched", False: "inputs MODIFIED",
+                     None: "inputs not checked"}[g["inputs_untouched"]]
+        out(f"  {'passed' if g['passed'] else 'failed'}  {g['command']}  exit {g['exit_status']}"
+            f"  {took}  sandbox {g['sandbox'] or '-'}  {untouched}\n")
+        if g["modified_inputs"]:
+            out("    gate inputs were modified by the agent: "
+                + ", ".join(g["modified_inputs"]) + "\n")
 
 
 def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None) -> None:

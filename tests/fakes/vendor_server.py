@@ -24,6 +24,7 @@ import base64
 import json
 import re
 import socket
+import ssl
 import threading
 import time
 from collections import deque
@@ -608,7 +609,7 @@ def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
     pending: set[str] = set()
     for i, message in enumerate(messages):
         role = message.get("role")
-        if role not in ("system", "user", "assistant", "tool"):
+        if role not in ("system", "developer", "user", "assistant", "tool"):
             problems.append(f"message {i} has role {role!r}")
         if role == "tool":
             call_id = message.get("tool_call_id")
@@ -637,8 +638,11 @@ def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
 class FakeVendorServer:
     """A running fake; use `start_vendor_server` to make one, `close` (or `with`) to stop."""
 
-    def __init__(self, vendor: Vendor, *, api_key: str | None = None) -> None:
+    def __init__(
+        self, vendor: Vendor, *, api_key: str | None = None, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.vendor = vendor
+        self.scheme = "https" if tls is not None else "http"
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
         self.answered_at: list[float] = []
@@ -653,6 +657,10 @@ class FakeVendorServer:
         self._closed = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
+        if tls is not None:
+            # The handshake happens on accept; one that fails (an untrusted certificate,
+            # as the client sees it) is dropped by socketserver as an OSError.
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
@@ -665,7 +673,7 @@ class FakeVendorServer:
     @property
     def base_url(self) -> str:
         """What the provider's `base_url` should be for this vendor."""
-        return f"http://127.0.0.1:{self.port}{BASE_PATHS[self.vendor]}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{BASE_PATHS[self.vendor]}"
 
     def push(self, *replies: Reply) -> None:
         """Queue replies, answered in order, one per request."""
@@ -705,15 +713,17 @@ def start_vendor_server(
     *,
     api_key: str | None = None,
     responder: Callable[[RecordedRequest], Reply] | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> FakeVendorServer:
     """Start a fake of `vendor` on a free loopback port.
 
     Args:
-        vendor: ``anthropic``, ``openai`` or ``openrouter``.
+        vendor: A key of `PATHS`.
         api_key: When set, a request with another key gets a plain 401.
         responder: Answers requests once the queue is empty (else a 500 and a violation).
+        tls: A server TLS context: the fake speaks HTTPS with it (`base_url` says so).
     """
-    server = FakeVendorServer(vendor, api_key=api_key)
+    server = FakeVendorServer(vendor, api_key=api_key, tls=tls)
     server.responder = responder
     return server
 

@@ -174,7 +174,7 @@ def test_config_flag_pointing_to_missing_file_is_an_error(tmp_path: Path) -> Non
     [
         ('[policy]\ntier = "sometimes"\n', "'policy.tier' in project scope"),
         ('[policy]\napproval = "maybe"\n', "is not one of ask, deny"),
-        ('[provider]\nkind = "gemini"\n', "is not one of anthropic, openai, openrouter, scripted"),
+        ('[provider]\nkind = "gemini"\n', "is not one of anthropic, openai, openai-responses, openrouter, scripted"),
         ('[sandbox]\nbackend = "docker"\n', "is not one of auto, native, floor, off"),
         ('[[contract.verify]]\nkind = "vibes"\n', "'contract.verify[0].kind'"),
     ],

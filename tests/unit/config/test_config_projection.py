@@ -27,6 +27,9 @@ script = "replay.jsonl"
 stream = false
 timeout_seconds = 12.5
 max_retries = 7
+ca_bundle = "ca.pem"
+system_role = "developer"
+previous_response_id = true
 
 [[provider.fallback]]
 kind = "openai"
@@ -38,6 +41,9 @@ script = "other.jsonl"
 stream = true
 timeout_seconds = 3
 max_retries = 0
+ca_bundle = "/etc/corp/ca.pem"
+system_role = "system"
+previous_response_id = false
 
 [policy]
 tier = "read-only"
@@ -61,6 +67,7 @@ open_files = 5
 network = true
 commands = false
 env_allow = ["LANG"]
+read_paths = ["~/.config/git"]
 
 [budget]
 max_steps = 6
@@ -75,6 +82,8 @@ constraints = ["c1", "c2"]
 kind = "command"
 command = "python -m pytest -q"
 timeout_seconds = 10
+inputs = ["tests/**", "pyproject.toml"]
+editable = true
 
 [context]
 max_tokens = 12000
@@ -156,6 +165,9 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "provider.stream": (lambda c: _prov(c).stream, False),
         "provider.timeout_seconds": (lambda c: _prov(c).timeout_seconds, 12.5),
         "provider.max_retries": (lambda c: _prov(c).max_retries, 7),
+        "provider.ca_bundle": (lambda c: _prov(c).ca_bundle, ws / "ca.pem"),
+        "provider.system_role": (lambda c: _prov(c).system_role, "developer"),
+        "provider.previous_response_id": (lambda c: _prov(c).previous_response_id, True),
         "provider.fallback.kind": (lambda c: _fb(c).kind, "openai"),
         "provider.fallback.model": (lambda c: _fb(c).model, "m-fallback"),
         "provider.fallback.api_key": (lambda c: _fb(c).api_key, "fallback-literal-key"),
@@ -165,6 +177,12 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "provider.fallback.stream": (lambda c: _fb(c).stream, True),
         "provider.fallback.timeout_seconds": (lambda c: _fb(c).timeout_seconds, 3.0),
         "provider.fallback.max_retries": (lambda c: _fb(c).max_retries, 0),
+        "provider.fallback.ca_bundle": (lambda c: _fb(c).ca_bundle, Path("/etc/corp/ca.pem")),
+        "provider.fallback.system_role": (lambda c: _fb(c).system_role, "system"),
+        "provider.fallback.previous_response_id": (
+            lambda c: _fb(c).previous_response_id,
+            False,
+        ),
         "policy.tier": (lambda c: c.policy.tier, Tier.READ_ONLY),
         "policy.approval": (lambda c: c.policy.approval.value, "deny"),
         "policy.allow_read": (_rule(Effect.ALLOW, ActKind.READ, "ar"), True),
@@ -184,6 +202,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "sandbox.network": (lambda c: c.sandbox.network, True),
         "sandbox.commands": (lambda c: c.sandbox.commands, False),
         "sandbox.env_allow": (lambda c: c.sandbox.env_allow, ("LANG",)),
+        "sandbox.read_paths": (lambda c: c.sandbox.read_paths, ("~/.config/git",)),
         "budget.max_steps": (lambda c: c.budget.max_steps, 6),
         "budget.max_tokens": (lambda c: c.budget.max_tokens, 7),
         "budget.max_cost_usd": (lambda c: c.budget.max_cost_usd, 0.25),
@@ -193,6 +212,9 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "contract.verify.kind": (lambda c: c.contract.verify[0].kind, CriterionKind.COMMAND),
         "contract.verify.command": (lambda c: c.contract.verify[0].command, "python -m pytest -q"),
         "contract.verify.timeout_seconds": (lambda c: c.contract.verify[0].timeout_seconds, 10.0),
+        "contract.verify.inputs": (lambda c: c.contract.verify[0].inputs,
+                                   ("tests/**", "pyproject.toml")),
+        "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
         "context.max_tokens": (lambda c: c.context_max_tokens, 12000),
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -206,18 +207,37 @@ def test_build_provider_reads_the_key_from_env(clock: ManualClock) -> None:
         assert fake.requests[0].headers["x-api-key"] == "env-key"
 
 
-def test_the_kind_table_names_scripted_and_the_three_vendors() -> None:
+def test_the_kind_table_names_scripted_and_the_four_vendor_kinds() -> None:
     assert PROVIDER_KINDS["scripted"] == "harness_core.providers.scripted:ScriptedProvider"
-    assert set(PROVIDER_KINDS) == {"anthropic", "openai", "openrouter", "scripted"}
+    assert set(PROVIDER_KINDS) == {
+        "anthropic",
+        "openai",
+        "openai-responses",
+        "openrouter",
+        "scripted",
+    }
 
 
-def test_importing_the_providers_package_loads_no_http_machinery_and_never_httpx() -> None:
+def test_httpx_is_imported_when_an_http_provider_is_built_and_never_for_scripted(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "replay.jsonl"
+    script.write_text('{"text": "hi"}\n')
     code = (
-        "import sys, harness_core.providers as p; "
-        "p.validate_web('openai', None); "
-        "assert 'http.client' not in sys.modules, 'http.client imported'; "
-        "p.OpenAIProvider; p.AnthropicProvider; "
-        "assert 'http.client' in sys.modules; "
-        "assert 'httpx' not in sys.modules, 'httpx imported'"
+        "import sys\n"
+        "from harness_core.clock import SystemClock\n"
+        "import harness_core.providers as p\n"
+        "p.validate_web('openai', None)\n"
+        "assert 'httpx' not in sys.modules, 'httpx imported by the package'\n"
+        f"s = p.build_provider(p.ProviderConfig(kind='scripted', script={str(script)!r}),"
+        " env={}, clock=SystemClock())\n"
+        "s.complete(p.CompletionRequest(model='m', messages=()), step=0); s.close()\n"
+        "assert 'httpx' not in sys.modules, 'httpx imported by the scripted provider'\n"
+        "o = p.build_provider(p.ProviderConfig(kind='openai', model='m', api_key='k'),"
+        " env={}, clock=SystemClock())\n"
+        "assert 'httpx' in sys.modules\n"
+        "import httpx\n"
+        "assert isinstance(o.client, httpx.Client)\n"
+        "o.close()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -9,16 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness_core.providers._http import (
-    Redactor,
+from harness_core.providers._redact import Redactor
+from harness_core.providers._retry import (
     RetryPolicy,
-    SSEEvent,
     backoff_delay,
     is_retryable_status,
-    iter_sse,
     parse_retry_after,
-    tool_arguments,
 )
+from harness_core.providers._sse import SSEEvent, iter_sse
+from harness_core.providers._wire import tool_arguments
 
 NOW = datetime(2026, 1, 1, 0, 0, 0, tzinfo=UTC)
 

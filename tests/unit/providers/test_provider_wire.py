@@ -516,24 +516,24 @@ def test_a_missing_key_is_a_config_error_naming_the_variable(
         make_provider(vendor, None, api_key=None, env={})
 
 
-def test_a_shared_transport_keeps_its_connection_after_the_provider_closes(
+def test_a_shared_client_keeps_its_connection_after_the_provider_closes(
     clock: ManualClock,
 ) -> None:
     from harness_core.providers import ProviderConfig
-    from harness_core.providers._transport import Transport
+    from harness_core.providers._client import make_client
     from harness_core.providers.openai import OpenAIProvider
 
-    transport = Transport()
+    client = make_client({})
     with start_vendor_server("openai") as fake:
         config = ProviderConfig(kind="openai", model="m", api_key="k", base_url=fake.base_url)
-        first = OpenAIProvider(config, env={}, clock=clock, transport=transport)
+        first = OpenAIProvider(config, env={}, clock=clock, client=client)
         fake.push(Turn(text="one"), Turn(text="two"))
         assert first.complete(request(), step=0).text == "one"
         first.close()
-        second = OpenAIProvider(config, env={}, clock=clock, transport=transport)
+        second = OpenAIProvider(config, env={}, clock=clock, client=client)
         assert second.complete(request(), step=0).text == "two"
         second.close()
-        transport.close()
+        client.close()
     assert len(fake.connections) == 1  # the second provider reused the first's connection
 
 
@@ -639,3 +639,18 @@ def test_the_tool_loop_responder_drives_a_whole_run(
             messages.append(Message.tool(ToolResult(call.id, call.name, "hi")))
     assert response.text == "done"
     assert len(server.requests) == 4 and server.violations == []
+
+
+@pytest.mark.parametrize("vendor", ["openai", "openrouter"])
+@pytest.mark.parametrize("role", ["system", "developer"])
+def test_system_role_names_the_role_of_the_system_message(
+    vendor: str, role: str, make_provider: MakeProvider
+) -> None:
+    with start_vendor_server(vendor) as fake:  # type: ignore[arg-type]
+        fake.push(Turn(text="ok"))
+        provider = make_provider(vendor, fake, system_role=role)
+        provider.complete(request(), step=0)
+    messages = fake.requests[0].body["messages"]
+    assert messages[0] == {"role": role, "content": "Be brief."}
+    assert [m["role"] for m in messages[1:]] == ["user", "assistant", "tool"]
+    assert fake.violations == []

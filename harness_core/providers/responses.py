@@ -1,0 +1,264 @@
+"""OpenAI's Responses API (``POST {base_url}/responses``), JSON and semantic SSE events.
+
+This module holds only that wire format. The conversation becomes ``input`` items: a
+message per system/user/assistant text, a ``function_call`` per tool call and a
+``function_call_output`` per tool result. Reasoning items the model returned (with
+their ``encrypted_content``, asked for through ``include``) are carried back in front
+of the turn they belong to, so a reasoning model keeps its chain of thought across tool
+calls without the vendor storing anything (``store: false``). With
+`previous_response_id` on, the vendor stores responses and a request whose history is
+the previous request plus that answer sends only the new items and the previous id;
+any other request (an elided context, a resumed run) sends everything.
+
+The state kept between calls (reasoning items by assistant turn, the last response's
+id) lives in memory, for the provider's life: a resumed run starts without it, which
+the API accepts. It never touches the store or the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from harness_core.clock import Clock
+from harness_core.messages import Message, Role
+from harness_core.providers._base import (
+    CompletionRequest,
+    CompletionResponse,
+    TokenCallback,
+    WebAccess,
+)
+from harness_core.providers._config import ProviderConfig
+from harness_core.providers._http import HttpProvider
+from harness_core.providers._registry import validate_web
+from harness_core.providers._responses_stream import (
+    RETRYABLE_CODES,
+    ResponseState,
+    TurnKey,
+    turn_key,
+)
+from harness_core.providers._sse import SSEEvent
+from harness_core.providers._wire import WIRE_JSON, StreamClock
+
+__all__ = ["OpenAIResponsesProvider"]
+
+
+
+class OpenAIResponsesProvider(HttpProvider):
+    """The `openai-responses` provider: the Responses API, or a compatible server.
+
+    Args:
+        config: The provider table; `base_url` defaults to ``https://api.openai.com/v1``.
+            `system_role` names the role of system messages (``developer`` for models
+            that refuse ``system``); `previous_response_id` chains turns on the server.
+        env: Looked up for ``OPENAI_API_KEY`` when `config.api_key` is unset.
+        clock: Time for backoff and latency.
+        client: The run's shared `httpx.Client`; one is made (and closed by `close`)
+            when None.
+        jitter: A ``random.random``-like source for backoff jitter.
+
+    Raises:
+        ConfigError: No key, or a `[web]` declaration the web_search tool cannot carry.
+    """
+
+    name = "openai-responses"
+    env_var = "OPENAI_API_KEY"
+    default_base_url = "https://api.openai.com/v1"
+    messages_field = "input"
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        env: Mapping[str, str],
+        clock: Clock,
+        client: httpx.Client | None = None,
+        jitter: Callable[[], float] | None = None,
+    ) -> None:
+        validate_web(self.name, config.web)
+        super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
+        self._url_text = self._base_url + "/responses"
+        self._reasoning: dict[TurnKey, tuple[str, ...]] = {}
+        # The last answer: the messages its request carried, its id and its turn key.
+        self._last: tuple[tuple[Message, ...], str, TurnKey] | None = None
+        self._start = 0
+        self._previous: str | None = None
+        self._extras: tuple[tuple[str, ...], str] = ((), "")
+
+    def _check_web(self, request: CompletionRequest) -> None:
+        validate_web(self.name, request.web)
+
+    def _url(self) -> str:
+        return self._url_text
+
+    def _headers(self, request: CompletionRequest) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._key}"}
+
+    # --- request -----------------------------------------------------------------------
+
+    def payload(self, request: CompletionRequest, *, stream: bool) -> bytes:
+        """The body; with chaining on, only the items after the previous answer."""
+        self._start, self._previous = self._chain_point(request.messages)
+        return super().payload(request, stream=stream)
+
+    def _chain_point(self, messages: tuple[Message, ...]) -> tuple[int, str | None]:
+        last = self._last
+        if not self.config.previous_response_id or last is None:
+            return 0, None
+        sent, response_id, key = last
+        n = len(sent)
+        if len(messages) <= n + 1 or any(a is not b for a, b in zip(sent, messages, strict=False)):
+            return 0, None
+        answer = messages[n]
+        if answer.role is not Role.ASSISTANT or turn_key(answer) != key:
+            return 0, None
+        return n + 1, response_id
+
+    def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": request.model, "max_output_tokens": request.max_tokens}
+        tools: list[dict[str, Any]] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+        if request.web is not None and request.web.search:
+            tools.append(web_search_tool(request.web))
+        if tools:
+            body["tools"] = tools
+        body["store"] = self.config.previous_response_id
+        body["include"] = ["reasoning.encrypted_content"]
+        if self._previous is not None:
+            body["previous_response_id"] = self._previous
+        if stream:
+            body["stream"] = True
+        return body
+
+    def _messages_json(self, messages: tuple[Message, ...]) -> str:
+        encode = self._encode
+        parts: list[str] = []
+        for message in messages[self._start :]:
+            parts.extend(self.encoded(message, encode))
+        return "[" + ",".join(parts) + "]"
+
+    def _encode(self, message: Message) -> tuple[str, ...]:
+        items = wire_items(message, self.config.system_role)
+        carried: tuple[str, ...] = ()
+        if message.role is Role.ASSISTANT:
+            carried = self._reasoning.get(turn_key(message), ())
+        return carried + tuple(WIRE_JSON.encode(item) for item in items)
+
+    # --- response ----------------------------------------------------------------------
+
+    def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
+        error = data.get("error")
+        if isinstance(error, dict):
+            code = error.get("code") or error.get("type") or "error"
+            return f"{code}: {error.get('message') or ''}", str(code) in RETRYABLE_CODES
+        if isinstance(error, str):
+            return error, False
+        return json.dumps(data), False
+
+    def _parse_body(self, data: dict[str, Any]) -> CompletionResponse:
+        if data.get("error") and data.get("status") in (None, "failed"):
+            detail, retryable = self._error_detail(data)
+            raise self.stream_error(f"response failed: {detail}", retryable=retryable)
+        output = data.get("output")
+        if not isinstance(output, list):
+            raise self.shape_error("no output list")
+        state = ResponseState()
+        for item in output:
+            if not isinstance(item, dict):
+                raise self.shape_error("an output item that is not an object")
+            state.item_done(item)
+        state.finish(data)
+        return self._done(state, None)
+
+    def _parse_stream(
+        self, events: Iterator[SSEEvent], on_token: TokenCallback | None, ttft: StreamClock
+    ) -> CompletionResponse:
+        state = ResponseState()
+        for event in events:
+            try:
+                data = json.loads(event.data)
+            except ValueError as exc:
+                raise self.shape_error(f"malformed {event.event} event") from exc
+            if not isinstance(data, dict):
+                raise self.shape_error(f"{event.event} event that is not an object")
+            kind = data.get("type") or event.event
+            if kind in ("response.completed", "response.incomplete"):
+                state.finish(data.get("response"))
+                return self._done(state, ttft.first)
+            if kind in ("response.failed", "error"):
+                raise self._stream_failure(data)
+            state.apply(str(kind), data, on_token, ttft)
+        raise self.stream_error("stream ended before response.completed")
+
+    def _done(self, state: ResponseState, ttft: float | None) -> CompletionResponse:
+        self._extras = (tuple(state.reasoning), state.response_id)
+        return state.response(ttft)
+
+    def _stream_failure(self, data: dict[str, Any]) -> Exception:
+        error: object = data
+        if data.get("type") == "response.failed":
+            error = (data.get("response") or {}).get("error") or {}
+        code, message = "error", ""
+        if isinstance(error, dict):
+            code = str(error.get("code") or error.get("type") or "error")
+            message = str(error.get("message") or "")
+        return self.stream_error(
+            f"error event in stream: {code}: {message}", retryable=code in RETRYABLE_CODES
+        )
+
+    def _answered(self, request: CompletionRequest, response: CompletionResponse) -> None:
+        reasoning, response_id = self._extras
+        key = (response.text, tuple(call.id for call in response.tool_calls))
+        if reasoning:
+            self._reasoning[key] = reasoning
+        self._last = (request.messages, response_id, key) if response_id else None
+
+
+def web_search_tool(web: WebAccess) -> dict[str, Any]:
+    """The provider-executed ``web_search`` tool for a `[web]` declaration."""
+    tool: dict[str, Any] = {"type": "web_search"}
+    if web.allowed_domains:
+        tool["filters"] = {"allowed_domains": list(web.allowed_domains)}
+    return tool
+
+
+def wire_items(message: Message, system_role: str = "system") -> list[dict[str, Any]]:
+    """The Responses ``input`` items of one message (reasoning items not included)."""
+    if message.role is Role.TOOL:
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": message.tool_call_id,
+                "output": message.content,
+            }
+        ]
+    if message.role is Role.SYSTEM:
+        return [{"type": "message", "role": system_role, "content": message.content}]
+    if message.role is Role.USER:
+        return [{"type": "message", "role": "user", "content": message.content}]
+    items: list[dict[str, Any]] = []
+    if message.content or not message.tool_calls:
+        items.append({"type": "message", "role": "assistant", "content": message.content})
+    for call in message.tool_calls:
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.raw_arguments
+                if call.raw_arguments is not None
+                else json.dumps(call.arguments),
+            }
+        )
+    return items

@@ -1,0 +1,209 @@
+"""Read confinement: what a sandboxed command may read, as mounts for one sandbox start.
+
+The native backend shows the host's `/` read-only; this module works out what to take
+away from that view before any command runs:
+
+- The user's home directory (``HOME`` and the password database's home) is replaced by
+  an empty tmpfs. What a toolchain needs is bound back read-only: the venv and the
+  interpreter `io` runs on, every ``PATH`` entry under the home (a venv's whole root, or
+  the known toolchain directory it lies in), the known toolchain directories that exist
+  (`TOOLCHAIN_DIRS`), and the operator's `[sandbox] read_paths`.
+- The well-known secret stores (`SECRET_STORES`) and the io store are masked wherever
+  they would still be visible (an empty read-only tmpfs over a directory, an empty
+  read-only file over a file).
+- Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated at each
+  sandbox start, so a file the agent created since is covered too) is masked the same way.
+
+Pure except for `stat` calls on the host; the mounts themselves are `bwrap` arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SECRET_STORES", "TOOLCHAIN_DIRS", "ReadPlan", "empty_file", "plan_reads"]
+
+SECRET_STORES: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".pypirc",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".local/share/io",
+    ".local/state/io",
+)
+"""Paths under the home directory hidden from every sandboxed command (the last two are
+where the io store lives by default)."""
+
+TOOLCHAIN_DIRS: tuple[str, ...] = (
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".pyenv",
+    ".rbenv",
+    ".gem",
+    ".local/bin",
+    ".local/lib",
+    ".local/pipx",
+    ".cache/pip",
+    ".m2",
+    ".gradle",
+    ".sdkman",
+    ".elan",
+    ".ghcup",
+    ".opam",
+    ".nix-profile",
+    "go",
+)
+"""Directories under the home directory bound back read-only when they exist."""
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """The read-confinement mounts of one sandbox start.
+
+    Attributes:
+        hidden_homes: Home directories replaced by an empty tmpfs.
+        exposed: Paths under a hidden home bound back read-only (parents first).
+        mask_dirs: Directories covered by an empty read-only tmpfs.
+        mask_files: Files covered by an empty read-only file.
+    """
+
+    hidden_homes: tuple[Path, ...] = ()
+    exposed: tuple[Path, ...] = ()
+    mask_dirs: tuple[Path, ...] = ()
+    mask_files: tuple[Path, ...] = ()
+
+
+def _homes(env: Mapping[str, str]) -> list[Path]:
+    found: list[Path] = []
+    candidates = [env.get("HOME", "")]
+    try:
+        candidates.append(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        pass
+    for value in candidates:
+        if not value or not os.path.isabs(value):
+            continue
+        home = Path(os.path.realpath(value))
+        if home != Path("/") and home.is_dir() and home not in found:
+            found.append(home)
+    return found
+
+
+def _under(path: Path, roots: Iterable[Path]) -> Path | None:
+    for root in roots:
+        if path == root or path.is_relative_to(root):
+            return root
+    return None
+
+
+def _toolchain_root(entry: Path, home: Path) -> Path:
+    """What to expose for a PATH entry under `home`: its venv, its toolchain dir, or itself."""
+    if (entry.parent / "pyvenv.cfg").is_file():
+        return entry.parent
+    for name in TOOLCHAIN_DIRS:
+        root = home / name
+        if entry == root or entry.is_relative_to(root):
+            return root
+    return entry
+
+
+def _exposed(
+    env: Mapping[str, str], homes: list[Path], read_paths: Iterable[Path]
+) -> tuple[Path, ...]:
+    wanted: set[Path] = set()
+    for home in homes:
+        wanted.update(home / name for name in TOOLCHAIN_DIRS)
+    entries = [Path(p) for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
+    for value in (env.get("VIRTUAL_ENV"), sys.prefix, sys.base_prefix):
+        if value:
+            entries.append(Path(value) / "bin")
+    for entry in entries:
+        real = Path(os.path.realpath(entry))
+        owner = _under(real, homes)
+        if owner is not None and real != owner:
+            wanted.add(_toolchain_root(real, owner))
+    wanted.update(Path(os.path.realpath(p)) for p in read_paths)
+    kept = [p for p in wanted if os.path.lexists(p)]
+    return tuple(sorted(kept, key=lambda p: (len(p.parts), str(p))))
+
+
+def _split(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    dirs: list[Path] = []
+    files: list[Path] = []
+    for path in paths:
+        try:
+            if path.is_symlink():
+                continue
+            (dirs if path.is_dir() else files if path.exists() else []).append(path)
+        except OSError:
+            continue
+    return dirs, files
+
+
+def plan_reads(
+    env: Mapping[str, str],
+    *,
+    read_paths: Iterable[Path] = (),
+    hidden: Iterable[Path] = (),
+    masked: Iterable[Path] = (),
+) -> ReadPlan:
+    """Decide the read-confinement mounts for one sandbox start.
+
+    Args:
+        env: The command's environment before the scrub (HOME, PATH, VIRTUAL_ENV).
+        read_paths: Extra host paths to keep visible (`[sandbox] read_paths`).
+        hidden: Further host paths to mask (the io store and its siblings).
+        masked: Paths the policy refuses to read (already expanded).
+
+    Returns:
+        The plan; paths that do not exist are left out (nothing to hide).
+    """
+    homes = _homes(env)
+    stores = [home / name for home in homes for name in SECRET_STORES]
+    dirs, files = _split([*stores, *hidden, *masked])
+    order = lambda p: (len(p.parts), str(p))  # noqa: E731
+    return ReadPlan(
+        hidden_homes=tuple(homes),
+        exposed=_exposed(env, homes, read_paths),
+        mask_dirs=tuple(sorted(set(dirs), key=order)),
+        mask_files=tuple(sorted(set(files), key=order)),
+    )
+
+
+_empty: Path | None = None
+_empty_lock = threading.Lock()
+
+
+def empty_file() -> Path:
+    """An empty read-only host file to bind over masked files (made once per process)."""
+    global _empty
+    with _empty_lock:
+        if _empty is None or not _empty.is_file():
+            folder = Path(tempfile.mkdtemp(prefix="io-mask-"))
+            path = folder / "empty"
+            path.touch(mode=0o444)
+            _empty = path
+        return _empty

@@ -1,0 +1,197 @@
+"""TLS and proxies on the real httpx path: a loopback HTTPS fake whose certificate comes
+from a throwaway CA made here (trustme), and a loopback CONNECT proxy."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from harness_core.errors import ConfigError, ProviderError
+from harness_core.providers import ProviderConfig, build_provider, trust_store
+from harness_core.providers._tls import ssl_context
+from tests.fakes.connect_proxy import ConnectProxy
+from tests.fakes.vendor_server import FakeVendorServer, Turn, start_vendor_server
+from tests.unit.providers.conftest import CANARY_KEY, ManualClock, request
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def ca_pem(ca: trustme.CA, tmp_path: Path) -> Path:
+    path = tmp_path / "corp-ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return path
+
+
+@pytest.fixture
+def https_fake(ca: trustme.CA) -> Iterator[FakeVendorServer]:
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
+    fake = start_vendor_server("openai", tls=context)
+    yield fake
+    fake.close()
+
+
+def _provider(fake: FakeVendorServer, clock: ManualClock, **fields: object) -> object:
+    env = fields.pop("env", {})
+    config = ProviderConfig(
+        kind="openai",
+        model="m",
+        api_key=CANARY_KEY,
+        base_url=fake.base_url,
+        max_retries=2,
+        timeout_seconds=5.0,
+        **fields,  # type: ignore[arg-type]
+    )
+    return build_provider(config, env=env, clock=clock)  # type: ignore[arg-type]
+
+
+def test_an_untrusted_certificate_fails_once_with_a_clear_error_naming_ca_bundle(
+    https_fake: FakeVendorServer, clock: ManualClock
+) -> None:
+    provider = _provider(https_fake, clock)
+    try:
+        with pytest.raises(ProviderError) as info:
+            provider.complete(request(), step=0)  # type: ignore[attr-defined]
+    finally:
+        provider.close()  # type: ignore[attr-defined]
+    error = info.value
+    assert "TLS certificate of 127.0.0.1 not trusted" in str(error)
+    assert error.retryable is False and len(error.attempts) == 1 and clock.sleeps == []
+    assert error.hint is not None and "ca_bundle" in error.hint and "system" in error.hint
+    assert https_fake.requests == []  # nothing was sent over the untrusted connection
+
+
+def test_ca_bundle_makes_the_corporate_ca_trusted(
+    https_fake: FakeVendorServer, clock: ManualClock, ca_pem: Path
+) -> None:
+    https_fake.push(Turn(text="over tls"))
+    provider = _provider(https_fake, clock, ca_bundle=ca_pem)
+    try:
+        response = provider.complete(request(), step=0)  # type: ignore[attr-defined]
+    finally:
+        provider.close()  # type: ignore[attr-defined]
+    assert response.text == "over tls"
+    assert https_fake.violations == []
+
+
+def test_a_ca_bundle_that_is_not_pem_is_a_config_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "ca.pem"
+    bogus.write_text("not a certificate\n")
+    with pytest.raises(ConfigError, match="ca_bundle"):
+        ssl_context([bogus])
+    with pytest.raises(ConfigError, match="ca_bundle"):
+        ssl_context([tmp_path / "missing.pem"])
+
+
+def test_the_trust_store_is_the_system_one_through_truststore() -> None:
+    store = trust_store()
+    assert (store.kind, store.source) == ("system", "truststore")
+    assert store.describe() == "system (truststore)"
+    assert trust_store([Path("/x/ca.pem")]).describe() == "system (truststore) + /x/ca.pem"
+
+
+def test_without_truststore_certifi_is_the_store_and_ca_bundle_still_applies(
+    https_fake: FakeVendorServer, ca_pem: Path
+) -> None:
+    """In a child where truststore cannot be imported, certifi's bundle is chosen, and
+    the corporate CA is still trusted on top of it."""
+    https_fake.push(Turn(text="via certifi"))
+    code = f"""
+import sys
+sys.modules["truststore"] = None  # as if it were not installed
+import certifi
+from pathlib import Path
+from harness_core.clock import SystemClock
+from harness_core.messages import Message
+from harness_core.providers import CompletionRequest, ProviderConfig, build_provider, trust_store
+store = trust_store()
+assert (store.kind, store.source) == ("certifi", certifi.where()), store
+config = ProviderConfig(kind="openai", model="m", api_key="k", base_url={https_fake.base_url!r},
+                        ca_bundle=Path({str(ca_pem)!r}), max_retries=0)
+provider = build_provider(config, env={{}}, clock=SystemClock())
+answer = provider.complete(CompletionRequest(model="m", messages=(Message.user("hi"),)), step=0)
+provider.close()
+print(answer.text)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "via certifi"
+
+
+def test_https_goes_through_the_connect_proxy_named_by_the_environment(
+    https_fake: FakeVendorServer, clock: ManualClock, ca_pem: Path
+) -> None:
+    https_fake.push(Turn(text="tunnelled"))
+    with ConnectProxy() as proxy:
+        env = {"HTTPS_PROXY": proxy.url.replace("http://", "http://me:s%40cret@")}
+        provider = _provider(https_fake, clock, ca_bundle=ca_pem, env=env)
+        try:
+            assert provider.complete(request(), step=0).text == "tunnelled"  # type: ignore[attr-defined]
+        finally:
+            provider.close()  # type: ignore[attr-defined]
+    assert [t.target for t in proxy.tunnels] == [f"127.0.0.1:{https_fake.port}"]
+    import base64
+
+    assert proxy.tunnels[0].authorization == "Basic " + base64.b64encode(b"me:s@cret").decode()
+
+
+@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1", "*"])
+def test_no_proxy_sends_the_request_directly(
+    https_fake: FakeVendorServer, clock: ManualClock, ca_pem: Path, no_proxy: str
+) -> None:
+    https_fake.push(Turn(text="direct"))
+    with ConnectProxy() as proxy:
+        env = {"https_proxy": proxy.url, "no_proxy": no_proxy}
+        provider = _provider(https_fake, clock, ca_bundle=ca_pem, env=env)
+        try:
+            assert provider.complete(request(), step=0).text == "direct"  # type: ignore[attr-defined]
+        finally:
+            provider.close()  # type: ignore[attr-defined]
+    assert proxy.tunnels == []
+
+
+def test_a_proxy_that_refuses_the_tunnel_is_a_clear_error_not_retried(
+    https_fake: FakeVendorServer, clock: ManualClock, ca_pem: Path
+) -> None:
+    with ConnectProxy(refuse=403) as proxy:
+        provider = _provider(https_fake, clock, ca_bundle=ca_pem, env={"HTTPS_PROXY": proxy.url})
+        try:
+            with pytest.raises(ProviderError, match="ProxyError") as info:
+                provider.complete(request(), step=0)  # type: ignore[attr-defined]
+        finally:
+            provider.close()  # type: ignore[attr-defined]
+    assert info.value.retryable is False and clock.sleeps == []
+
+
+def test_io_config_show_names_the_trust_store(tmp_path: Path, ca_pem: Path) -> None:
+    (tmp_path / "io.toml").write_text(
+        '[provider]\nkind = "openai"\nmodel = "m"\nca_bundle = "corp-ca.pem"\n'
+    )
+    env = {"IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path), "PATH": "/usr/bin"}
+    import os
+
+    env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
+    shown = subprocess.run(
+        [sys.executable, "-m", "io_harness_cli", "config", "show", "-w", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=60, env=env, check=True,
+    )
+    tls = json.loads(shown.stdout)["tls"]
+    assert tls == {"trust_store": "system", "source": "truststore", "ca_bundles": [str(ca_pem)]}
+    plain = subprocess.run(
+        [sys.executable, "-m", "io_harness_cli", "config", "show", "-w", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=env, check=True,
+    )
+    assert f"TLS trust store (HTTP providers): system (truststore) + {ca_pem}" in plain.stdout
