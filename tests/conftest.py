@@ -14,9 +14,29 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+# Modules whose every test also runs with the store on PostgreSQL (the same CLI-level
+# contract on both backends); see `store_backend`.
+BOTH_BACKENDS = (
+    "tests/integration/cli/test_run_cli.py",
+    "tests/integration/session/",
+)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    path = Path(str(metafunc.definition.fspath)).relative_to(REPO).as_posix()
+    if "store_backend" in metafunc.fixturenames and path.startswith(BOTH_BACKENDS):
+        metafunc.parametrize("store_backend", ["sqlite", "postgresql"], indirect=True)
+
+
+@pytest.fixture
+def store_backend(request: pytest.FixtureRequest) -> str:
+    """Which store the test's `io` commands use: "sqlite" unless parametrized."""
+    return str(getattr(request, "param", "sqlite"))
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-                 ) -> Iterator[Path]:
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+                 store_backend: str, request: pytest.FixtureRequest) -> Iterator[Path]:
     """Point every scope and the store at a private temp dir for this test."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -24,6 +44,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_STATE_HOME", str(home / "state"))
     monkeypatch.setenv("IO_SYSTEM_CONFIG", str(home / "system" / "io.toml"))
     monkeypatch.setenv("IO_STORE", str(home / "state" / "io" / "state.db"))
+    if store_backend == "postgresql":
+        monkeypatch.setenv("IO_STORE", request.getfixturevalue("postgres_url"))
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     yield home
@@ -42,3 +64,31 @@ def run_io(args: Sequence[str], *, cwd: Path | None = None, input: str | None = 
         full_env.update(env)
     return subprocess.run([*io_cmd(), *args], cwd=cwd, input=input, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL store URL on a fresh, private schema of the test server.
+
+    The server is a real one on loopback, started by `.ci/run` (role and database from
+    `IO_TEST_POSTGRES_URL`). Without it the test is skipped, unless
+    `IO_REQUIRE_POSTGRES=1` (CI) turns the skip into a failure.
+    """
+    base = os.environ.get("IO_TEST_POSTGRES_URL")
+    if not base:
+        if os.environ.get("IO_REQUIRE_POSTGRES") == "1":
+            pytest.fail("IO_REQUIRE_POSTGRES=1 but IO_TEST_POSTGRES_URL is not set")
+        pytest.skip("no PostgreSQL test server (set IO_TEST_POSTGRES_URL)")
+    import uuid
+
+    import psycopg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -24,7 +24,7 @@ from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
 from harness_core.run import Runner, RunSpec
 from harness_core.store import Store
-from harness_core.toolchain import detect as detect_toolchain
+from harness_core.toolchain import survey as survey_toolchain
 from harness_core.tools._plan_tools import Responder
 from harness_core.workspace import Workspace
 
@@ -112,13 +112,29 @@ def build_run_spec(
         output_cap=settings.output_cap_bytes,
         exec_timeout=settings.exec_timeout_seconds,
         stall_window=settings.stall_window,
-        toolchain=detect_toolchain(ws).overridden_by(config.toolchain),
+        toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=dict(env),
         web=config.web,
         protected_paths=_store_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
+        store_path=config.store_path.resolve(),
+        provider_keys=provider_keys(config, env),
     )
+
+
+PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
+"""Environment variables the providers read a key from when `api_key` is unset."""
+
+
+def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Every provider credential this process holds: configured keys and key variables
+    (the sandbox keeps them from every command)."""
+    keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
+    provider = config.provider
+    if provider is not None:
+        keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
+    return tuple(dict.fromkeys(keys))
 
 
 def _prepare(
@@ -133,18 +149,23 @@ def _prepare(
     return spec, build_provider(config.provider, env=env, clock=clock)
 
 
-def check_runnable(config: Config, workspace: Path, *, env: Mapping[str, str]) -> None:
+def check_runnable(config: Config, workspace: Path, *, env: Mapping[str, str]) -> RunSpec:
     """Everything `assemble_run` checks, without running: what `io config check` runs.
 
     Builds the spec and the provider (no request is sent) and closes the provider.
+
+    Returns:
+        The spec a run of `[contract] goal` would start with (for reports such as the
+        inputs each gate protects).
 
     Raises:
         ConfigError: No `[provider]`, a provider that cannot be built (unknown kind, a
             missing key, a web declaration its vendor cannot carry), or
             `max_cost_usd` without `[prices]`.
     """
-    _spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
+    spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
     provider.close()
+    return spec
 
 
 def assemble_run(

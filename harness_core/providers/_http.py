@@ -237,9 +237,12 @@ class HttpProvider(ABC):
                 if reply.status_code >= 400:
                     reply.read()
                     self._raise_for_status(reply.status_code, reply.headers, reply.text)
-                if not stream or _is_json(reply):
+                content_type = _content_type(reply)
+                if not stream or content_type == "application/json":
                     # A server that ignores ``stream`` answers one JSON body: read it as one.
                     return self._parse_body(json_object(reply.read(), self.name))
+                if content_type not in ("", "text/event-stream"):
+                    raise self.shape_error(f"{content_type} where an event stream was asked for")
                 lines = reply.iter_lines()
                 response = self._parse_stream(iter_sse(lines), on_token, ttft)
                 _drain(reply, lines)
@@ -337,6 +340,6 @@ def _drain(reply: httpx.Response, lines: Iterator[str]) -> None:
         return
 
 
-def _is_json(reply: httpx.Response) -> bool:
-    content_type: str = reply.headers.get("content-type", "")
-    return content_type.startswith("application/json")
+def _content_type(reply: httpx.Response) -> str:
+    value: str = reply.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()

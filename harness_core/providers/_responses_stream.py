@@ -167,11 +167,19 @@ class ResponseState:
             tool_calls=tuple(calls),
             usage=self.usage,
             model=self.model,
-            stop_reason=self.status or "completed",
+            stop_reason=_stop_reason(self.status, bool(calls)),
             ttft_ms=ttft,
             citations=tuple(self.citations),
             server_tool_calls=tuple(self.server_tools),
         )
+
+
+def _stop_reason(status: str | None, has_calls: bool) -> str:
+    # The Responses API has no finish reason: a completed answer that calls tools is
+    # recorded as ``tool_calls`` (as Chat Completions says), one cut short by its reason.
+    if status in (None, "completed"):
+        return "tool_calls" if has_calls else "completed"
+    return status
 
 
 def _index(data: dict[str, Any]) -> int:

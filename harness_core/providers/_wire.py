@@ -70,7 +70,11 @@ def json_object(text: str | bytes, what: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ProviderError(f"{what}: a 200 answer that is not JSON", retryable=False) from exc
+        raise ProviderError(
+            f"{what}: a 200 answer of the wrong shape: not JSON", retryable=False
+        ) from exc
     if not isinstance(data, dict):
-        raise ProviderError(f"{what}: a 200 answer that is not a JSON object", retryable=False)
+        raise ProviderError(
+            f"{what}: a 200 answer of the wrong shape: not a JSON object", retryable=False
+        )
     return data

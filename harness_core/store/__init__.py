@@ -1,5 +1,7 @@
-"""Persistence: the SQLite store behind every run, and its checkpoint format."""
+"""Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
+checkpoint format."""
 
+from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
     LedgerEntry,
@@ -23,4 +25,6 @@ __all__ = [
     "StepRecord",
     "Store",
     "VerificationRecord",
+    "is_postgres_url",
+    "redact_url",
 ]

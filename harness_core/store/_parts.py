@@ -7,6 +7,7 @@ once; `Store` provides them.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -22,4 +23,17 @@ class StoreParts:
 
         def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
             """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
+            ...
+
+        def _held(self, kind: str, name: str, pid: int, started: float | None,
+                  alive: Callable[[int, float | None], bool]) -> bool:
+            """Whether a recorded owner of (kind, name) still drives it."""
+            ...
+
+        def _hold(self, kind: str, name: str) -> bool:
+            """Take (kind, name)'s cross-machine lock where the backend has one."""
+            ...
+
+        def _let_go(self, kind: str, name: str) -> None:
+            """Give back what `_hold` took."""
             ...

@@ -264,15 +264,19 @@ class SessionQueries(StoreParts):
             if row is None:
                 raise UsageError(f"no session {session_id!r} in the store")
             holder, holder_started = row
-            if holder is not None and holder != pid and alive(int(holder), holder_started):
+            if holder is not None and holder != pid and self._held(
+                    "session", session_id, int(holder), holder_started, alive):
                 raise SessionInUse(session_id, _run_of(conn, session_id, int(holder)))
             for run_id, owner, owner_started in conn.execute(
                 "SELECT run_id, owner_pid, owner_started FROM runs"
                 " WHERE session_id = ? AND owner_pid IS NOT NULL AND status = ?",
                 (session_id, RunStatus.RUNNING.value),
             ).fetchall():
-                if owner != pid and alive(int(owner), owner_started):
+                if owner != pid and self._held("run", str(run_id), int(owner), owner_started,
+                                               alive):
                     raise SessionInUse(session_id, str(run_id))
+            if not self._hold("session", session_id):
+                raise SessionInUse(session_id, _run_of(conn, session_id, int(holder or 0)))
             conn.execute(
                 "UPDATE sessions SET driver_pid = ?, driver_started = ? WHERE session_id = ?",
                 (pid, started, session_id),
@@ -280,6 +284,7 @@ class SessionQueries(StoreParts):
 
     def release_session(self, session_id: str, pid: int) -> None:
         """Give up driving the session (only when the caller holds the lock)."""
+        self._let_go("session", session_id)
         with self._tx() as conn:
             conn.execute(
                 "UPDATE sessions SET driver_pid = NULL, driver_started = NULL"

@@ -26,6 +26,7 @@ from harness_core.errors import (
 from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._postgres import is_postgres_url
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
@@ -75,6 +76,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if is_postgres_url(path):
+            self._open_postgres(str(path))
+            return
+        self.backend = "sqlite"
+        self.location = str(path)
         self.path = Path(path)
         self._check_header()
         try:
@@ -96,6 +102,22 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         except sqlite3.Error as exc:
             self._conn.close()
             raise _translate(exc, f"opening {self.path}") from exc
+        except StateError:
+            self._conn.close()
+            raise
+
+    def _open_postgres(self, url: str) -> None:
+        from harness_core.store._postgres import PgConnection, redact_url
+
+        self.backend = "postgresql"
+        self.location = redact_url(url)
+        self.path = Path("/nonexistent/io-postgresql-store")  # no file: nothing to protect
+        self._conn = PgConnection(url)  # type: ignore[assignment]
+        try:
+            self._migrate()
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise _translate(exc, f"opening {self.location}") from exc
         except StateError:
             self._conn.close()
             raise
@@ -212,6 +234,8 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     ) -> None:
         """Record a new run with its opening messages, owned by the calling process."""
         now = _now()
+        if owner_pid is not None:
+            self._hold("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
@@ -279,8 +303,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             if row is None:
                 raise RunNotFound(run_id)
             owner_pid, owner_started = row
-            if owner_pid is not None and owner_pid != pid and alive(owner_pid, owner_started):
+            if owner_pid is not None and owner_pid != pid and self._held(
+                    "run", run_id, owner_pid, owner_started, alive):
                 raise RunInUse(run_id, int(owner_pid))
+            if not self._hold("run", run_id):
+                raise RunInUse(run_id, int(owner_pid or 0))
             conn.execute(
                 "UPDATE runs SET owner_pid = ?, owner_started = ?, updated_at = ? WHERE run_id = ?",
                 (pid, started, _now(), run_id),
@@ -318,8 +345,30 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             for r in rows
         ]
 
+    def _held(self, kind: str, name: str, pid: int, started: float | None,
+              alive: AliveCheck) -> bool:
+        """Whether a recorded owner still drives (kind, name).
+
+        SQLite: the owner's (pid, start time) on this machine. PostgreSQL: whether some
+        live connection, on any machine, holds the advisory lock for it.
+        """
+        if self.backend == "postgresql":
+            return bool(self._conn.is_locked_elsewhere(kind, name))  # type: ignore[attr-defined]
+        return alive(int(pid), started)
+
+    def _hold(self, kind: str, name: str) -> bool:
+        """Take (kind, name)'s advisory lock on PostgreSQL; always True on SQLite."""
+        if self.backend == "postgresql":
+            return bool(self._conn.try_lock(kind, name))  # type: ignore[attr-defined]
+        return True
+
+    def _let_go(self, kind: str, name: str) -> None:
+        if self.backend == "postgresql":
+            self._conn.unlock(kind, name)  # type: ignore[attr-defined]
+
     def release_run(self, run_id: str, pid: int) -> None:
         """Give up driving the run (only when the caller owns it)."""
+        self._let_go("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "UPDATE runs SET owner_pid = NULL, owner_started = NULL"

@@ -3,7 +3,6 @@ Schema, and a commented starter file."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer

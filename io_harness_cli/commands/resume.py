@@ -36,7 +36,7 @@ def resume(
             raise UsageError("--approve and --deny exclude each other")
         ws_hint = workspace_path(workspace) if workspace is not None else None
         cfg = load_config(ws_hint or Path("."), config)
-        store = Store(cfg.store_path)
+        store = Store(cfg.store_url or cfg.store_path)
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id

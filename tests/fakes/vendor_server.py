@@ -1,4 +1,5 @@
-"""Loopback fakes of the Anthropic, OpenAI and OpenRouter HTTP APIs, SSE included.
+"""Loopback fakes of the Anthropic, OpenAI (Chat Completions and Responses) and
+OpenRouter HTTP APIs, SSE included (the Responses wire lives in `responses_wire`).
 
 `start_vendor_server(vendor)` starts a real HTTP server on 127.0.0.1 in a thread and
 returns a `FakeVendorServer`: its `base_url` (what a provider's `base_url` should be),
@@ -33,15 +34,23 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-Vendor = Literal["anthropic", "openai", "openrouter"]
-VENDORS: tuple[Vendor, ...] = ("anthropic", "openai", "openrouter")
+from tests.fakes.responses_wire import ResponsesLedger, render_responses
+
+Vendor = Literal["anthropic", "openai", "openrouter", "openai-responses"]
+VENDORS: tuple[Vendor, ...] = ("anthropic", "openai", "openrouter", "openai-responses")
 
 PATHS: dict[str, str] = {
     "anthropic": "/v1/messages",
     "openai": "/v1/chat/completions",
     "openrouter": "/api/v1/chat/completions",
+    "openai-responses": "/v1/responses",
 }
-BASE_PATHS: dict[str, str] = {"anthropic": "", "openai": "/v1", "openrouter": "/api/v1"}
+BASE_PATHS: dict[str, str] = {
+    "anthropic": "",
+    "openai": "/v1",
+    "openrouter": "/api/v1",
+    "openai-responses": "/v1",
+}
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -73,6 +82,8 @@ class Turn:
             types, pings, comments).
         coalesce: Write the whole stream in one chunk (benchmarks), not one per event.
         stop_reason: Override the vendor stop/finish reason.
+        reasoning: A reasoning summary (Responses API: becomes a reasoning item with
+            ``encrypted_content``).
     """
 
     text: str = ""
@@ -85,6 +96,7 @@ class Turn:
     extra_events: tuple[str, ...] = ()
     coalesce: bool = False
     stop_reason: str | None = None
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True)
@@ -490,8 +502,8 @@ def tool_results_in(request: RecordedRequest) -> int:
     """How many tool results the request carries (the step a stateless script is at)."""
     body = request.body if isinstance(request.body, dict) else {}
     count = 0
-    for message in body.get("messages") or ():
-        if message.get("role") == "tool":
+    for message in body.get("messages") or body.get("input") or ():
+        if message.get("role") == "tool" or message.get("type") == "function_call_output":
             count += 1
         elif isinstance(message.get("content"), list):
             count += sum(1 for b in message["content"] if b.get("type") == "tool_result")
@@ -650,6 +662,8 @@ class FakeVendorServer:
         self.connections: set[tuple[str, int]] = set()
         """Client (host, port) pairs seen: one per TCP connection the client opened."""
         self.violations: list[str] = []
+        self.ledger = ResponsesLedger()
+        """The Responses API fake's memory: stored responses, issued reasoning."""
         self.responder: Callable[[RecordedRequest], Reply] | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -768,11 +782,12 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(request)
             fake.violations.append(f"request to unknown path {self.path}")
             return self._json(404, self._error_body("not found"))
-        problems = (
-            check_anthropic(headers, body)
-            if fake.vendor == "anthropic"
-            else check_openai(headers, body, fake.vendor)
-        )
+        if fake.vendor == "anthropic":
+            problems = check_anthropic(headers, body)
+        elif fake.vendor == "openai-responses":
+            problems = fake.ledger.check(headers, body)
+        else:
+            problems = check_openai(headers, body, fake.vendor)
         if problems:
             fake.requests.append(request)
             fake.violations.extend(problems)
@@ -822,9 +837,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._cut(rendered, reply)
         if isinstance(reply, StreamFail):
             error_event = (
-                _sse("error", reply.error)
-                if self.fake.vendor == "anthropic"
-                else _sse(None, reply.error)
+                _sse(None, reply.error)
+                if self.fake.vendor in ("openai", "openrouter")
+                else _sse("error", reply.error)
             )
             rendered = rendered[: reply.after_events] + [error_event]
         self._stream(rendered, coalesce=turn.coalesce)
@@ -834,6 +849,11 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(body.get("model"))
         if self.fake.vendor == "anthropic":
             return render_anthropic(turn, model, request.wants_stream)
+        if self.fake.vendor == "openai-responses":
+            response_id = self.fake.ledger.next_id()
+            rendered = render_responses(turn, model, request.wants_stream, response_id)
+            self.fake.ledger.remember(response_id, body, rendered, turn)
+            return rendered
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return render_openai(turn, model, request.wants_stream, self.fake.vendor, include_usage)
 

@@ -44,6 +44,11 @@ def usage_for(vendor: str, step: int) -> dict[str, Any]:
         return {"input_tokens": 100 + step, "output_tokens": 7 + step,
                 "cache_read_input_tokens": 20}
     prompt, completion = 100 + step, 7 + step
+    if vendor == "openai-responses":
+        return {"input_tokens": prompt, "output_tokens": completion,
+                "total_tokens": prompt + completion,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0}}
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}
 

@@ -43,6 +43,9 @@ def _expected_totals(vendor: str, replies: int) -> tuple[int, int]:
         if vendor == "anthropic":
             prompt += usage["input_tokens"] + usage["cache_read_input_tokens"]
             completion += usage["output_tokens"]
+        elif vendor == "openai-responses":
+            prompt += usage["input_tokens"]
+            completion += usage["output_tokens"]
         else:
             prompt += usage["prompt_tokens"]
             completion += usage["completion_tokens"]

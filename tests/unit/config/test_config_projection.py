@@ -123,6 +123,7 @@ deny_net = ["*"]
 
 [store]
 path = "state/io.db"
+url = "postgresql://io@db.internal:5432/io"
 
 [run]
 output_cap_bytes = 4096
@@ -239,6 +240,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "agents.*.deny_write": (lambda c: c.agents["rev"].deny_write, ("**",)),
         "agents.*.deny_net": (lambda c: c.agents["rev"].deny_net, ("*",)),
         "store.path": (lambda c: c.store_path, ws / "state" / "io.db"),
+        "store.url": (lambda c: c.store_url, "postgresql://io@db.internal:5432/io"),
         "run.output_cap_bytes": (lambda c: c.run.output_cap_bytes, 4096),
         "run.exec_timeout_seconds": (lambda c: c.run.exec_timeout_seconds, 30.0),
         "run.stall_window": (lambda c: c.run.stall_window, 6),

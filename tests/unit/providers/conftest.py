@@ -15,6 +15,7 @@ from harness_core.providers._http import HttpProvider
 from harness_core.providers.anthropic import AnthropicProvider
 from harness_core.providers.openai import OpenAIProvider
 from harness_core.providers.openrouter import OpenRouterProvider
+from harness_core.providers.responses import OpenAIResponsesProvider
 from tests.fakes.vendor_server import VENDORS, FakeVendorServer, start_vendor_server
 
 CANARY_KEY = "sk-canary-Zq7Lx2Pw9Rt4Vb6Nm8Kd3Hs5Jf1Gc0Ya"
@@ -24,6 +25,7 @@ CLASSES: dict[str, type[HttpProvider]] = {
     "anthropic": AnthropicProvider,
     "openai": OpenAIProvider,
     "openrouter": OpenRouterProvider,
+    "openai-responses": OpenAIResponsesProvider,
 }
 
 TOOLS = (

@@ -9,6 +9,7 @@ from harness_core.messages import Message, ToolCall, ToolResult
 from harness_core.providers import CompletionRequest
 from harness_core.providers import anthropic as anthropic_wire
 from harness_core.providers import openai as openai_wire
+from harness_core.providers import responses as responses_wire
 from tests.unit.providers.conftest import TOOLS, MakeProvider
 
 
@@ -29,6 +30,8 @@ def _plain(vendor: str, provider: Any, request: CompletionRequest) -> dict[str, 
     body = dict(provider._body(request, stream=True))
     if vendor == "anthropic":
         _, body["messages"] = anthropic_wire.wire_messages(request.messages)
+    elif vendor == "openai-responses":
+        body["input"] = [i for m in request.messages for i in responses_wire.wire_items(m)]
     else:
         body["messages"] = openai_wire.wire_messages(request.messages)
     return body

@@ -166,5 +166,6 @@ def test_the_configured_declaration_applies_to_requests_without_one(
         "anthropic": any(t.get("type") == "web_search_20250305" for t in body["tools"]),
         "openai": "web_search_options" in body,
         "openrouter": body.get("plugins") == [{"id": "web"}],
+        "openai-responses": {"type": "web_search"} in body["tools"],
     }
     assert declared[vendor]

@@ -14,6 +14,7 @@ import pytest
 from harness_core.errors import ConfigError, ProviderError
 from harness_core.messages import Usage
 from harness_core.providers._http import HttpProvider
+from tests.fakes.responses_wire import responses_error
 from tests.fakes.vendor_server import (
     Cut,
     EchoKey401,
@@ -27,12 +28,19 @@ from tests.fakes.vendor_server import (
     openai_error,
     start_vendor_server,
 )
-from tests.unit.providers.conftest import CANARY_KEY, MakeProvider, ManualClock, request
+from tests.unit.providers.conftest import (
+    CANARY_KEY,
+    TOOLS,
+    MakeProvider,
+    ManualClock,
+    request,
+)
 
 STREAMING = pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
 
 
 def _overloaded(vendor: str) -> Fail:
+    # The Responses API's error bodies have Chat Completions' shape.
     if vendor == "anthropic":
         return Fail(529, anthropic_error("overloaded_error", "Overloaded"))
     return Fail(503, openai_error("The server is overloaded"))
@@ -41,6 +49,8 @@ def _overloaded(vendor: str) -> Fail:
 def _stream_error(vendor: str) -> dict[str, object]:
     if vendor == "anthropic":
         return anthropic_error("overloaded_error", "Overloaded")
+    if vendor == "openai-responses":
+        return responses_error("server_error", "upstream failed")
     return openai_error("upstream failed", code=502)
 
 
@@ -208,6 +218,24 @@ def test_request_carries_system_tools_results_and_ceiling_in_vendor_shape(
         assert body["tools"][0]["input_schema"]["required"] == ["cmd"]
         assert body["messages"][-1]["content"][0]["type"] == "tool_result"
         assert sent.headers["x-api-key"] == CANARY_KEY
+    elif vendor == "openai-responses":
+        assert body["input"][0] == {"type": "message", "role": "system", "content": "Be brief."}
+        assert body["max_output_tokens"] == 256 and "max_tokens" not in body
+        assert body["tools"][0] == {
+            "type": "function",
+            "name": "exec",
+            "description": "Run a command.",
+            "parameters": TOOLS[0].parameters,
+            "strict": False,
+        }
+        assert body["input"][-2:] == [
+            {"type": "function_call", "call_id": "call_1", "name": "exec",
+             "arguments": '{"cmd": "ls"}'},
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt\nb.txt"},
+        ]
+        assert body["store"] is False and body["include"] == ["reasoning.encrypted_content"]
+        assert "previous_response_id" not in body
+        assert sent.headers["authorization"] == f"Bearer {CANARY_KEY}"
     else:
         assert body["messages"][0] == {"role": "system", "content": "Be brief."}
         assert body["max_tokens"] == 256  # a non-OpenAI base_url gets the portable field
@@ -496,6 +524,7 @@ def test_key_comes_from_the_env_mapping_when_config_has_none(
         "anthropic": "ANTHROPIC_API_KEY",
         "openai": "OPENAI_API_KEY",
         "openrouter": "OPENROUTER_API_KEY",
+        "openai-responses": "OPENAI_API_KEY",
     }[vendor]
     provider = make_provider(vendor, server, api_key=None, env={variable: "from-env-key"})
     server.push(Turn(text="ok"))
@@ -511,6 +540,7 @@ def test_a_missing_key_is_a_config_error_naming_the_variable(
         "anthropic": "ANTHROPIC_API_KEY",
         "openai": "OPENAI_API_KEY",
         "openrouter": "OPENROUTER_API_KEY",
+        "openai-responses": "OPENAI_API_KEY",
     }[vendor]
     with pytest.raises(ConfigError, match=variable):
         make_provider(vendor, None, api_key=None, env={})

@@ -1,0 +1,307 @@
+"""The PostgreSQL backend of `Store`: a connection that speaks the store's SQL.
+
+`Store` is written against one dialect (SQLite's, with `?` placeholders). This module
+gives it a connection object with the same small surface the store uses (`execute`,
+`executemany`, cursors with `fetchone`/`fetchall`/iteration, `close`) over psycopg 3,
+and translates each statement once (cached):
+
+- placeholders `?` become `%s` (a literal `%` is doubled first);
+- `INSERT OR IGNORE` becomes `... ON CONFLICT DO NOTHING`, `INSERT OR REPLACE` an upsert
+  on the table's primary key (read from the catalogue once per table);
+- DDL types: `INTEGER` → `BIGINT`, `REAL` → `DOUBLE PRECISION`, an autoincrement key →
+  an identity column; every table gets a `rowid` identity column, so the store's
+  "in insertion order" (`ORDER BY rowid`) means the same on both backends;
+- SQLite's `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')` becomes the same text from `now()`.
+
+Write transactions are serialised store-wide by a transaction-scoped advisory lock, the
+equivalent of SQLite's `BEGIN IMMEDIATE`: the store's read-then-write statements rely
+on it. Run and session ownership use session-scoped advisory locks (`try_lock`): the
+server drops them when the owner's connection dies, so a runner killed with `kill -9` on
+any machine frees its runs at once, with no pid to compare across hosts.
+
+psycopg errors are mapped at this boundary into `sqlite3.DatabaseError` subclasses,
+so the store's one translation to `StateError` serves both backends; they never escape
+`store/`. Text columns cannot hold NUL in PostgreSQL: a NUL in stored text becomes
+U+2400 (␀), and a lone surrogate is written as its backslash escape (documented in
+docs/guide/fleet.md). psycopg is imported only when a `postgresql://` store is opened.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from harness_core.errors import ConfigError, StateError
+
+__all__ = ["PgConnection", "PgError", "is_postgres_url", "redact_url"]
+
+_STORE_LOCK = 0x10C5_70E0  # the advisory key that serialises write transactions
+_DEAD_OWNER_GRACE_MS = 2000  # how long a held run lock is waited for before "in use"
+
+
+class PgError(sqlite3.DatabaseError):
+    """A PostgreSQL failure, in the store's own error vocabulary."""
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether a store location names a PostgreSQL database."""
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (for messages and `io config show`)."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def advisory_key(kind: str, name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for (kind, name)."""
+    high = zlib.crc32(kind.encode())
+    low = zlib.crc32(name.encode("utf-8", "backslashreplace"))
+    value = (high << 32) | low
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+class _Cursor:
+    """The part of a DB-API cursor the store reads."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        try:
+            row = self._cursor.fetchone() if self._cursor.description else None
+        except Exception as exc:  # psycopg.Error, mapped at the boundary
+            raise _mapped(exc) from exc
+        return tuple(row) if row is not None else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        try:
+            rows = self._cursor.fetchall() if self._cursor.description else []
+        except Exception as exc:
+            raise _mapped(exc) from exc
+        return [tuple(r) for r in rows]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    def close(self) -> None:
+        self._cursor.close()
+
+
+def _mapped(exc: Exception) -> sqlite3.DatabaseError:
+    import psycopg
+
+    if isinstance(exc, psycopg.errors.LockNotAvailable | psycopg.errors.DeadlockDetected):
+        return PgError(f"database is locked: {exc}")
+    if isinstance(exc, psycopg.Error):
+        return PgError(str(exc).strip() or type(exc).__name__)
+    raise exc
+
+
+class PgConnection:
+    """A psycopg 3 connection with the surface `Store` uses.
+
+    Args:
+        url: ``postgresql://user:password@host:port/dbname[?options]``.
+
+    Raises:
+        ConfigError: psycopg is not installed (names the extra).
+        StateError: The server cannot be reached or refuses the login.
+    """
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise ConfigError(
+                "a postgresql:// store needs psycopg",
+                hint="pip install 'io-harness[postgres]'",
+            ) from exc
+        self.url = url
+        try:
+            self._conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as exc:
+            raise StateError(
+                f"cannot connect to the store {redact_url(url)}: {str(exc).strip()}",
+                hint="check [store] url (or IO_STORE), that the server runs, and the login",
+            ) from exc
+        _register_adapters(self._conn)
+        self._keys: dict[str, tuple[str, ...]] = {}
+        self.in_transaction = False
+
+    # ---- the sqlite3.Connection surface -------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
+        statement = sql.strip()
+        if statement.upper().startswith("BEGIN"):
+            return self._begin()
+        if statement.upper() in ("COMMIT", "ROLLBACK"):
+            self.in_transaction = False
+        text = self._translate(statement)
+        try:
+            return _Cursor(self._conn.execute(text, tuple(params)))
+        except Exception as exc:
+            raise _mapped(exc) from exc
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        text = self._translate(sql.strip())
+        try:
+            with self._conn.cursor() as cursor:
+                cursor.executemany(text, [tuple(r) for r in rows])
+        except Exception as exc:
+            raise _mapped(exc) from exc
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # ---- ownership ------------------------------------------------------------------
+
+    def try_lock(self, kind: str, name: str) -> bool:
+        """Take the session-scoped advisory lock for (kind, name); False when held elsewhere.
+
+        Re-entrant for this connection; the server drops it when the connection dies.
+        When another connection holds it, waits up to `_DEAD_OWNER_GRACE_MS`: a driver
+        killed a moment ago has a closed socket but a server process still exiting.
+        """
+        key = advisory_key(kind, name)
+        row = self.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()
+        if row and row[0]:
+            return True
+        import psycopg
+
+        own = not self.in_transaction
+        try:
+            self._conn.execute("BEGIN" if own else "SAVEPOINT io_lock")
+            self._conn.execute("SELECT set_config('lock_timeout', %s, true)",
+                               (f"{_DEAD_OWNER_GRACE_MS}ms",))
+            self._conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            got = True
+        except psycopg.errors.LockNotAvailable:
+            got = False
+        except psycopg.Error as exc:
+            raise _mapped(exc) from exc
+        finally:
+            self._end_lock_wait(own)
+        return got
+
+    def _end_lock_wait(self, own: bool) -> None:
+        try:
+            if own:
+                self._conn.execute("COMMIT")
+            else:
+                self._conn.execute("ROLLBACK TO SAVEPOINT io_lock")
+                self._conn.execute("RELEASE SAVEPOINT io_lock")
+                self._conn.execute("SELECT set_config('lock_timeout', '0', true)")
+        except Exception as exc:
+            raise _mapped(exc) from exc
+
+    def unlock(self, kind: str, name: str) -> None:
+        """Give back one hold of the advisory lock for (kind, name) (no-op when not held)."""
+        self.execute("SELECT pg_advisory_unlock(?)", (advisory_key(kind, name),))
+
+    def is_locked_elsewhere(self, kind: str, name: str) -> bool:
+        """Whether another connection (a live driver somewhere) holds (kind, name)."""
+        if not self.try_lock(kind, name):
+            return True
+        self.unlock(kind, name)
+        return False
+
+    # ---- translation ------------------------------------------------------------------
+
+    def _begin(self) -> _Cursor:
+        try:
+            self._conn.execute("BEGIN")
+            self.in_transaction = True
+            return _Cursor(self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_STORE_LOCK,)))
+        except Exception as exc:
+            raise _mapped(exc) from exc
+
+    def _translate(self, sql: str) -> str:
+        text = translate(sql)
+        match = _REPLACE.match(text)
+        if match is None:
+            return text
+        table = match.group(1)
+        keys = self._primary_key(table)
+        columns = [c.strip() for c in match.group(2).split(",")]
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in keys)
+        action = f"DO UPDATE SET {updates}" if updates else "DO NOTHING"
+        return (f"INSERT INTO {table}({match.group(2)}) {match.group(3)}"
+                f" ON CONFLICT ({', '.join(keys)}) {action}")
+
+    def _primary_key(self, table: str) -> tuple[str, ...]:
+        if table not in self._keys:
+            rows = self._conn.execute(
+                "SELECT a.attname FROM pg_index i JOIN pg_attribute a"
+                " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
+                " WHERE i.indrelid = to_regclass(%s) AND i.indisprimary ORDER BY a.attnum",
+                (table,),
+            ).fetchall()
+            self._keys[table] = tuple(str(r[0]) for r in rows)
+        return self._keys[table]
+
+
+_REPLACE = re.compile(r"INSERT OR REPLACE INTO (\w+)\s*\(([^)]*)\)\s*(VALUES\s*\(.*\))\s*$", re.S)
+_NOW_TEXT = ("to_char(clock_timestamp() AT TIME ZONE 'UTC',"
+             " 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
+
+
+@lru_cache(maxsize=512)
+def translate(sql: str) -> str:
+    """One statement of the store's SQLite dialect in PostgreSQL's (pure, cached)."""
+    text = sql
+    if re.match(r"\s*(CREATE|ALTER)\s", text, re.I):
+        return _translate_ddl(text)
+    text = text.replace("strftime('%Y-%m-%dT%H:%M:%fZ', 'now')", "\x00NOW\x00")
+    text = text.replace("%", "%%").replace("?", "%s").replace("\x00NOW\x00", _NOW_TEXT)
+    if text.lstrip().upper().startswith("INSERT OR IGNORE"):
+        text = re.sub(r"INSERT OR IGNORE", "INSERT", text, count=1, flags=re.I)
+        text += " ON CONFLICT DO NOTHING"
+    return text
+
+
+def _translate_ddl(sql: str) -> str:
+    text = re.sub(r"INTEGER PRIMARY KEY AUTOINCREMENT",
+                  "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", sql, flags=re.I)
+    text = re.sub(r"\bINTEGER\b", "BIGINT", text)
+    text = re.sub(r"\bREAL\b", "DOUBLE PRECISION", text)
+    return re.sub(r"(CREATE TABLE IF NOT EXISTS \w+\s*\()",
+                  r"\1 rowid BIGINT GENERATED ALWAYS AS IDENTITY,", text, flags=re.I)
+
+
+def _register_adapters(conn: Any) -> None:
+    """SQLite's loose typing, kept: bools are stored as 0/1, sums come back as numbers."""
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+    from psycopg.types import TypeInfo  # noqa: F401  (imported for its side effect: types loaded)
+
+    class BoolAsInt(Dumper):
+        oid = conn.adapters.types["int8"].oid
+        format = Format.TEXT
+
+        def dump(self, obj: Any) -> bytes:
+            return b"1" if obj else b"0"
+
+    class SafeText(Dumper):
+        format = Format.TEXT
+
+        def dump(self, obj: Any) -> bytes:
+            return str(obj).replace("\x00", "\u2400").encode("utf-8", "backslashreplace")
+
+    class NumberLoader(Loader):
+        def load(self, data: Any) -> Any:
+            value = Decimal(bytes(data).decode())
+            return int(value) if value == value.to_integral_value() else float(value)
+
+    conn.adapters.register_dumper(bool, BoolAsInt)
+    conn.adapters.register_dumper(str, SafeText)
+    conn.adapters.register_loader("numeric", NumberLoader)

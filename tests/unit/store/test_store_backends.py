@@ -1,0 +1,156 @@
+"""The store's contract on both backends: a SQLite file and a real PostgreSQL server.
+
+Each test takes `location` (a path or a ``postgresql://`` URL on a private schema) and
+holds on both. Ownership across processes is proven with real processes: a holder that
+is killed with SIGKILL frees its run for the next driver.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness_core import (
+    CHECKPOINT_FORMAT,
+    CheckpointFormatError,
+    Message,
+    RunInUse,
+    RunNotFound,
+    RunStatus,
+    SessionInUse,
+    StateError,
+    Store,
+    ToolCall,
+    ToolResult,
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "s.db")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def store(location: str) -> Iterator[Store]:
+    with Store(location) as opened:
+        opened.create_run("r1", goal="g", workspace="/w", model="m", settings={"a": 1},
+                          policy={"p": True}, sandbox=None,
+                          messages=[Message.system("s"), Message.user("g")])
+        yield opened
+
+
+def _step(store: Store, step: int, call: ToolCall) -> None:
+    store.record_completion("r1", step, text=f"t{step}", tool_calls=[call], provider="p",
+                            model_requested="m", model_served="m2",
+                            usage={"prompt_tokens": 10, "completion_tokens": 2,
+                                   "total_tokens": 12, "cache_read_tokens": 4},
+                            latency_ms=1.5, ttft_ms=0.5, stop_reason="tool_use")
+
+
+def test_intent_observation_checkpoint_round_trip(store: Store) -> None:
+    call = ToolCall("c1", "read_file", {"path": "a"})
+    _step(store, 0, call)
+    store.record_intent("r1", 0, 0, call)
+    (entry,) = store.ledger("r1", 0)
+    assert not entry.has_observation
+    store.record_observation("r1", 0, 0, ToolResult("c1", "read_file", "ok\x00bytes"))
+    store.record_checkpoint("r1", 0, {"step": 0, "nested": [1, 2.5, None]}, tokens=12,
+                            wall_seconds=0.25)
+    (entry,) = store.ledger("r1", 0)
+    assert entry.has_observation and entry.observation.startswith("ok")
+    assert [m.role.value for m in store.messages("r1")] == ["system", "user", "assistant", "tool"]
+    step = store.step("r1", 0)
+    assert step is not None and step.model_served == "m2" and step.ttft_ms == 0.5
+    checkpoint = store.last_checkpoint("r1")
+    assert checkpoint is not None and checkpoint.state["nested"] == [1, 2.5, None]
+    record = store.run("r1")
+    assert record.settings == {"a": 1} and record.policy == {"p": True}
+
+
+def test_checkpoint_rows_of_another_format_are_refused(store: Store) -> None:
+    store.record_checkpoint("r1", 0, {"step": 0}, tokens=1, wall_seconds=0.1)
+    with store._tx() as conn:
+        conn.execute("UPDATE checkpoints SET format = ?", (CHECKPOINT_FORMAT + 1,))
+    with pytest.raises(CheckpointFormatError):
+        store.last_checkpoint("r1")
+
+
+def test_a_store_of_another_checkpoint_format_is_refused(location: str) -> None:
+    with Store(location) as store, store._tx() as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'checkpoint_format'", ("6",))
+    with pytest.raises(CheckpointFormatError):
+        Store(location)
+
+
+def test_duplicate_run_is_a_state_error_and_the_store_goes_on(store: Store) -> None:
+    with pytest.raises(StateError):
+        store.create_run("r1", goal="dup", workspace="/w", model=None, settings={},
+                         policy={}, sandbox=None, messages=[])
+    assert store.run("r1").goal == "g"
+    with pytest.raises(RunNotFound):
+        store.run("nope")
+    assert store.find_run("r").run_id == "r1"
+
+
+def test_runs_list_newest_first_and_status_sticks(store: Store) -> None:
+    store.create_run("r2", goal="second", workspace="/w", model=None, settings={}, policy={},
+                     sandbox=None, messages=[])
+    store.set_status("r1", RunStatus.FINISHED, exit_code=0, reason="done")
+    assert [r.run_id for r in store.list_runs()] == ["r2", "r1"]
+    assert store.run("r1").status is RunStatus.FINISHED
+
+
+def test_spend_rows_keep_unreported_numbers_none(store: Store) -> None:
+    _step(store, 0, ToolCall("c1", "read_file", {"path": "a"}))
+    (row,) = store.spend_rows()
+    assert row["prompt_tokens"] == 10 and row["cache_read_tokens"] == 4
+    assert row["cache_write_tokens"] is None
+
+
+def test_sessions_todos_and_questions(store: Store) -> None:
+    store.create_session("s1", workspace="/w", title="t")
+    assert store.session("s1").title == "t"
+    assert store.replace_todos("r1", [{"content": "do", "status": "pending"}]) == 1
+    assert store.replace_todos("r1", [{"content": "do", "status": "done"}]) == 2
+    assert store.todos("r1")[0]["status"] == "done"
+
+
+_HOLDER = textwrap.dedent("""
+    import os, sys
+    from harness_core import Store
+    store = Store(sys.argv[1])
+    store.acquire_run("r1", os.getpid(), 0.0, alive=lambda pid, started: False)
+    print("held", flush=True)
+    sys.stdin.read()
+""")
+
+
+def test_a_killed_driver_frees_its_run_on_every_backend(store: Store, location: str) -> None:
+    with subprocess.Popen([sys.executable, "-c", _HOLDER, location], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+            alive = holder.pid
+            with pytest.raises(RunInUse):
+                store.acquire_run("r1", 2, 0.0, alive=lambda pid, started: pid == alive)
+        finally:
+            holder.kill()
+            holder.wait(timeout=30)
+    assert store.acquire_run("r1", 2, 0.0, alive=lambda pid, started: False) >= 1
+
+
+def test_session_lock_is_one_driver(store: Store, location: str) -> None:
+    store.create_session("s1", workspace="/w")
+    store.acquire_session("s1", 111, 0.0, alive=lambda pid, started: False)
+    with Store(location) as other:
+        with pytest.raises(SessionInUse):
+            other.acquire_session("s1", 222, 0.0, alive=lambda pid, started: pid == 111)
+        store.release_session("s1", 111)
+        other.acquire_session("s1", 222, 0.0, alive=lambda pid, started: False)
