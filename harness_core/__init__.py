@@ -13,6 +13,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "TelemetryConfig": "harness_core.telemetry:TelemetryConfig",
+    "TelemetrySink": "harness_core.telemetry:TelemetrySink",
+    "Resumable": "harness_core.tools:Resumable",
+    "StatusEntry": "harness_core.tools:StatusEntry",
+    "GitStatus": "harness_core.tools:GitStatus",
+    "GitSettings": "harness_core.tools:GitSettings",
     "survey_toolchain": "harness_core.toolchain:survey",
     "ToolchainReport": "harness_core.toolchain:ToolchainReport",
     "DetectedToolchain": "harness_core.toolchain:DetectedToolchain",
@@ -139,8 +145,12 @@ _EXPORTS: dict[str, str] = {
     "SpendReport": "harness_core.spend:SpendReport",
     "SpendRow": "harness_core.spend:SpendRow",
     "StateError": "harness_core.errors:StateError",
+    "StoreDamaged": "harness_core.errors:StoreDamaged",
+    "StoreUnavailable": "harness_core.errors:StoreUnavailable",
     "StepRecord": "harness_core.store:StepRecord",
     "Store": "harness_core.store:Store",
+    "StoreReport": "harness_core.store:StoreReport",
+    "check_store": "harness_core.store:check_store",
     "SystemClock": "harness_core.clock:SystemClock",
     "TaskContract": "harness_core.verification:TaskContract",
     "Tier": "harness_core.policy:Tier",
@@ -225,6 +235,8 @@ __all__ = [
     "Gate",
     "GateInputs",
     "GateResult",
+    "GitSettings",
+    "GitStatus",
     "HandleRegistry",
     "HarnessError",
     "INTERRUPTED_OBSERVATION",
@@ -261,6 +273,7 @@ __all__ = [
     "RESERVED_TOOL_NAMES",
     "Refusal",
     "Responder",
+    "Resumable",
     "Role",
     "Rule",
     "RunAssembly",
@@ -293,12 +306,18 @@ __all__ = [
     "SpendReport",
     "SpendRow",
     "StateError",
+    "StatusEntry",
     "StepRecord",
     "StepView",
     "Store",
+    "StoreDamaged",
+    "StoreReport",
+    "StoreUnavailable",
     "SystemClock",
     "TIER_LAYER",
     "TaskContract",
+    "TelemetryConfig",
+    "TelemetrySink",
     "Tier",
     "Tool",
     "ToolCall",
@@ -325,6 +344,7 @@ __all__ = [
     "build_provider",
     "build_run_spec",
     "check_runnable",
+    "check_store",
     "config_json_schema",
     "detect_toolchain",
     "discover_config",
@@ -403,6 +423,8 @@ if TYPE_CHECKING:
         SessionInUse,
         ShellRefused,
         StateError,
+        StoreDamaged,
+        StoreUnavailable,
         ToolError,
         UsageError,
         WorkspaceError,
@@ -527,7 +549,9 @@ if TYPE_CHECKING:
         RunStatus,
         StepRecord,
         Store,
+        StoreReport,
         VerificationRecord,
+        check_store,
     )
     from harness_core.store._questions import (  # noqa: F401
         QuestionRecord,
@@ -535,6 +559,10 @@ if TYPE_CHECKING:
     from harness_core.store._sessions import (  # noqa: F401
         SessionRecord,
         TurnRecord,
+    )
+    from harness_core.telemetry import (  # noqa: F401
+        TelemetryConfig,
+        TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
         render_template,
@@ -550,10 +578,14 @@ if TYPE_CHECKING:
     from harness_core.toolchain import (  # noqa: F401
         survey as survey_toolchain,
     )
-    from harness_core.tools import (  # noqa: F401
+    from harness_core.tools import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         RESERVED_TOOL_NAMES,
+        GitSettings,
+        GitStatus,
         PauseRequested,
         Refusal,
+        Resumable,
+        StatusEntry,
         Tool,
         Toolbox,
         ToolContext,

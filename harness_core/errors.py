@@ -10,6 +10,9 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
     ├── StateError             the store failed; wraps sqlite3.Error, never exposes it
     │   ├── CheckpointFormatError  a store written with another CHECKPOINT_FORMAT
+    │   ├── StoreDamaged       the store file fails its self-check; io will not write it
+    │   ├── StoreUnavailable   the store cannot be used as it is: not a regular file,
+    │   │                      read-only, disk full, locked by another process
     │   ├── RunNotFound        an unknown run id
     │   ├── RunInUse           another live process drives this run
     │   └── SessionInUse       another live process takes a turn on this session
@@ -41,6 +44,8 @@ __all__ = [
     "SandboxUnavailable",
     "ScriptExhausted",
     "SessionInUse",
+    "StoreDamaged",
+    "StoreUnavailable",
     "ShellRefused",
     "StateError",
     "ToolError",
@@ -118,6 +123,42 @@ class CheckpointFormatError(StateError):
         )
         self.found = found
         self.expected = expected
+
+
+class StoreDamaged(StateError):
+    """The store file fails its self-check (not SQLite, truncated, a damaged page, a
+    write-ahead log of another database, a missing or garbled format row). Nothing is
+    written to it.
+
+    Attributes:
+        path: The store file.
+        detail: What the check found.
+    """
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(
+            f"store {path} is damaged: {detail}; io will not write to it",
+            hint=f"run `io store check` for a full report; move {path} aside (keep it for"
+                 " recovery) or restore a backup, and io starts a new store there",
+        )
+        self.path = path
+        self.detail = detail
+
+
+class StoreUnavailable(StateError):
+    """The store cannot be used as it stands: the path is not a regular file (a FIFO, a
+    directory, a device), or the file is read-only, its disk is full, or another
+    process holds its lock. The file itself is not damaged and is left as it is.
+
+    Attributes:
+        path: The store file.
+        reason: Why it cannot be used.
+    """
+
+    def __init__(self, path: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(f"store {path} cannot be used: {reason}", hint=hint)
+        self.path = path
+        self.reason = reason
 
 
 class RunNotFound(StateError):

@@ -21,13 +21,14 @@ class EventKind(Enum):
     """Kinds of event. This set may grow; ignore unknown kinds."""
 
     RUN_STARTED = "run_started"
-    """A run began or resumed (data: goal, resumed, workspace, sandbox)."""
+    """A run began or resumed (data: goal, resumed, workspace, sandbox, parent_run_id)."""
     STEP_STARTED = "step_started"
     """A step is about to ask the provider (data: step)."""
     TOKEN = "token"
     """A provisional streamed text delta (data: text). Render it; do not act on it."""
     COMPLETION = "completion"
-    """The provider answered (data: model, usage, latency_ms, ttft_ms)."""
+    """The provider answered (data: step, text, model (served), provider, request_model,
+    usage, latency_ms, ttft_ms, tool_calls)."""
     TOOL_CALL = "tool_call"
     """A tool call is about to run (data: call_id, name, arguments)."""
     TOOL_RESULT = "tool_result"
@@ -51,7 +52,9 @@ class EventKind(Enum):
     WARNING = "warning"
     """Something the operator should know that did not stop the run (data: mcp, text)."""
     RUN_FINISHED = "run_finished"
-    """The run ended, however it ended (data: status, exit_code, reason)."""
+    """The run ended, however it ended (data: status, reason, steps). The loop emits it
+    once per drive; the CLI's `--json` stream writes its own closing line instead, with
+    `exit_code` added."""
 
 
 @dataclass(frozen=True)

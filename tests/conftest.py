@@ -48,6 +48,8 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
         monkeypatch.setenv("IO_STORE", request.getfixturevalue("postgres_url"))
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
+    for name in [n for n in os.environ if n.startswith("OTEL_")]:
+        monkeypatch.delenv(name)  # the operator's telemetry settings must not export test runs
     yield home
 
 

@@ -120,6 +120,7 @@ def build_run_spec(
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
         provider_keys=provider_keys(config, env),
+        git=config.git,
     )
 
 

@@ -22,7 +22,9 @@ from harness_core.run import RunSpec
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
 from harness_core.spend import PriceTable
+from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
+from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 
 __all__ = ["Config", "RunSettings"]
@@ -77,6 +79,9 @@ class Config:
         store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
             set it is the store and `store_path` is unused.
         run: The `[run]` table.
+        telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
+            variables); None when export is off.
+        git: The `[git]` table: who the git built-ins commit as, how long git may take.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes.
     """
@@ -96,6 +101,8 @@ class Config:
     store_path: Path = Path("state.db")
     store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
+    telemetry: TelemetryConfig | None = None
+    git: GitSettings = field(default_factory=GitSettings)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)

@@ -30,6 +30,8 @@ from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
+from harness_core.telemetry import TelemetryConfig
+from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, VerifyCriterion
 
 __all__ = ["SECRET", "DEFAULT_CONTEXT_TOKENS", "IoToml", "PathValue"]
@@ -298,6 +300,22 @@ class ToolchainTable(Table):
     """The lint command shown to the model."""
 
 
+_GIT = GitSettings()
+
+
+class GitTable(Table):
+    """How the git built-ins (git_status, git_diff, git_commit) run."""
+
+    author_name: str | None = None
+    """Who git_commit commits as (default: git's own configuration)."""
+    author_email: str | None = None
+    """The author's email (default: git's own configuration)."""
+    timeout_seconds: _Seconds = _GIT.timeout_seconds
+    """Seconds one git command may take before it is killed."""
+    history_depth: Annotated[int, Field(ge=1)] = _GIT.history_depth
+    """Commits of history the git built-ins look at, at most."""
+
+
 class ModelPriceTable(Table):
     """USD per million tokens for one model string."""
 
@@ -374,6 +392,25 @@ class StoreTable(Table):
     store and `path` is unused (needs the `postgres` extra). Shown as ***."""
 
 
+_TELEMETRY = _default(TelemetryConfig, "service_name"), _default(TelemetryConfig, "timeout_seconds")
+
+
+class TelemetryTable(Table):
+    """OpenTelemetry export over OTLP/HTTP: off unless an endpoint is set here or in the
+    standard `OTEL_EXPORTER_OTLP_*` variables (this key wins over them)."""
+
+    otlp_endpoint: str | None = None
+    """The collector, e.g. http://localhost:4318 (`/v1/traces` is added)."""
+    include_content: bool = _default(TelemetryConfig, "include_content")
+    """Put model text, tool output and file contents on spans (off: counts and names only)."""
+    headers: Annotated[dict[str, str], SECRET] = {}
+    """Headers sent to the collector (an API key); values are secrets, shown as ***."""
+    service_name: str = _TELEMETRY[0]
+    """The `service.name` of the spans."""
+    timeout_seconds: _Seconds = _TELEMETRY[1]
+    """Seconds one export may take."""
+
+
 class RunTable(Table):
     """Loop mechanics that are not budgets."""
 
@@ -404,6 +441,8 @@ class IoToml(Table):
     """What the model sees."""
     toolchain: ToolchainTable = ToolchainTable()
     """Overrides of the detected project commands."""
+    git: GitTable = GitTable()
+    """How the git built-ins run."""
     prices: PricesTable | None = None
     """Prices to derive costs from."""
     web: WebTable | None = None
@@ -414,5 +453,7 @@ class IoToml(Table):
     """Named agent definitions, by name."""
     store: StoreTable = StoreTable()
     """Where the store lives."""
+    telemetry: TelemetryTable = TelemetryTable()
+    """OpenTelemetry export."""
     run: RunTable = RunTable()
     """Loop mechanics."""

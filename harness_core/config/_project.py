@@ -34,6 +34,7 @@ from harness_core.config._model import (
 )
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, flatten, redact
+from harness_core.config._telemetry import telemetry_config
 from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.mcp._config import McpServerConfig
@@ -45,6 +46,7 @@ from harness_core.sandbox import SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
+from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
 
 __all__ = ["project", "store_path", "store_url"]
@@ -419,7 +421,11 @@ def project(
     """
     credentials: set[str] = set()
     _credentials(merged, credentials)
-    secrets = frozenset(substituted | credentials)
+    set_keys = model.telemetry.model_fields_set
+    telemetry, header_values = telemetry_config(
+        {key: getattr(model.telemetry, key) for key in set_keys}, env
+    )
+    secrets = frozenset(substituted | credentials | header_values)
     required = _Required(merged)
     web = _web(model.web)
     store = store_path(model.store.path, env)
@@ -442,6 +448,13 @@ def project(
         store_path=store,
         store_url=url,
         run=_run(model.run),
+        telemetry=telemetry,
+        git=GitSettings(
+            author_name=model.git.author_name,
+            author_email=model.git.author_email,
+            timeout_seconds=float(model.git.timeout_seconds),
+            history_depth=model.git.history_depth,
+        ),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,

@@ -10,7 +10,9 @@ module reads the environment only from the mapping it is given, never `os.enviro
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,8 +104,13 @@ class Substituter:
         if not path.is_absolute():
             path = base_dir / path
         try:
-            with path.open("rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
+            data = _read_regular(path, MAX_FILE_BYTES + 1)
+        except _NotRegular as exc:
+            raise ConfigError(
+                f"{where}: cannot read ${{file:{raw}}} ({path}): it is {exc}, not a regular"
+                " file",
+                hint="point it at a regular file that holds the value",
+            ) from None
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise ConfigError(f"{where}: cannot read ${{file:{raw}}} ({path}): {reason}") from exc
@@ -117,3 +124,26 @@ class Substituter:
             # Chained cause deliberately dropped: its repr quotes the secret's bytes.
             raise ConfigError(f"{where}: ${{file:{raw}}} ({path}) is not UTF-8 text") from None
         return text.rstrip("\r\n")
+
+
+class _NotRegular(Exception):
+    """The path is a FIFO, a directory or a device: what it is, as the message."""
+
+
+def _read_regular(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file at `path`.
+
+    Opened with O_NONBLOCK and checked by `fstat` before any read, so a FIFO (which
+    would wait for a writer) or a device is refused instead of hanging the load.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular("a FIFO" if stat.S_ISFIFO(mode) else
+                              "a directory" if stat.S_ISDIR(mode) else "a device or socket")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)

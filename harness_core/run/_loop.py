@@ -165,7 +165,7 @@ class Runner:
         )
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": spec.contract.goal, "resumed": False, "workspace": str(spec.workspace.root),
-            "sandbox": _sandbox_json(launchers),
+            "sandbox": _sandbox_json(launchers), "parent_run_id": spec.parent_run_id,
         }))
         return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
 
@@ -199,7 +199,7 @@ class Runner:
         self.store.mark_orphaned_handles(run_id)
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": record.goal, "resumed": True, "workspace": record.workspace,
-            "sandbox": _sandbox_json(launchers),
+            "sandbox": _sandbox_json(launchers), "parent_run_id": record.parent_run_id,
         }))
         return self._drive(run_id, spec, launchers, resumed=True, approve=approve, answer=answer,
                            pause=pause, wall_before=record.wall_used,
@@ -227,6 +227,7 @@ class Runner:
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
         ctx.extras["todos"] = self.store
+        ctx.extras["git"] = spec.git
         if self.responder is not None:
             ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
@@ -430,6 +431,7 @@ class Runner:
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
+            "provider": response.provider or self.provider.name, "request_model": spec.model,
             "usage": response.usage.to_json(), "latency_ms": round(latency, 3),
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))
@@ -454,8 +456,11 @@ class Runner:
                 paused_here = (pause is not None and pause.get("step") == step
                                and pause.get("call_index") == index)
                 if not paused_here:
-                    self._observe(drive, step, index, call,
-                                  ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
+                    if drive.toolbox.can_resume(call.name):  # a durable marker decides
+                        self._execute(drive, step, index, call, resumed=True)
+                    else:
+                        self._observe(drive, step, index, call,
+                                      ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
                     continue
                 assert pause is not None
                 if pause.get("kind") == "question":
@@ -476,12 +481,14 @@ class Runner:
         self._observe(drive, step, index, call, ToolOutcome(
             f"The operator answered: {text}", data={"answer": text, "answered_by": "person"}))
 
-    def _execute(self, drive: _Drive, step: int, index: int, call: ToolCall) -> None:
+    def _execute(self, drive: _Drive, step: int, index: int, call: ToolCall, *,
+                 resumed: bool = False) -> None:
         self._emit(Event(EventKind.TOOL_CALL, drive.run_id, {
             "step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments,
         }))
+        drive.ctx.call_ref = f"{drive.run_id}/{step}/{index}"
         try:
-            outcome = drive.toolbox.call(call, drive.ctx)
+            outcome = drive.toolbox.call(call, drive.ctx, resumed=resumed)
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
@@ -611,6 +618,8 @@ class Runner:
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
             kind = EventKind.QUESTION if stop.pause.get("kind") == "question" else EventKind.APPROVAL
             self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause}))
+        self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
+            "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
 
 

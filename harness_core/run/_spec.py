@@ -16,6 +16,7 @@ from harness_core.sandbox import SandboxConfig
 from harness_core.store import RunStatus, VerificationRecord
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
+from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
 
@@ -55,6 +56,7 @@ class RunSpec:
         provider_keys: The provider credentials this process holds (values, never
             recorded): the sandbox must keep them from commands, and `auto` refuses
             to degrade to a backend that cannot.
+        git: The `[git]` settings of the git built-ins (author, timeout).
     """
 
     workspace: Workspace
@@ -80,6 +82,7 @@ class RunSpec:
     cost_of: Callable[[str, Usage], float | None] | None = None
     store_path: Path | None = None
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
+    git: GitSettings = field(default_factory=GitSettings)
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""

@@ -1,6 +1,7 @@
 """Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
 checkpoint format."""
 
+from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
@@ -12,7 +13,7 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
-from harness_core.store._store import AliveCheck, Store
+from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -23,8 +24,11 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "StepRecord",
+    "QUICK_CHECK_SECONDS",
     "Store",
+    "StoreReport",
     "VerificationRecord",
+    "check_store",
     "is_postgres_url",
     "redact_url",
 ]

@@ -10,6 +10,8 @@ but never corrupts the file.
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,8 +24,18 @@ from harness_core.errors import (
     RunInUse,
     RunNotFound,
     StateError,
+    StoreDamaged,
+    StoreUnavailable,
 )
 from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
+from harness_core.store._check import (
+    StoreReport,
+    inspect_file,
+    readonly_uri,
+    verify_log_owner,
+    verify_schema,
+)
+from harness_core.store._check import check_store as _check_store
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._postgres import is_postgres_url
@@ -42,37 +54,91 @@ from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
 
-__all__ = ["AliveCheck", "Store"]
+__all__ = ["KNOWN_MIGRATIONS", "AliveCheck", "Store", "check_store"]
 
 AliveCheck = Callable[[int, float | None], bool]
 """(pid, process start time) → whether that very process still lives."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _BUSY_TIMEOUT_MS = 5000
+_MIGRATIONS: tuple[tuple[str, str], ...] = (
+    *MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL), ("0003_sessions", SESSION_SCHEMA_SQL),
+    ("0004_todos", PLAN_SCHEMA_SQL), ("0005_questions", QUESTION_SCHEMA_SQL),
+    ("0006_verification_report", VERIFICATION_REPORT_SQL),
+    ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
+)
+KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
+"""Every migration this version applies; a store recording another was written by a
+newer io and is refused."""
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _translate(exc: sqlite3.Error, what: str) -> StateError:
+def _translate(exc: sqlite3.Error, what: str, path: Path | None = None) -> StateError:
     text = str(exc)
+    where = str(path) if path is not None else "the store"
     if "locked" in text or "busy" in text:
-        return StateError(f"store is locked ({what})", hint="another io process holds it; retry")
-    if "not a database" in text or "malformed" in text:
-        return StateError(f"store file is not a valid io store ({what}): {text}")
+        return StoreUnavailable(where, f"it is locked by another process ({what})",
+                                hint="another io process holds it; retry when it is done")
+    if "readonly" in text or "read-only" in text or (
+            "unable to open" in text and path is not None and _is_read_only(path)):
+        return StoreUnavailable(where, f"it is read-only ({what})",
+                                hint="make the file and its directory writable, or point"
+                                     " IO_STORE or [store] path at a writable place")
+    if "disk is full" in text or "disk full" in text or (
+            "disk I/O error" in text and path is not None and _disk_is_full(path)):
+        return StoreUnavailable(where, f"no space left on its disk ({what}); nothing was"
+                                       " recorded by the failed write",
+                                hint="free space on that disk, then retry")
+    if "disk I/O error" in text:
+        return StoreUnavailable(where, f"a disk I/O error ({what})",
+                                hint="check the disk that holds the store")
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return StoreDamaged(where, f"{text} ({what})")
+    if "unable to open" in text:
+        return StoreUnavailable(where, f"it cannot be opened ({what}): {text}",
+                                hint="check the path and its directory's permissions")
     return StateError(f"store failed while {what}: {text}")
+
+
+def check_store(path: str | os.PathLike[str]) -> StoreReport:
+    """Check a store fully without writing it: the checks `Store` makes on open, then
+    ``PRAGMA integrity_check`` (what `io store check` runs).
+
+    Raises:
+        StoreUnavailable: The path does not exist or is not a regular file.
+    """
+    return _check_store(path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
+
+
+def _is_read_only(path: Path) -> bool:
+    # WAL needs the directory writable too (for the -wal and -shm files beside the store).
+    return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _disk_is_full(path: Path) -> bool:
+    # SQLite reports a full disk met while sizing its shared-memory file as an I/O error.
+    try:
+        return shutil.disk_usage(path.parent).free == 0
+    except OSError:
+        return False
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries):
     """The run store.
 
+    Opening checks the file first (see `harness_core.store._check`): a file that fails
+    is never opened for writing.
+
     Args:
         path: The SQLite file; created with its parent directory when missing.
 
     Raises:
-        StateError: The file is not SQLite, is locked, or cannot be opened.
+        StoreDamaged: The file fails its self-check (not SQLite, truncated, damaged).
+        StoreUnavailable: Not a regular file, read-only, disk full, or locked.
         CheckpointFormatError: The store was written with another checkpoint format.
+        StateError: It cannot be opened for another reason.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -82,26 +148,32 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         self.backend = "sqlite"
         self.location = str(path)
         self.path = Path(path)
-        self._check_header()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StateError(f"cannot create the store directory {self.path.parent}: {exc}") from exc
+        exists = inspect_file(self.path) > 0
+        if exists:
+            self._verify()
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    str(self.path), f"cannot create its directory: {exc.strerror or exc}"
+                ) from exc
         try:
             self._conn = sqlite3.connect(
                 str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
-            raise _translate(exc, f"opening {self.path}") from exc
+            raise _translate(exc, "opening", self.path) from exc
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            if not exists:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except sqlite3.Error as exc:
             self._conn.close()
-            raise _translate(exc, f"opening {self.path}") from exc
+            raise _translate(exc, "opening", self.path) from exc
         except StateError:
             self._conn.close()
             raise
@@ -122,23 +194,35 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             self._conn.close()
             raise
 
-    def _check_header(self) -> None:
+    def _verify(self) -> None:
+        """The self-check of an existing file, through a connection that cannot write."""
         try:
-            with open(self.path, "rb") as handle:
-                head = handle.read(16)
-        except FileNotFoundError:
-            return
-        except IsADirectoryError as exc:
-            raise StateError(f"store path {self.path} is a directory") from exc
-        except OSError as exc:
-            raise StateError(f"cannot read store {self.path}: {exc}") from exc
-        if head and head != _SQLITE_MAGIC:
-            raise StateError(
-                f"{self.path} is not an io store (not a SQLite database)",
-                hint="point IO_STORE or [store] path at another file",
-            )
+            conn = sqlite3.connect(readonly_uri(self.path), uri=True,
+                                   timeout=_BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise _translate(exc, "checking", self.path) from exc
+        try:
+            verify_schema(conn, self.path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
+            verify_log_owner(conn, self.path)
+        except sqlite3.Error as exc:
+            raise _translate(exc, "checking", self.path) from exc
+        finally:
+            conn.close()
+
+    def _is_current(self) -> bool:
+        """Whether this SQLite store has every migration (read only, no lock taken)."""
+        tables = {r[0] for r in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")}
+        if "migrations" not in tables or "meta" not in tables:
+            return False
+        done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
+        return KNOWN_MIGRATIONS <= done
 
     def _migrate(self) -> None:
+        # Read first: a SQLite store that is up to date is not written at all (`io runs`
+        # leaves its bytes alone, and needs no write lock).
+        if self.backend == "sqlite" and self._is_current():
+            return
         with self._tx():
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -146,22 +230,17 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
             )
-            row = self._conn.execute(
-                "SELECT value FROM meta WHERE key = 'checkpoint_format'"
-            ).fetchone()
-            if row is None:
-                self._conn.execute(
-                    "INSERT INTO meta(key, value) VALUES ('checkpoint_format', ?)",
-                    (str(CHECKPOINT_FORMAT),),
-                )
-            elif int(row[0]) != CHECKPOINT_FORMAT:
-                raise CheckpointFormatError(int(row[0]), CHECKPOINT_FORMAT)
+            # Only a new store lacks the row (an existing SQLite one without it failed
+            # `_verify`); a PostgreSQL store is checked here.
+            self._conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('checkpoint_format', ?)",
+                (str(CHECKPOINT_FORMAT),),
+            )
+            self._check_format_row()
+            self._conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)",
+                               (secrets.token_hex(16),))
             done = {r[0] for r in self._conn.execute("SELECT name FROM migrations")}
-            for name, sql in (*MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL),
-                              ("0003_sessions", SESSION_SCHEMA_SQL),
-                              ("0004_todos", PLAN_SCHEMA_SQL),
-                              ("0005_questions", QUESTION_SCHEMA_SQL),
-                              ("0006_verification_report", VERIFICATION_REPORT_SQL)):
+            for name, sql in _MIGRATIONS:
                 if name in done:
                     continue
                 for statement in sql.split(";"):
@@ -171,38 +250,60 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                     "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _now())
                 )
 
+    def _check_format_row(self) -> None:
+        row = self._conn.execute(
+            "SELECT value FROM meta WHERE key = 'checkpoint_format'").fetchone()
+        value = str(row[0]) if row is not None else ""
+        if not value.isdigit():
+            raise StoreDamaged(self.location, f"its checkpoint_format row holds {value[:40]!r},"
+                                              " not a number")
+        if int(value) != CHECKPOINT_FORMAT:
+            raise CheckpointFormatError(int(value), CHECKPOINT_FORMAT)
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise _translate(exc, "starting a transaction") from exc
+            raise _translate(exc, "starting a transaction", self.path) from exc
         try:
             yield self._conn
         except sqlite3.Error as exc:
-            self._conn.execute("ROLLBACK")
-            raise _translate(exc, "writing") from exc
+            self._rollback()
+            raise _translate(exc, "writing", self.path) from exc
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._rollback()
             raise
         try:
+            # Every commit rewrites the meta page (which holds `store_id`) into the log,
+            # so a log copied beside another store is recognised as foreign on open.
+            if self.backend == "sqlite":
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_write', ?)", (_now(),))
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise _translate(exc, "committing") from exc
+            self._rollback()
+            raise _translate(exc, "committing", self.path) from exc
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # SQLite already rolled back (a full disk does); nothing was committed
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return list(self._conn.execute(sql, tuple(params)).fetchall())
         except sqlite3.Error as exc:
-            raise _translate(exc, "reading") from exc
+            raise _translate(exc, "reading", self.path) from exc
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
         try:
             self._conn.close()
         except sqlite3.Error as exc:
-            raise _translate(exc, "closing") from exc
+            raise _translate(exc, "closing", self.path) from exc
 
     def __enter__(self) -> Store:
         return self

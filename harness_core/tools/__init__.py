@@ -5,21 +5,27 @@ from harness_core.tools._base import (
     ActGate,
     PauseRequested,
     Refusal,
+    Resumable,
     RunServices,
     Tool,
     ToolContext,
     ToolOutcome,
 )
 from harness_core.tools._files import measure_edit
+from harness_core.tools._git import GitSettings, GitStatus, StatusEntry
 from harness_core.tools._toolbox import RESERVED_TOOL_NAMES, Toolbox
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",
+    "GitSettings",
+    "GitStatus",
     "RESERVED_TOOL_NAMES",
     "ActGate",
     "PauseRequested",
     "Refusal",
+    "Resumable",
     "RunServices",
+    "StatusEntry",
     "Tool",
     "ToolContext",
     "ToolOutcome",

@@ -22,6 +22,7 @@ __all__ = [
     "PauseRequested",
     "ActGate",
     "Refusal",
+    "Resumable",
     "RunServices",
     "Tool",
     "ToolContext",
@@ -136,6 +137,8 @@ class ToolContext:
         exec_timeout: Seconds before a foreground command is killed.
         services: Run-scoped services, when the caller has them.
         extras: Named services added by later capabilities (handles, todos …).
+        call_ref: ``<run>/<step>/<call>`` of the call being run ("" outside a run): the
+            durable name a tool can leave on its effect (git_commit's trailer).
     """
 
     workspace: Workspace
@@ -147,6 +150,19 @@ class ToolContext:
     exec_timeout: float = 120.0
     services: RunServices | None = None
     extras: dict[str, Any] = field(default_factory=lambda: {})
+    call_ref: str = ""
+
+
+class Resumable(Protocol):
+    """A tool that can tell, after a crash, whether a call of its own took effect.
+
+    The loop calls `resume` instead of `run` for a call whose intent was recorded but
+    whose observation was not; a tool without it gets the "outcome unknown" observation.
+    """
+
+    def resume(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Report the effect if it happened (by a durable marker), else run the call."""
+        ...
 
 
 class Tool(Protocol):

@@ -14,6 +14,7 @@ from harness_core.messages import ToolCall, ToolSpec
 from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._exec import Exec
 from harness_core.tools._files import EditFile, Find, Grep, ListDir, ReadFile, WriteFile
+from harness_core.tools._git_tools import git_tools
 from harness_core.tools._plan_tools import plan_tools
 
 __all__ = ["RESERVED_TOOL_NAMES", "Toolbox"]
@@ -70,6 +71,7 @@ class Toolbox:
         and the shell tools."""
         tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]
         tools.extend(plan_tools())
+        tools.extend(git_tools())
         if include_shell:
             from harness_core.tools._shell_tools import shell_tools
 
@@ -110,8 +112,14 @@ class Toolbox:
             )
         return tool
 
-    def call(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
-        """Validate and run one call.
+    def can_resume(self, name: str) -> bool:
+        """Whether the tool `name` can find out what an interrupted call of it did."""
+        tool = self._tools.get(name)
+        return tool is not None and callable(getattr(tool, "resume", None))
+
+    def call(self, call: ToolCall, ctx: ToolContext, *, resumed: bool = False) -> ToolOutcome:
+        """Validate and run one call (`resumed`: a recorded intent with no observation,
+        given to the tool's `resume` when it has one).
 
         Raises:
             ToolError: Unknown tool or arguments that do not fit its schema (including
@@ -123,7 +131,11 @@ class Toolbox:
                 f"{call.name}: arguments are not a valid JSON object: {call.raw_arguments[:200]!r}"
             )
         _check_args(tool.spec, call.arguments)
+        resume = getattr(tool, "resume", None) if resumed else None
         try:
+            if callable(resume):
+                outcome: ToolOutcome = resume(call.arguments, ctx)
+                return outcome
             return tool.run(call.arguments, ctx)
         except WorkspaceError as exc:
             return ToolOutcome(f"error: {call.name}: {exc}", is_error=True)

@@ -14,7 +14,7 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error, exit_code_f
 from io_harness_cli.output import error, say, use_color, use_live, write_json
 
 if TYPE_CHECKING:
-    from harness_core import Config, Event, RunOutcome
+    from harness_core import Config, Event, RunOutcome, TelemetrySink
 
 
 class EventOutput:
@@ -25,16 +25,22 @@ class EventOutput:
         self.run_id: str | None = None
         self.finished = False
         self._human: Callable[[Event], None] | None = None
+        self._sinks: list[TelemetrySink] = []
         if not json_mode:
             from io_harness_cli.render import make_renderer
 
             self._human = make_renderer(color=use_color(sys.stderr), live=use_live())
 
     def configure(self, config: Config) -> None:
-        """Give the live view the run's `[prices]`, so its cost so far is derived."""
+        """Give the live view the run's `[prices]` (its cost so far is derived from them)
+        and start the OpenTelemetry export when `[telemetry]` (or `OTEL_*`) asks for it."""
         set_prices = getattr(self._human, "set_prices", None)
         if callable(set_prices):
             set_prices(config.prices)
+        if config.telemetry is not None and not self._sinks:
+            from harness_core import TelemetrySink
+
+            self._sinks.append(TelemetrySink(config.telemetry, redact=config.redact))
 
     def __call__(self, event: Event) -> None:
         self.run_id = event.run_id
@@ -43,12 +49,18 @@ class EventOutput:
                 write_json(event.to_json())
         elif self._human is not None:
             self._human(event)
+        for sink in self._sinks:
+            sink(event)
 
     def stop_display(self) -> None:
-        """Take the live panel down (before anything else is written to the terminal)."""
+        """Take the live panel down (before anything else is written to the terminal) and
+        flush the telemetry export."""
         stop = getattr(self._human, "stop", None)
         if callable(stop):
             stop()
+        sinks, self._sinks = self._sinks, []
+        for sink in sinks:
+            sink.close()
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -91,6 +103,7 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
         status = "error" if code == ExitCode.USAGE else "errored"
         if not out.json_mode:
             error(exc.message, exc.hint)
+            out.finished = True  # the error line said it all: one message, not two
         else:
             sys.stderr.write(f"io: error: {exc.message}\n")
         out.finish(status, code, exc.message)

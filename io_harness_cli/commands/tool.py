@@ -93,6 +93,7 @@ def tool(
         ctx = ToolContext(workspace=spec.workspace, gate=gate, launcher=launchers.commands,
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
+        ctx.extras["git"] = spec.git
         store = open_store(cfg) if name.startswith("shell_") else None
         registry = None
         capture = Path(tempfile.mkdtemp(prefix="io-tool-"))

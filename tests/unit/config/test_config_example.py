@@ -10,7 +10,8 @@ from harness_core.config import load, schema_keys
 from harness_core.config._fields import keys_in
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "io.toml.example"
-ENV_IT_NEEDS = {"ANTHROPIC_API_KEY": "sk-ant-example", "OPENROUTER_API_KEY": "sk-or-example"}
+ENV_IT_NEEDS = {"ANTHROPIC_API_KEY": "sk-ant-example", "OPENROUTER_API_KEY": "sk-or-example",
+                "OTLP_TOKEN": "otlp-example"}
 
 
 def test_example_loads_cleanly_as_the_project_scope(tmp_path: Path) -> None:

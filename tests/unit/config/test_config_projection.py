@@ -14,6 +14,7 @@ from harness_core.config import Config, load, schema_keys
 from harness_core.policy import Act, ActKind, Effect, Policy, Rule, Tier, Verdict
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.sandbox import BackendChoice
+from harness_core.telemetry import TelemetryConfig
 from harness_core.verification import CriterionKind
 
 EVERY_KEY = """
@@ -93,6 +94,12 @@ test = "t"
 build = "b"
 lint = "l"
 
+[git]
+author_name = "Agent"
+author_email = "agent@example.com"
+timeout_seconds = 30
+history_depth = 50
+
 [prices]
 as_of = "2026-11-01"
 [prices.models."model.one"]
@@ -129,6 +136,13 @@ url = "postgresql://io@db.internal:5432/io"
 output_cap_bytes = 4096
 exec_timeout_seconds = 30
 stall_window = 6
+
+[telemetry]
+otlp_endpoint = "http://127.0.0.1:4318/"
+include_content = true
+headers = { authorization = "Bearer t" }
+service_name = "io-test"
+timeout_seconds = 3
 """
 
 
@@ -153,6 +167,11 @@ def _price(c: Config, attr: str) -> Any:
 def _web(c: Config) -> WebAccess:
     assert c.web is not None
     return c.web
+
+
+def _tel(c: Config) -> TelemetryConfig:
+    assert c.telemetry is not None
+    return c.telemetry
 
 
 def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object]]:
@@ -220,6 +239,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
+        "git.author_name": (lambda c: c.git.author_name, "Agent"),
+        "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
+        "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
+        "git.history_depth": (lambda c: c.git.history_depth, 50),
         "prices.as_of": (lambda c: c.prices and c.prices.as_of, dt.date(2026, 11, 1)),
         "prices.models.*.input_per_mtok": (lambda c: _price(c, "input_per_mtok"), 1.0),
         "prices.models.*.output_per_mtok": (lambda c: _price(c, "output_per_mtok"), 2.5),
@@ -244,6 +267,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "run.output_cap_bytes": (lambda c: c.run.output_cap_bytes, 4096),
         "run.exec_timeout_seconds": (lambda c: c.run.exec_timeout_seconds, 30.0),
         "run.stall_window": (lambda c: c.run.stall_window, 6),
+        "telemetry.otlp_endpoint": (lambda c: _tel(c).endpoint, "http://127.0.0.1:4318/v1/traces"),
+        "telemetry.include_content": (lambda c: _tel(c).include_content, True),
+        "telemetry.headers": (lambda c: dict(_tel(c).headers), {"authorization": "Bearer t"}),
+        "telemetry.service_name": (lambda c: _tel(c).service_name, "io-test"),
+        "telemetry.timeout_seconds": (lambda c: _tel(c).timeout_seconds, 3.0),
     }
 
 
