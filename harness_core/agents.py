@@ -8,12 +8,13 @@ no file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from harness_core.policy import Policy
 from harness_core.providers import ProviderConfig
 
-__all__ = ["AgentDef"]
+__all__ = ["AgentDef", "AgentLimits", "roster_description", "spawn_refusal"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +48,78 @@ class AgentDef:
     def provider(self, base: ProviderConfig) -> ProviderConfig:
         """`base` with this agent's model, when it names one (fallbacks unchanged)."""
         return base if self.model is None else replace(base, model=self.model)
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    """The `[agents]` limits on a tree of runs.
+
+    Attributes:
+        max_depth: The deepest a child may sit (the root is depth 0, its children 1).
+        max_children: Children one run may spawn over its whole life.
+        parallel: Children of one completion that run at the same time.
+    """
+
+    max_depth: int = 3
+    max_children: int = 16
+    parallel: int = 4
+
+    def to_json(self) -> dict[str, int]:
+        """The limits as recorded in a run's settings."""
+        return {"max_depth": self.max_depth, "max_children": self.max_children,
+                "parallel": self.parallel}
+
+
+def spawn_refusal(
+    arguments: object,
+    *,
+    roster: Mapping[str, AgentDef],
+    limits: AgentLimits,
+    depth: int,
+    spawned: int,
+) -> str | None:
+    """Why a `spawn_agent` call cannot start a child, or None when it can.
+
+    Args:
+        arguments: The call's arguments as the model sent them.
+        roster: The named agent definitions.
+        limits: The tree's limits.
+        depth: The depth the child would have.
+        spawned: Children the calling run has already spawned.
+
+    Returns:
+        One line for the model naming what is wrong (and what exists), or None.
+    """
+    if not isinstance(arguments, dict):
+        return "spawn_agent: arguments must be a JSON object with `goal` (and optional `agent`)"
+    args: dict[str, object] = {str(k): v for k, v in arguments.items()}  # pyright: ignore[reportUnknownVariableType]
+    extra = sorted(set(args) - {"agent", "goal"})
+    if extra:
+        return f"spawn_agent: unknown argument(s) {', '.join(extra)} (expected: agent, goal)"
+    goal = args.get("goal")
+    if not isinstance(goal, str) or not goal.strip():
+        return "spawn_agent: `goal` must be a non-empty string"
+    agent = args.get("agent")
+    if agent is not None and (not isinstance(agent, str) or agent not in roster):
+        known = ", ".join(sorted(roster)) or "none are defined (omit `agent`)"
+        return f"spawn_agent: no agent named {agent!r}; available: {known}"
+    if depth > limits.max_depth:
+        return (f"spawn_agent: refused: a child here would sit at depth {depth}, deeper than"
+                f" [agents] max_depth = {limits.max_depth}")
+    if spawned >= limits.max_children:
+        return (f"spawn_agent: refused: this run has spawned {spawned} children, the"
+                f" [agents] max_children limit")
+    return None
+
+
+def roster_description(roster: Mapping[str, AgentDef]) -> str:
+    """The `spawn_agent` tool description, naming every definition (not a schema enum)."""
+    text = ("Start a child agent on a sub-task and wait for its final answer. The child works"
+            " in the same workspace within your boundary (it can never do more than you may),"
+            " and its final answer comes back as this call's result. Several spawn_agent calls"
+            " in one reply run at the same time.")
+    if not roster:
+        return text + " No named agents are defined: omit `agent`."
+    lines = [f"- {d.name}: {d.role or 'no role text'}" + (f" (model {d.model})" if d.model else "")
+             for d in (roster[n] for n in sorted(roster))]
+    return text + " Named agents (`agent`), or omit it for a general child:\n" + "\n".join(lines)

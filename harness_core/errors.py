@@ -4,7 +4,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
 
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
-    │   └── UsageError         a bad argument on the command line             → exit 2
+    │   ├── UsageError         a bad argument on the command line             → exit 2
+    │   └── MissingExtra       a document tool or gate whose pip extra is not installed
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
     ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "HarnessError",
     "InvalidToolArguments",
+    "MissingExtra",
     "PathEscape",
     "PolicyError",
     "ProviderError",
@@ -77,6 +79,21 @@ class ConfigError(HarnessError):
 
 class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
+
+
+class MissingExtra(ConfigError):
+    """A tool or gate needs an optional dependency (a pip extra) that is not installed.
+
+    Attributes:
+        extra: The extra's name, e.g. ``pdf``.
+        install: The exact command that installs it, e.g. ``pip install 'io-harness[pdf]'``.
+    """
+
+    def __init__(self, what: str, extra: str) -> None:
+        self.extra = extra
+        self.install = f"pip install 'io-harness[{extra}]'"
+        super().__init__(f"{what} needs the {extra!r} extra, which is not installed:"
+                         f" {self.install}", hint=self.install)
 
 
 class WorkspaceError(HarnessError):

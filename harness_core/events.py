@@ -51,6 +51,9 @@ class EventKind(Enum):
     """The stall detector saw repetition (data: call)."""
     WARNING = "warning"
     """Something the operator should know that did not stop the run (data: mcp, text)."""
+    SPAWN = "spawn"
+    """A child run started or ended (data: child_run_id, agent, depth, step, call_index,
+    status on the end)."""
     RUN_FINISHED = "run_finished"
     """The run ended, however it ended (data: status, reason, steps). The loop emits it
     once per drive; the CLI's `--json` stream writes its own closing line instead, with
@@ -65,15 +68,19 @@ class Event:
         kind: What happened.
         run_id: The run it happened in.
         data: JSON-serialisable details; keys depend on the kind.
+        root_run_id: The root of the run's tree (None: the run is its own root).
     """
 
     kind: EventKind
     run_id: str
     data: dict[str, Any] = field(default_factory=lambda: {})
+    root_run_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON-lines form: `schema`, `kind`, `run_id`, then the data keys."""
-        out: dict[str, Any] = {"schema": EVENT_SCHEMA, "kind": self.kind.value, "run_id": self.run_id}
+        """The JSON-lines form: `schema`, `kind`, `run_id`, `root_run_id`, then the data."""
+        out: dict[str, Any] = {"schema": EVENT_SCHEMA, "kind": self.kind.value,
+                               "run_id": self.run_id,
+                               "root_run_id": self.root_run_id or self.run_id}
         for key, value in self.data.items():
             if key not in out:
                 out[key] = value

@@ -26,8 +26,9 @@ __all__ = [
     "summarize",
 ]
 
-SpendBy = Literal["model", "run", "session", "day"]
-"""How `summarize` groups rows: by served model, run id, session id or UTC day."""
+SpendBy = Literal["model", "run", "session", "day", "tree", "runner"]
+"""How `summarize` groups rows: by served model, run id, session id, UTC day, the root
+of the run's tree (a tree of runs rolled up into its root), or runner (the host)."""
 
 _MTOK = 1_000_000.0
 
@@ -90,6 +91,8 @@ class SpendRow:
         provider: The provider that served it.
         created_at: When it was recorded (timezone-aware UTC).
         prompt_tokens: As reported; None means not reported. The other counts likewise.
+        root_run_id: The root of the run's tree (None: the run is its own root).
+        runner: The machine (hostname) that made the call; None when not recorded.
     """
 
     run_id: str
@@ -104,6 +107,8 @@ class SpendRow:
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
     server_tool_requests: int | None = None
+    root_run_id: str | None = None
+    runner: str | None = None
 
     @staticmethod
     def from_usage(
@@ -259,6 +264,10 @@ def _key(row: SpendRow, by: SpendBy) -> str | None:
         return row.run_id
     if by == "session":
         return row.session_id
+    if by == "tree":
+        return row.root_run_id or row.run_id
+    if by == "runner":
+        return row.runner
     when = row.created_at
     if when.tzinfo is not None:
         when = when.astimezone(UTC)
@@ -271,7 +280,8 @@ def summarize(rows: Iterable[SpendRow], prices: PriceTable | None, *, by: SpendB
     Args:
         rows: The completions to count (the caller filters by time).
         prices: The operator's price table; None prices nothing.
-        by: ``model`` (the model that served), ``run``, ``session`` or ``day`` (UTC).
+        by: ``model`` (the model that served), ``run``, ``session``, ``day`` (UTC) or
+            ``tree`` (every run of a tree under its root's id).
 
     Returns:
         A report whose groups and total count unpriced calls rather than costing them

@@ -1,7 +1,10 @@
 """The task contract and its verification gates.
 
 A gate is a command the operator wrote (`[[contract.verify]]`); passing proves that the
-command ran against the workspace and reported success, nothing more.
+command ran against the workspace and reported success, nothing more. A
+`document_contains` gate reads a document (xlsx, docx, pptx, pdf) in this process and
+passes when its text holds the given text or regex; it exists in every install and
+names the pip extra to install when the format's library is missing.
 """
 
 from __future__ import annotations
@@ -13,11 +16,19 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from harness_core.clock import Clock, SystemClock
-from harness_core.errors import SandboxUnavailable, ToolError, WorkspaceError
+from harness_core.documents import check_document, extra_for_suffix, require_extra
+from harness_core.errors import MissingExtra, SandboxUnavailable, ToolError, WorkspaceError
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
 from harness_core.workspace import Workspace
 
-__all__ = ["CriterionKind", "GateResult", "TaskContract", "VerifyCriterion", "run_gates"]
+__all__ = [
+    "CriterionKind",
+    "GateResult",
+    "TaskContract",
+    "VerifyCriterion",
+    "require_gate_extras",
+    "run_gates",
+]
 
 
 class CriterionKind(Enum):
@@ -27,6 +38,8 @@ class CriterionKind(Enum):
     """Run a command line; exit 0 passes."""
     EACH_COMPILES_PYTHON = "each_compiles_python"
     """py_compile every changed `.py` file."""
+    DOCUMENT_CONTAINS = "document_contains"
+    """A document's text (one page, slide or sheet, or all of it) holds a text or regex."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,11 @@ class VerifyCriterion:
         kind: What kind of check.
         command: The command line (for `COMMAND`), split with shell-like quoting.
         timeout_seconds: Seconds before the gate is killed and counted failed.
+        path: The document (for `DOCUMENT_CONTAINS`), relative to the workspace.
+        text: The text the document must contain (or `regex`).
+        regex: A regular expression the document's text must match (or `text`).
+        page: A 1-based PDF page or pptx slide to search instead of the whole file.
+        sheet: An xlsx sheet to search instead of every sheet.
         inputs: Path patterns of the files its verdict depends on; None: inferred from
             the toolchain and the command (see `harness_core.run.gate_inputs`).
         editable: Whether the agent may change those inputs. False (the default)
@@ -48,6 +66,22 @@ class VerifyCriterion:
     timeout_seconds: float = 600.0
     inputs: tuple[str, ...] | None = None
     editable: bool = False
+    path: str = ""
+    text: str | None = None
+    regex: str | None = None
+    page: int | None = None
+    sheet: str | None = None
+
+    def describe(self) -> str:
+        """The criterion as one line (what a gate result calls it)."""
+        if self.kind is CriterionKind.DOCUMENT_CONTAINS:
+            what = f"/{self.regex}/" if self.regex is not None else repr(self.text)
+            where = (f" page {self.page}" if self.page else "") + (
+                f" sheet {self.sheet!r}" if self.sheet else "")
+            return f"document_contains {self.path}{where} {what}"
+        if self.kind is CriterionKind.EACH_COMPILES_PYTHON:
+            return "each_compiles_python"
+        return self.command
 
 
 @dataclass(frozen=True)
@@ -134,6 +168,29 @@ def _compile_python(workspace: Workspace, changed: Sequence[str]) -> GateResult:
                       "\n".join(problems) or "every changed .py file compiles")
 
 
+def require_gate_extras(criterion: VerifyCriterion) -> None:
+    """Raise `MissingExtra` when a document gate's format library is not installed.
+
+    Raises:
+        MissingExtra: Names the extra and its ``pip install`` command.
+    """
+    if criterion.kind is CriterionKind.DOCUMENT_CONTAINS:
+        extra = extra_for_suffix(criterion.path)
+        if extra is not None:
+            require_extra(extra, f"the document_contains gate on {criterion.path}")
+
+
+def _document(criterion: VerifyCriterion, workspace: Workspace) -> GateResult:
+    name = criterion.describe()
+    try:
+        check = check_document(workspace, criterion.path, text=criterion.text,
+                               regex=criterion.regex, page=criterion.page,
+                               sheet=criterion.sheet)
+    except MissingExtra as exc:
+        return GateResult(name, False, None, str(exc))
+    return GateResult(name, check.passed, None, check.detail)
+
+
 def run_gates(
     contract: TaskContract,
     workspace: Workspace,
@@ -157,6 +214,8 @@ def run_gates(
         began = clock.monotonic()
         if criterion.kind is CriterionKind.EACH_COMPILES_PYTHON:
             result = _compile_python(workspace, changed)
+        elif criterion.kind is CriterionKind.DOCUMENT_CONTAINS:
+            result = _document(criterion, workspace)
         else:
             result = _run_command(criterion, workspace, launcher)
         results.append(replace(result, duration_seconds=clock.monotonic() - began))

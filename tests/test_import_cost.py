@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 
 HEAVY = ("httpx", "mcp", "openpyxl", "docx", "pptx", "pypdf", "fpdf", "zxingcpp", "pydantic")
+DOCUMENT_LIBRARIES = ("openpyxl", "docx", "pptx", "pypdf", "fpdf", "zxingcpp", "PIL", "lxml")
 
 
-def _modules_after(argv: list[str], env: dict[str, str] | None = None) -> set[str]:
+def _modules_after(argv: list[str], env: dict[str, str] | None = None,
+                   cwd: str | None = None) -> set[str]:
     code = (
         "import sys, json\n"
         f"sys.argv = ['io', *{argv!r}]\n"
@@ -24,7 +26,7 @@ def _modules_after(argv: list[str], env: dict[str, str] | None = None) -> set[st
         "sys.__stderr__.write(json.dumps(sorted(sys.modules)))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, env=env)
+                            timeout=60, env=env, cwd=cwd)
     return set(json.loads(result.stderr.strip().splitlines()[-1]))
 
 
@@ -52,6 +54,27 @@ def test_io_runs_json_does_not_import_rich(tmp_path: object) -> None:
     loaded = _modules_after(["runs", "--json"])
     assert "rich.console" not in loaded and "rich.table" not in loaded
     assert "httpx" not in loaded
+
+
+def test_a_run_that_uses_no_document_tool_imports_no_document_library(tmp_path: Path) -> None:
+    (tmp_path / "replay.jsonl").write_text(
+        '{"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]}\n'
+        '{"text": "done"}\n')
+    (tmp_path / "io.toml").write_text(
+        '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n[contract]\ngoal = "g"\n')
+    loaded = _modules_after(["run", "--json", "-w", str(tmp_path)], cwd=str(tmp_path))
+    assert (tmp_path / "a.txt").read_text() == "x"
+    assert "harness_core.documents" in loaded  # the document tools were offered …
+    for name in DOCUMENT_LIBRARIES:  # … and none of their libraries was imported
+        assert name not in loaded, f"{name} imported by a run that used no document tool"
+
+
+def test_io_tool_of_a_core_tool_imports_no_document_library(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("hello")
+    loaded = _modules_after(["tool", "read_file", "--args", '{"path": "a.txt"}', "-w",
+                             str(tmp_path)], cwd=str(tmp_path))
+    for name in DOCUMENT_LIBRARIES:
+        assert name not in loaded, f"{name} imported by io tool read_file"
 
 
 def test_a_scripted_run_imports_no_httpx(tmp_path: Path) -> None:

@@ -121,6 +121,8 @@ def build_run_spec(
         store_path=config.store_path.resolve(),
         provider_keys=provider_keys(config, env),
         git=config.git,
+        agents=config.agents,
+        agent_limits=config.agent_limits,
     )
 
 

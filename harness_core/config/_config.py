@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness_core.agents import AgentDef
+from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
@@ -74,6 +74,8 @@ class Config:
         web: The `[web]` table; None when absent.
         mcp: The `[[mcp]]` servers, in file order.
         agents: The `[agents.NAME]` definitions by name.
+        agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
+        templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
@@ -98,6 +100,8 @@ class Config:
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
+    agent_limits: AgentLimits = field(default_factory=AgentLimits)
+    templates_dir: Path | None = None
     store_path: Path = Path("state.db")
     store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
 
@@ -133,6 +133,22 @@ def specs(model: type[BaseModel]) -> Mapping[str, FieldSpec]:
     return out
 
 
+def named_model(model: type[BaseModel]) -> type[BaseModel] | None:
+    """The model of the operator-named tables a table also holds (`[agents.NAME]` beside
+    `[agents] max_depth`), from its typed `__pydantic_extra__`; None when it has none."""
+    if model.model_config.get("extra") != "allow":
+        return None
+    extra = get_type_hints(model).get("__pydantic_extra__")
+    args = get_args(extra)
+    return args[1] if len(args) == 2 and _is_model(args[1]) else None
+
+
+def item_spec(model: type[BaseModel]) -> FieldSpec:
+    """The spec of one operator-named table of `model` (see `named_model`)."""
+    sub = named_model(model)
+    return FieldSpec("*", Kind.TABLE, None, sub, False, "", None)
+
+
 def _members(annotation: Any) -> list[Any]:
     tp = _base(annotation)
     if get_origin(tp) in (Union, types.UnionType):
@@ -234,6 +250,8 @@ def locate(loc: tuple[str | int, ...]) -> Located:
         spec = specs(model).get(part)
         parent = model
         path += (part,)
+        if spec is None and named_model(model) is not None:
+            spec = item_spec(model)  # an operator-named table beside fixed keys
         if spec is None:
             break
         if spec.model is None:
@@ -252,6 +270,9 @@ def schema_keys() -> frozenset[str]:
 
 
 def _walk_model(model: type[BaseModel], prefix: str) -> Iterator[str]:
+    named = named_model(model)
+    if named is not None:
+        yield from _walk_model(named, f"{prefix}*.")
     for name, spec in specs(model).items():
         key = f"{prefix}{name}"
         if spec.model is None:
@@ -271,7 +292,10 @@ def _walk_doc(raw: Mapping[str, Any], model: type[BaseModel], prefix: str) -> It
     for name, value in raw.items():
         spec = specs(model).get(name)
         key = f"{prefix}{name}"
-        if spec is None or spec.model is None:
+        named = named_model(model)
+        if spec is None and named is not None and isinstance(value, dict):
+            yield from _walk_doc(value, named, f"{prefix}*.")
+        elif spec is None or spec.model is None:
             yield key
         elif spec.kind is Kind.TABLE:
             yield from _walk_doc(value, spec.model, f"{key}.")

@@ -25,6 +25,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic import ValidationInfo as _Info
 from pydantic_core import PydanticCustomError
 
+from harness_core.agents import AgentLimits
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
@@ -268,6 +269,18 @@ class VerifyTable(Table):
     the run. Unset: inferred from the toolchain and the command."""
     editable: bool = _default(VerifyCriterion, "editable")
     """Let the agent change the inputs (the trace and the report then say so)."""
+    path: str | None = None
+    """kind = "document_contains": the document (xlsx, docx, pptx, pdf), relative to the
+    workspace (required for that kind)."""
+    text: str | None = None
+    """kind = "document_contains": text the document must contain (or `regex`)."""
+    regex: str | None = None
+    """kind = "document_contains": a regular expression its text must match (or `text`)."""
+    page: Annotated[int, Field(ge=1)] | None = None
+    """kind = "document_contains": a 1-based PDF page or pptx slide to search instead of
+    the whole file."""
+    sheet: str | None = None
+    """kind = "document_contains": an xlsx sheet to search instead of every sheet."""
 
 
 class ContractTable(Table):
@@ -381,6 +394,32 @@ class AgentTable(Table):
     """Hosts it may not reach, on top of [policy] ("*" is every host)."""
 
 
+_LIMITS_OF_TREES = AgentLimits()
+
+
+class AgentsTable(Table):
+    """Agent trees: how deep and wide they may grow, and the named agent definitions
+    (`[agents.NAME]`), each of which can only narrow."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, AgentTable] = Field(init=False)
+
+    max_depth: Annotated[int, Field(ge=0)] = _LIMITS_OF_TREES.max_depth
+    """How many levels of children a run may spawn below it (0: none)."""
+    max_children: Annotated[int, Field(ge=1)] = _LIMITS_OF_TREES.max_children
+    """Children one run may spawn in all."""
+    parallel: Annotated[int, Field(ge=1)] = _LIMITS_OF_TREES.parallel
+    """Children that may run at the same time."""
+
+
+class TemplatesTable(Table):
+    """Prompt templates (`io run --template NAME`)."""
+
+    dir: PathValue | None = None
+    """Where templates live, relative to the file that names it (default: .io/templates/
+    in the workspace)."""
+
+
 class StoreTable(Table):
     """Where the SQLite store lives."""
 
@@ -449,8 +488,10 @@ class IoToml(Table):
     """Provider-executed web access."""
     mcp: list[McpTable] = []
     """stdio MCP servers."""
-    agents: dict[str, AgentTable] = {}
-    """Named agent definitions, by name."""
+    agents: AgentsTable = AgentsTable()
+    """Agent trees and named agent definitions."""
+    templates: TemplatesTable = TemplatesTable()
+    """Prompt templates."""
     store: StoreTable = StoreTable()
     """Where the store lives."""
     telemetry: TelemetryTable = TelemetryTable()

@@ -11,14 +11,16 @@ beyond resolving paths, and reads the environment only from the mapping it is gi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness_core.agents import AgentDef
+from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._config import Config, RunSettings
 from harness_core.config._model import (
     RULE_KEYS,
+    AgentsTable,
     AgentTable,
     BudgetTable,
     ContractTable,
@@ -30,6 +32,7 @@ from harness_core.config._model import (
     ProviderTable,
     RunTable,
     SandboxTable,
+    VerifyTable,
     WebTable,
 )
 from harness_core.config._scopes import ConfigFile
@@ -47,7 +50,12 @@ from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
 from harness_core.tools._git import GitSettings
-from harness_core.verification import CriterionKind, TaskContract, VerifyCriterion
+from harness_core.verification import (
+    CriterionKind,
+    TaskContract,
+    VerifyCriterion,
+    require_gate_extras,
+)
 
 __all__ = ["project", "store_path", "store_url"]
 
@@ -152,9 +160,31 @@ def _budget(t: BudgetTable) -> Budget:
     )
 
 
+def _document_gate(item: VerifyTable, path: tuple[str | int, ...], required: _Required
+                   ) -> VerifyCriterion:
+    document = required(item.path, path, "path",
+                        ' (a gate of kind "document_contains" names a document)')
+    if (item.text is None) == (item.regex is None):
+        raise ConfigError('a gate of kind "document_contains" takes exactly one of `text` and'
+                          f" `regex` ('{dotted(path)}')")
+    if item.regex is not None:
+        try:
+            re.compile(item.regex)
+        except re.error as exc:
+            raise ConfigError(f"'{dotted((*path, 'regex'))}': invalid regex: {exc}") from exc
+    criterion = VerifyCriterion(kind=CriterionKind.DOCUMENT_CONTAINS, path=document,
+                                text=item.text, regex=item.regex, page=item.page,
+                                sheet=item.sheet, timeout_seconds=float(item.timeout_seconds))
+    require_gate_extras(criterion)
+    return criterion
+
+
 def _contract(t: ContractTable, required: _Required) -> TaskContract:
     gates: list[VerifyCriterion] = []
     for index, item in enumerate(t.verify):
+        if item.kind is CriterionKind.DOCUMENT_CONTAINS:
+            gates.append(_document_gate(item, ("contract", "verify", index), required))
+            continue
         command = item.command or ""
         if item.kind is CriterionKind.COMMAND:
             command = required(item.command, ("contract", "verify", index), "command",
@@ -277,6 +307,10 @@ def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Require
             )
         )
     return tuple(servers)
+
+
+def _agent_limits(t: AgentsTable) -> AgentLimits:
+    return AgentLimits(max_depth=t.max_depth, max_children=t.max_children, parallel=t.parallel)
 
 
 def _agents(agents: Mapping[str, AgentTable]) -> dict[str, AgentDef]:
@@ -444,7 +478,9 @@ def project(
         context_max_tokens=model.context.max_tokens,
         web=web,
         mcp=_mcp(model.mcp, merged, required),
-        agents=_agents(model.agents),
+        agents=_agents(model.agents.__pydantic_extra__ or {}),
+        agent_limits=_agent_limits(model.agents),
+        templates_dir=model.templates.dir,
         store_path=store,
         store_url=url,
         run=_run(model.run),

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness_core.config._fields import Kind, Located, locate, specs
+from harness_core.config._fields import Kind, Located, locate, named_model, specs
 from harness_core.config._model import IoToml
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._substitute import Substituter
@@ -95,7 +95,11 @@ def _annotate(raw: Mapping[str, Any], model: BaseModel, cf: ConfigFile) -> dict[
     out: dict[str, Node] = {}
     table = specs(type(model))
     for key, value in raw.items():
-        spec = table[key]
+        spec = table.get(key)
+        if spec is None:  # an operator-named table beside fixed keys (`[agents.NAME]`)
+            extra = model.__pydantic_extra__ or {}
+            out[key] = _annotate(value, extra[key], cf)
+            continue
         got = getattr(model, key)
         if spec.kind is Kind.TABLE:
             out[key] = _annotate(value, got, cf)
@@ -180,6 +184,8 @@ def _suggest(found: Located) -> str:
 
     key = str(found.path[-1])
     close = difflib.get_close_matches(key, list(specs(found.parent)), n=1)
+    if named_model(found.parent) is not None:
+        close = []  # beside named tables, any other name is a name, not a typo
     return f"did you mean '{dotted((*found.path[:-1], close[0]))}'? {_HINT}" if close else _HINT
 
 

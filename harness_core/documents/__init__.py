@@ -1,1 +1,37 @@
-"""Document tools behind pip extras (xlsx, docx, pptx, pdf, barcode, media); optional libraries are imported lazily."""
+"""Document built-ins behind pip extras (xlsx, docx, pptx, pdf, barcode, media).
+
+Importing this package imports no document library: a tool's format module (and its
+library) is imported on the tool's first call, and availability is a module lookup.
+"""
+
+from harness_core.documents._contains import DocumentCheck, check_document, document_text
+from harness_core.documents._registry import (
+    EXTRA_MODULES,
+    TOOL_EXTRAS,
+    extra_for_suffix,
+    install_command,
+    is_installed,
+    require_extra,
+)
+from harness_core.documents._tool import (
+    DocumentTool,
+    default_toolbox,
+    document_tools,
+    unavailable_tools,
+)
+
+__all__ = [
+    "EXTRA_MODULES",
+    "TOOL_EXTRAS",
+    "DocumentCheck",
+    "DocumentTool",
+    "check_document",
+    "default_toolbox",
+    "document_text",
+    "document_tools",
+    "extra_for_suffix",
+    "install_command",
+    "is_installed",
+    "require_extra",
+    "unavailable_tools",
+]

@@ -4,11 +4,23 @@ Line k of the JSONL script is the k-th completion of the run, counted by step, s
 resumed run continues at the right line. Each line is an object with optional
 `text`, `tool_calls` (each `{"name", "arguments", "id"?}`), `usage` and `model`.
 A line with no tool calls ends the run. Asking past the last line is an error.
+
+One file serves a whole tree of runs (`plan_tree`), in depth-first request order: the
+order the requests would come in if the children of one completion ran one after
+another. After a line, each of its `spawn_agent` calls that starts a child (in call
+order) owns the lines that follow: that child's transcript, which ends with its first
+line without tool calls (and holds its own children's transcripts the same way); the
+parent's next line comes after. A call the harness refuses before a child starts
+(unknown agent, a limit, bad arguments) owns no lines. The split is computed from the
+file alone, so parallel children each read their own transcript whatever the timing,
+and a resumed run reads the same lines it read before.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +34,52 @@ from harness_core.providers._base import (
 )
 from harness_core.providers._config import ProviderConfig
 
-__all__ = ["ScriptedProvider"]
+__all__ = ["ScriptedProvider", "SpawnStarts"]
+
+SpawnStarts = Callable[[object, int, int], bool]
+"""(spawn arguments, the child's depth, children the run spawned so far) → whether the
+harness starts a child for that call (`harness_core.agents.spawn_refusal` is None)."""
+
+
+@dataclass
+class _Transcript:
+    """One run's lines, and for a line's spawning calls the children's transcripts."""
+
+    lines: list[dict[str, Any]] = field(default_factory=lambda: [])
+    children: dict[tuple[int, int], _Transcript] = field(default_factory=lambda: {})
+
+
+def _arguments(raw: Any) -> object:
+    args = raw.get("arguments", {}) if isinstance(raw, dict) else None
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except json.JSONDecodeError:
+            return None
+    return args
+
+
+def _split(
+    lines: list[dict[str, Any]], pos: int, depth: int, starts: SpawnStarts, *, root: bool
+) -> tuple[_Transcript, int]:
+    out = _Transcript()
+    spawned = 0
+    while pos < len(lines):
+        line = lines[pos]
+        pos += 1
+        step = len(out.lines)
+        out.lines.append(line)
+        calls = line.get("tool_calls") or []
+        for index, raw in enumerate(calls):
+            if not (isinstance(raw, dict) and raw.get("name") == "spawn_agent"):
+                continue
+            if starts(_arguments(raw), depth + 1, spawned):
+                spawned += 1
+                out.children[(step, index)], pos = _split(lines, pos, depth + 1, starts,
+                                                          root=False)
+        if not calls and not root:
+            break
+    return out, pos
 
 
 class ScriptedProvider:
@@ -56,9 +113,33 @@ class ScriptedProvider:
             if not isinstance(value, dict):
                 raise ConfigError(f"{self._path}:{number}: each line must be a JSON object")
             self._lines.append(value)
+        self._all = self._lines
+        self._tree: _Transcript | None = None
 
     def __len__(self) -> int:
         return len(self._lines)
+
+    def plan_tree(self, starts: SpawnStarts) -> None:
+        """Split the file into the transcripts of a tree of runs (see the module doc)."""
+        self._tree, _ = _split(self._all, 0, 0, starts, root=True)
+        self._lines = self._tree.lines
+
+    def for_child(self, step: int, call_index: int) -> ScriptedProvider:
+        """The provider of the child spawned by this run's call (`step`, `call_index`).
+
+        Raises:
+            ScriptExhausted: The replay holds no transcript for that child.
+        """
+        child = self._tree.children.get((step, call_index)) if self._tree else None
+        if child is None:
+            raise ScriptExhausted(
+                f"the scripted replay {self._path.name} has no lines for the child spawned by"
+                f" step {step + 1}, call {call_index + 1}",
+                hint="after a line, each spawn_agent call's child reads the lines that follow")
+        view = ScriptedProvider.__new__(ScriptedProvider)
+        view._path, view._model, view._lines, view._all, view._tree = (
+            self._path, self._model, child.lines, child.lines, child)
+        return view
 
     def complete(
         self, request: CompletionRequest, *, step: int, on_token: TokenCallback | None = None

@@ -25,6 +25,10 @@ _EXPORTS = {
     "RunSpec": "harness_core.run._spec",
     "Runner": "harness_core.run._loop",
     "build_launchers": "harness_core.run._launchers",
+    "resume_tree": "harness_core.run._entry",
+    "resume_tree_from_stored_policy": "harness_core.run._entry",
+    "resume_tree_with_answer": "harness_core.run._entry",
+    "run_tree": "harness_core.run._entry",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -40,6 +44,12 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from harness_core.run._budget import Budget
     from harness_core.run._context import ContextBudget
+    from harness_core.run._entry import (
+        resume_tree,
+        resume_tree_from_stored_policy,
+        resume_tree_with_answer,
+        run_tree,
+    )
     from harness_core.run._gate import ApprovalPending, Gate
     from harness_core.run._inputs import GateInputs, InputChange, gate_inputs, protect_gate_inputs
     from harness_core.run._launchers import Launchers, build_launchers
@@ -50,5 +60,6 @@ if TYPE_CHECKING:
     __all__ = [  # noqa: F811 - the same list, for type checkers
         "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
         "GateInputs", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
-        "build_launchers", "gate_inputs", "protect_gate_inputs",
+        "build_launchers", "gate_inputs", "protect_gate_inputs", "resume_tree",
+        "resume_tree_from_stored_policy", "resume_tree_with_answer", "run_tree",
     ]

@@ -72,9 +72,10 @@ class Gate:
         """Answer the next `ask` for this act (an operator's `--approve`/`--deny`)."""
         self._preset = _Preset(act_key, approve, by)
 
-    def _record(self, act: Act, decision: Decision, by: str) -> None:
-        if self._store is not None and self._run_id:
-            self._store.record_policy_event(
+    def _record(self, act: Act, decision: Decision, by: str, store: Store | None = None) -> None:
+        store = store or self._store
+        if store is not None and self._run_id:
+            store.record_policy_event(
                 self._run_id, self.step, act=act.kind.value, target=act.describe(),
                 verdict=decision.verdict.value, reason=decision.reason, rule=decision.rule,
                 layer=decision.layer, decided_by=by,
@@ -89,6 +90,21 @@ class Gate:
     def refuse(self, act: Act, reason: str) -> Decision:
         decision = Decision(Verdict.DENY, reason, None, BUILTIN_LAYER)
         self._record(act, decision, "policy")
+        return decision
+
+    def decide_unattended(self, act: Act, *, by: str, store: Store | None = None) -> Decision:
+        """Decide `act` where nobody can be asked (the egress proxy): an ask is a refusal.
+
+        A refusal is recorded like any other, with its rule and layer; `store` replaces
+        the gate's own (a connection of the calling thread).
+        """
+        decision = self.policy.check(act)
+        if decision.verdict is Verdict.ALLOW:
+            return decision
+        if decision.verdict is Verdict.ASK:
+            decision = Decision(Verdict.DENY, f"{decision.reason}, and {by} cannot ask",
+                                decision.rule, decision.layer)
+        self._record(act, decision, by, store)
         return decision
 
     def check(self, act: Act) -> Decision:

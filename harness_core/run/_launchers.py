@@ -11,16 +11,20 @@ confine the network of commands (the floor), rather than pretending.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness_core.errors import SandboxUnavailable
-from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Policy
+from harness_core.policy import PROTECTED_WRITE_PATTERNS, Act, ActKind, Policy, Verdict
+from harness_core.run._gate import Gate
 from harness_core.run._masks import read_masks
 from harness_core.run._spec import RunSpec
 from harness_core.sandbox import (
     Backend,
     BackendChoice,
+    EgressProxy,
     ProcessLauncher,
     SandboxConfig,
     SandboxSpec,
@@ -28,6 +32,7 @@ from harness_core.sandbox import (
     launcher,
     select,
 )
+from harness_core.store import Store
 
 __all__ = ["Launchers", "build_launchers", "has_net_rules"]
 
@@ -43,12 +48,56 @@ class Launchers:
         commands: Runs `exec`, `shell` and handles.
         gates: Runs verification gates (always sandboxed as selected).
         commands_sandboxed: Whether commands go through the sandbox.
+        egress: The run's egress proxy (`[sandbox] network = true` under the native
+            backend), or None.
     """
 
     selected: Selected
     commands: ProcessLauncher
     gates: ProcessLauncher
     commands_sandboxed: bool
+    egress: EgressProxy | None = None
+
+    def attach(self, gate: Gate, store_path: Path | None) -> None:
+        """Let the egress proxy decide through `gate`, recording each refusal.
+
+        Refusals are written through a connection of their own (`store_path`), since
+        the proxy answers from its own threads.
+        """
+        if self.egress is not None:
+            self.egress.set_decide(_recording_decider(gate, store_path))
+
+    def close(self) -> None:
+        """Stop the egress proxy, if there is one."""
+        if self.egress is not None:
+            self.egress.close()
+
+
+def _policy_decider(policy: Policy) -> Callable[[str, int], tuple[bool, str]]:
+    def decide(host: str, port: int) -> tuple[bool, str]:
+        decision = policy.check(Act.net(f"{host}:{port}"))
+        return decision.verdict is Verdict.ALLOW, decision.reason
+
+    return decide
+
+
+def _recording_decider(
+    gate: Gate, store_path: Path | None
+) -> Callable[[str, int], tuple[bool, str]]:
+    lock = threading.Lock()
+    stores: list[Store] = []
+
+    def decide(host: str, port: int) -> tuple[bool, str]:
+        act = Act.net(f"{host}:{port}")
+        with lock:
+            if store_path is not None and not stores:
+                stores.append(Store(store_path))
+            decision = gate.decide_unattended(
+                act, by="egress proxy", store=stores[0] if stores else None
+            )
+        return decision.verdict is Verdict.ALLOW, decision.reason
+
+    return decide
 
 
 def _read_only_paths(spec: RunSpec) -> tuple[Path, ...]:
@@ -111,6 +160,9 @@ def build_launchers(spec: RunSpec) -> Launchers:
     config = spec.sandbox
     selected = select(config, env=spec.env, secrets=spec.provider_keys)
     _refuse_unconfined_net(selected, spec)
+    egress = None
+    if config.network and selected.backend is Backend.LINUX:
+        egress = EgressProxy(_policy_decider(spec.policy))
     sandbox_spec = SandboxSpec(
         workdir=spec.workspace.root,
         read_only=_read_only_paths(spec),
@@ -121,6 +173,7 @@ def build_launchers(spec: RunSpec) -> Launchers:
         read_paths=_read_paths(config, dict(spec.env)),
         hidden=_hidden(spec),
         masked=read_masks(spec.workspace.root, spec.policy),
+        egress=egress.socket_path if egress is not None else None,
     )
     gates = launcher(selected, sandbox_spec)
     if config.commands:
@@ -129,6 +182,6 @@ def build_launchers(spec: RunSpec) -> Launchers:
             extra = tuple(spec.workspace.root / p for p in spec.command_read_only)
             commands = launcher(selected, replace(
                 sandbox_spec, read_only=sandbox_spec.read_only + extra))
-        return Launchers(selected, commands, gates, True)
+        return Launchers(selected, commands, gates, True, egress)
     off = select(SandboxConfig(backend=BackendChoice.OFF), env=spec.env)
-    return Launchers(selected, launcher(off, sandbox_spec), gates, False)
+    return Launchers(selected, launcher(off, sandbox_spec), gates, False, egress)

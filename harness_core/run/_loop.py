@@ -22,7 +22,9 @@ from typing import Any
 
 import psutil
 
+from harness_core.agents import roster_description, spawn_refusal
 from harness_core.clock import Clock, SystemClock
+from harness_core.documents import default_toolbox
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
@@ -44,9 +46,12 @@ from harness_core.run._inputs import (
 from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
+from harness_core.run._spawn import run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
+from harness_core.run._tree import SpawnTool, TreeBudget, TreeContext
 from harness_core.shell import HandleRegistry
 from harness_core.store import RunStatus, Store, VerificationRecord
+from harness_core.store._tree import TreePlace
 from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
@@ -93,6 +98,7 @@ class _Drive:
     started: float
     wall_before: float
     tokens_used: int
+    tree: TreeContext
     changed: set[str] = field(default_factory=lambda: set())
     verified: bool | None = None
     toolbox: Toolbox = field(default_factory=Toolbox)
@@ -132,19 +138,27 @@ class Runner:
         self.clock = clock or SystemClock()
         self._emit_fn = on_event
         self.approver = approver
-        self.toolbox = toolbox or Toolbox.builtins()
+        self.toolbox = toolbox or default_toolbox()
         self._new_id = new_id or (lambda: uuid.uuid4().hex[:12])
         self._extras = extras
         self.responder = responder
         self._cancel = threading.Event()
+        self._tree: TreeContext | None = None
+        self._stored_policy = False
 
     def cancel(self) -> None:
         """Ask the run to stop at the next step boundary (thread-safe)."""
         self._cancel.set()
 
     def _emit(self, event: Event) -> None:
-        if self._emit_fn is not None:
+        if self._emit_fn is None:
+            return
+        tree = self._tree
+        if tree is None:
             self._emit_fn(event)
+            return
+        with tree.lock:  # children in parallel: one event at a time, tagged with the root
+            self._emit_fn(replace(event, root_run_id=tree.root_run_id))
 
     # ---- entry points -------------------------------------------------------------
 
@@ -155,19 +169,46 @@ class Runner:
         settings = spec.settings_json()
         settings["gate_inputs"] = baseline_json(spec.workspace, inputs)
         launchers = build_launchers(spec)
+        self._plan_tree(spec)
+        run_id = self._create(spec, launchers, settings=settings)
+        return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
+
+    def _create(
+        self,
+        spec: RunSpec,
+        launchers: Launchers,
+        *,
+        place: TreePlace | None = None,
+        parent_run_id: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> str:
         run_id = self._new_id()
         self.store.create_run(
             run_id, goal=spec.contract.goal, workspace=str(spec.workspace.root),
-            model=spec.model, settings=settings, policy=spec.policy.to_json(),
+            model=spec.model, settings=settings or spec.settings_json(), policy=spec.policy.to_json(),
             sandbox=_sandbox_json(launchers), messages=opening_messages(spec),
-            session_id=spec.session_id, parent_run_id=spec.parent_run_id,
-            owner_pid=os.getpid(), owner_started=_own_start_time(),
+            session_id=spec.session_id, parent_run_id=parent_run_id or spec.parent_run_id,
+            owner_pid=os.getpid(), owner_started=_own_start_time(), tree=place,
         )
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": spec.contract.goal, "resumed": False, "workspace": str(spec.workspace.root),
-            "sandbox": _sandbox_json(launchers), "parent_run_id": spec.parent_run_id,
+            "sandbox": _sandbox_json(launchers),
+            "parent_run_id": parent_run_id or spec.parent_run_id,
+            "depth": place.depth if place is not None else 0,
         }))
-        return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
+        return run_id
+
+    def _plan_tree(self, spec: RunSpec) -> None:
+        """Tell a provider that serves a tree from one script (scripted) how spawns go."""
+        plan = getattr(self.provider, "plan_tree", None)
+        if self._tree is not None or not callable(plan):
+            return
+
+        def starts(arguments: object, depth: int, spawned: int) -> bool:
+            return spawn_refusal(arguments, roster=spec.agents, limits=spec.agent_limits,
+                                 depth=depth, spawned=spawned) is None
+
+        plan(starts)
 
     def resume(
         self,
@@ -185,6 +226,10 @@ class Runner:
             UsageError: A paused run resumed without what it waits for (or with the wrong one).
         """
         record = self.store.run(run_id)
+        if record.depth > 0 and self._tree is None:
+            raise UsageError(
+                f"run {run_id} is a child in the tree of run {record.root_run_id}; a child is"
+                " resumed through its root", hint=f"io resume {record.root_run_id}")
         if record.status.is_terminal:
             return RunOutcome(run_id, record.status, record.reason or record.status.value,
                               record.steps_used, verified=record.status is RunStatus.FINISHED,
@@ -194,6 +239,7 @@ class Runner:
         spec = protect_gate_inputs(spec)
         seq = self.store.acquire_run(run_id, os.getpid(), _own_start_time(), alive=_process_alive)
         launchers = build_launchers(spec)
+        self._plan_tree(spec)
         self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
                                 _sandbox_json(launchers))
         self.store.mark_orphaned_handles(run_id)
@@ -222,6 +268,7 @@ class Runner:
     ) -> RunOutcome:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
+        launchers.attach(gate, self.store.path)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
@@ -232,9 +279,11 @@ class Runner:
             ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
         context.extend(self.store.messages(run_id))
+        tree = self._tree or self._root_tree(run_id, spec, resumed=resumed,
+                                             wall_before=wall_before)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
-                       self.clock.monotonic(), wall_before, tokens_before)
+                       self.clock.monotonic(), wall_before, tokens_before, tree)
         handles: dict[str, Any] = {}
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
@@ -246,6 +295,7 @@ class Runner:
             drive.toolbox = self.toolbox
             if spec.mcp:
                 handles["mcp"] = self._start_mcp(drive)
+            drive.toolbox = _with_spawn(drive.toolbox, spec)
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
         except KeyboardInterrupt:
@@ -256,9 +306,28 @@ class Runner:
             raise
         finally:
             _close_extras(handles)
+            launchers.close()
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome
+
+    def _root_tree(
+        self, run_id: str, spec: RunSpec, *, resumed: bool, wall_before: float
+    ) -> TreeContext:
+        """The tree a root run starts (or, resumed, what its tree has drawn so far)."""
+        budget = TreeBudget()
+        if resumed:
+            budget.steps, budget.tokens = self.store.tree_usage(run_id)
+            if spec.cost_of is not None and spec.budget.max_cost_usd is not None:
+                for record in self.store.tree_runs(run_id):
+                    for step in self.store.steps(record.run_id):
+                        cost = spec.cost_of(step.model_served or spec.model,
+                                            Usage.from_json(step.usage))
+                        budget.cost += cost or 0.0
+        if spec.budget.wall_seconds is not None:
+            budget.deadline = self.clock.monotonic() + spec.budget.wall_seconds - wall_before
+        return TreeContext(root_run_id=run_id, depth=0, budget=budget, web=spec.web,
+                           stored_policy=self._stored_policy, cancel=self._cancel)
 
     def _start_mcp(self, drive: _Drive) -> Any:
         """Start the run's MCP servers (each start checked by the gate) and offer their
@@ -307,10 +376,12 @@ class Runner:
                     response = self._complete(drive, step)
                     calls = response.tool_calls
                     tokens = response.usage.billed_tokens()
-                    self._draw_cost(drive, response.model or drive.spec.model, response.usage)
+                    self._draw_cost(drive, response.model or drive.spec.model, response.usage,
+                                    fresh=True)
                 else:
                     calls = tuple(ToolCall.from_json(c) for c in recorded.tool_calls)
                     tokens = _billed(recorded.usage)
+                    drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     Usage.from_json(recorded.usage))
                 drive.gate.step = step
@@ -326,6 +397,7 @@ class Runner:
                 drive.wall_before += now - drive.started
                 drive.started = now
                 drive.tokens_used += tokens
+                drive.tree.budget.add(tokens=tokens)
                 self._emit(Event(EventKind.CHECKPOINT, drive.run_id, {"step": step}))
                 if done and self._verify(drive, step):
                     return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
@@ -348,13 +420,16 @@ class Runner:
                 drive.context.append(message)
                 self._emit(Event(EventKind.STEER, drive.run_id, {"text": text, "step": step}))
 
-    def _draw_cost(self, drive: _Drive, model: str, usage: Usage) -> None:
-        """Add a completion's derived cost (never stored; prices are the operator's)."""
+    def _draw_cost(self, drive: _Drive, model: str, usage: Usage, *, fresh: bool = False) -> None:
+        """Add a completion's derived cost (never stored; prices are the operator's); a
+        `fresh` one (not replayed) is drawn from the tree's budget too."""
         if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
             return
         cost = drive.spec.cost_of(model, usage)
         if cost is not None:
             drive.cost_used += cost
+            if fresh:
+                drive.tree.budget.add(cost=cost)
         elif not drive.unpriced_warned:
             drive.unpriced_warned = True
             self._emit(Event(EventKind.WARNING, drive.run_id, {
@@ -385,6 +460,9 @@ class Runner:
         if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
             raise _Stop(RunStatus.STOPPED,
                         f"budget: the wall-clock budget of {budget.wall_seconds:g}s is spent")
+        spent = drive.tree.budget.take_step(budget, self.clock.monotonic())
+        if spent is not None:
+            raise _Stop(RunStatus.STOPPED, spent)
 
     def _complete(self, drive: _Drive, step: int) -> CompletionResponse:
         self._emit(Event(EventKind.STEP_STARTED, drive.run_id, {"step": step}))
@@ -448,29 +526,55 @@ class Runner:
         answer: str | None,
     ) -> None:
         entries = {e.call_index: e for e in self.store.ledger(drive.run_id, step)}
-        for index, call in enumerate(calls):
-            entry = entries.get(index)
-            if entry is not None and entry.has_observation:
+        index = 0
+        while index < len(calls):
+            if calls[index].name == "spawn_agent":
+                end = index
+                while end < len(calls) and calls[end].name == "spawn_agent":
+                    end += 1
+                held = run_spawns(self, drive, step, list(enumerate(calls))[index:end],
+                                  pause=pause, approve=approve, answer=answer)
+                if held is not None:
+                    raise _Stop(held.status, held.reason, held.pause)
+                index = end
                 continue
-            if entry is not None:
-                paused_here = (pause is not None and pause.get("step") == step
-                               and pause.get("call_index") == index)
-                if not paused_here:
-                    if drive.toolbox.can_resume(call.name):  # a durable marker decides
-                        self._execute(drive, step, index, call, resumed=True)
-                    else:
-                        self._observe(drive, step, index, call,
-                                      ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
-                    continue
-                assert pause is not None
-                if pause.get("kind") == "question":
-                    self._answered(drive, step, index, call, answer or "")
-                    continue
-                drive.gate.preset(str(pause.get("target", "")), approve=bool(approve),
-                                  by="operator")
-            else:
-                self.store.record_intent(drive.run_id, step, index, call)
-            self._execute(drive, step, index, call)
+            self._run_call(drive, step, index, calls[index], entries.get(index),
+                           pause=pause, approve=approve, answer=answer)
+            index += 1
+
+    def _run_call(
+        self,
+        drive: _Drive,
+        step: int,
+        index: int,
+        call: ToolCall,
+        entry: Any,
+        *,
+        pause: dict[str, Any] | None,
+        approve: bool | None,
+        answer: str | None,
+    ) -> None:
+        if entry is not None and entry.has_observation:
+            return
+        if entry is not None:
+            paused_here = (pause is not None and pause.get("step") == step
+                           and pause.get("call_index") == index)
+            if not paused_here:
+                if drive.toolbox.can_resume(call.name):  # a durable marker decides
+                    self._execute(drive, step, index, call, resumed=True)
+                else:
+                    self._observe(drive, step, index, call,
+                                  ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
+                return
+            assert pause is not None
+            if pause.get("kind") == "question":
+                self._answered(drive, step, index, call, answer or "")
+                return
+            drive.gate.preset(str(pause.get("target", "")), approve=bool(approve),
+                              by="operator")
+        else:
+            self.store.record_intent(drive.run_id, step, index, call)
+        self._execute(drive, step, index, call)
 
     def _answered(self, drive: _Drive, step: int, index: int, call: ToolCall, text: str) -> None:
         self.store.answer_question(drive.run_id, step, index, text, "person")
@@ -662,6 +766,14 @@ def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
     out = launchers.selected.to_json()
     out["commands_sandboxed"] = launchers.commands_sandboxed
     return out
+
+
+def _with_spawn(toolbox: Toolbox, spec: RunSpec) -> Toolbox:
+    """`toolbox` with `spawn_agent`, its description naming the roster."""
+    combined = toolbox.with_tools(())
+    if "spawn_agent" not in combined.names():
+        combined.add(SpawnTool(roster_description(spec.agents)), builtin=True)
+    return combined
 
 
 def _close_extras(extras: dict[str, Any]) -> None:

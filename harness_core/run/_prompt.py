@@ -17,6 +17,8 @@ def opening_messages(spec: RunSpec) -> list[Message]:
         "When the task is complete, reply without calling any tool; the operator's"
         " verification gates then run, and a failure comes back to you.",
     ]
+    if spec.role:
+        lines.append(f"Your role: {spec.role}")
     tc = spec.toolchain
     if tc.ecosystem:
         lines.append(f"Detected project: {tc.ecosystem}.")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_core.agents import AgentDef, AgentLimits
 from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
@@ -57,6 +58,10 @@ class RunSpec:
             recorded): the sandbox must keep them from commands, and `auto` refuses
             to degrade to a backend that cannot.
         git: The `[git]` settings of the git built-ins (author, timeout).
+        agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
+        agent_limits: Depth, children and parallelism limits of the run's tree.
+        role: Role text for the system prompt (a child's agent definition), or None.
+        skills: The skills catalogue, (name, description, path) each; shared by a tree.
     """
 
     workspace: Workspace
@@ -83,6 +88,10 @@ class RunSpec:
     store_path: Path | None = None
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
     git: GitSettings = field(default_factory=GitSettings)
+    agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
+    agent_limits: AgentLimits = field(default_factory=AgentLimits)
+    role: str | None = None
+    skills: tuple[tuple[str, str, str], ...] = ()
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -102,6 +111,8 @@ class RunSpec:
             "output_cap": self.output_cap,
             "exec_timeout": self.exec_timeout,
             "stall_window": self.stall_window,
+            "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
+            "role": self.role,
         }
 
 

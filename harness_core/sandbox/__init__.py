@@ -21,6 +21,7 @@ from harness_core.sandbox._base import (
 )
 
 _LAZY = {
+    "EgressProxy": "harness_core.sandbox._proxy",
     "CommandResult": "harness_core.sandbox._run",
     "run_command": "harness_core.sandbox._run",
     "launcher": "harness_core.sandbox._select",
@@ -31,6 +32,7 @@ __all__ = [
     "Backend",
     "BackendChoice",
     "CommandResult",
+    "EgressProxy",
     "LaunchRequest",
     "ProcessLauncher",
     "SandboxConfig",
@@ -51,5 +53,6 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from harness_core.sandbox._proxy import EgressProxy
     from harness_core.sandbox._run import CommandResult, run_command
     from harness_core.sandbox._select import launcher, select

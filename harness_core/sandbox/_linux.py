@@ -1,7 +1,8 @@
 """The Linux native backend: bubblewrap namespaces, a seccomp filter, rlimits, a pids cgroup.
 
-Each command runs under `bwrap` in new user, mount, PID, IPC, UTS and (unless the
-run allows the network) network namespaces, with every capability dropped and new
+Each command runs under `bwrap` in new user, mount, PID, IPC, UTS and network
+namespaces (with `[sandbox] network = true` the one way out is the run's egress proxy,
+see `_proxy`), with every capability dropped and new
 user namespaces disabled inside. The filesystem is the host's, read-only, with a
 private `/tmp`, an empty `/run` (host daemons' sockets live there), fresh `/dev`
 and `/proc`, and the workdir bound writable. Protected paths inside the workdir are
@@ -38,6 +39,7 @@ import json
 import os
 import select
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -49,6 +51,7 @@ from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._process import Launch, PosixLauncher
+from harness_core.sandbox._proxy import FORWARDER, SANDBOX_SOCKET
 from harness_core.sandbox._reads import ReadPlan, empty_file, plan_reads
 
 __all__ = [
@@ -61,6 +64,8 @@ __all__ = [
 ]
 
 _PROBE_SECONDS = 10.0
+_INTERPRETER = os.path.realpath(sys.executable)
+"""Runs the egress forwarder inside the sandbox (no site, no user paths)."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,7 @@ def bwrap_arguments(
     block_fd: int | None = None,
     reads: ReadPlan | None = None,
     empty: Path | None = None,
+    egress: Path | None = None,
 ) -> list[str]:
     """The full `bwrap` command line for one command. Pure: touches nothing.
 
@@ -196,6 +202,7 @@ def bwrap_arguments(
         block_fd: What the sandbox reads one byte from before it runs the payload, or None.
         reads: Read confinement (hidden homes, paths bound back, masks); see `_reads`.
         empty: An empty host file bound over each masked file (needed with `reads`).
+        egress: The egress proxy's host socket, bound at `SANDBOX_SOCKET`, or None.
     """
     args = [info.path, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
@@ -206,8 +213,7 @@ def bwrap_arguments(
     args += ["--cap-drop", "ALL", "--die-with-parent", "--new-session"]
     args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     args += ["--tmpfs", "/tmp", "--tmpfs", "/run"]
-    for path in run_visible:
-        args += ["--ro-bind-try", str(path), str(path)]
+    args += _run_arguments(run_visible, egress)
     for hidden in _toolchains_under_tmp(env.get("PATH", ""), workdir):
         args += ["--ro-bind-try", hidden, hidden]
     args += _home_arguments(reads)
@@ -229,6 +235,15 @@ def bwrap_arguments(
     if info_fd is not None and block_fd is not None:
         args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     return [*args, "--", *command]
+
+
+def _run_arguments(run_visible: Sequence[Path], egress: Path | None) -> list[str]:
+    args: list[str] = []
+    for path in run_visible:
+        args += ["--ro-bind-try", str(path), str(path)]
+    if egress is not None:
+        args += ["--bind", str(egress), SANDBOX_SOCKET]
+    return args
 
 
 def _home_arguments(reads: ReadPlan | None) -> list[str]:
@@ -372,17 +387,6 @@ def _release_placeholders(paths: Sequence[Path]) -> None:
                 pass
 
 
-def _resolver_paths() -> list[Path]:
-    """The directory of /etc/resolv.conf's target when it lies under /run (systemd-resolved)."""
-    try:
-        target = Path("/etc/resolv.conf").resolve()
-    except OSError:
-        return []
-    if target.parts[:2] == ("/", "run"):
-        return [target.parent]
-    return []
-
-
 class LinuxLauncher(PosixLauncher):
     """Starts each command inside bubblewrap with the spec's limits (see module docstring).
 
@@ -411,7 +415,6 @@ class LinuxLauncher(PosixLauncher):
         self._bwrap = bwrap
         self._seccomp = seccomp
         self._workdir = spec.workdir.resolve()
-        self._run_visible = _resolver_paths() if spec.network else []
 
     def _admit(
         self, process: subprocess.Popen[bytes], launch: Launch, cgroup: PidsCgroup | None
@@ -468,21 +471,24 @@ class LinuxLauncher(PosixLauncher):
                 os.close(fd)
             _release_placeholders(plan.placeholders)
             raise
+        command = [program, *request.argv[1:]]
+        if spec.egress is not None:
+            command = [_INTERPRETER, "-I", "-S", "-c", FORWARDER, SANDBOX_SOCKET, *command]
         argv = bwrap_arguments(
             self._bwrap,
             workdir=self._workdir,
             cwd=Path(request.cwd).resolve(),
-            network=self.spec.network,
+            network=False,
             plan=plan,
             env=env,
-            command=[program, *request.argv[1:]],
+            command=command,
             seccomp_fd=seccomp_fd,
             empty_file_fds=empty_fds,
-            run_visible=self._run_visible,
             info_fd=info_write,
             block_fd=block_read,
             reads=reads,
             empty=empty_file() if reads.mask_files else None,
+            egress=spec.egress,
         )
         placeholders = plan.placeholders
         return Launch(
@@ -501,7 +507,8 @@ def _toolchains_under_tmp(path_var: str, workdir: Path) -> list[str]:
     /tmp), to bind back read-only; a virtualenv's whole root, so its site-packages come
     along. The workdir itself is already bound."""
     out: list[str] = []
-    for entry in path_var.split(os.pathsep):
+    entries = [*path_var.split(os.pathsep), os.path.join(sys.base_prefix, "bin")]
+    for entry in entries:
         if not entry.startswith("/tmp/") or not os.path.isdir(entry):
             continue
         root = os.path.dirname(entry.rstrip("/"))

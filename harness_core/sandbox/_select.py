@@ -321,7 +321,13 @@ def _linux_entries(
             f"sockets other than {allowed} refused with EPERM",
         )
     if config.network:
-        net: _Entry = ("net", False, "none: [sandbox] network = true")
+        net: _Entry = (
+            "net",
+            True,
+            "network namespace with only its own loopback; the one way out is io's egress "
+            "proxy (HTTP_PROXY/HTTPS_PROXY: CONNECT and plain HTTP), which admits a host "
+            "only when the policy's net check allows it",
+        )
     else:
         net = ("net", True, "network namespace with only its own loopback")
     tree = "the process group, its descendants and the pid namespace"

@@ -2,6 +2,7 @@
 checkpoint format."""
 
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
+from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
@@ -19,6 +20,7 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "AliveCheck",
     "CheckpointRecord",
+    "CopyReport",
     "LedgerEntry",
     "PolicyEventRecord",
     "RunRecord",
@@ -29,6 +31,7 @@ __all__ = [
     "StoreReport",
     "VerificationRecord",
     "check_store",
+    "copy_store",
     "is_postgres_url",
     "redact_url",
 ]

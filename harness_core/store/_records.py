@@ -64,6 +64,9 @@ class RunRecord:
     steps_used: int
     tokens_used: int
     wall_used: float
+    depth: int = 0
+    root_run_id: str = ""
+    agent: str | None = None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ A migration, once released, is never edited: a change is a new migration appende
 
 from __future__ import annotations
 
-__all__ = ["CHECKPOINT_FORMAT", "MIGRATIONS", "VERIFICATION_REPORT_SQL"]
+__all__ = ["CHECKPOINT_FORMAT", "MIGRATIONS", "RUNNER_HOST_SQL", "VERIFICATION_REPORT_SQL"]
 
 CHECKPOINT_FORMAT = 7
 """The layout of a checkpoint; a store recording another value is refused, never half-read."""
@@ -204,3 +204,10 @@ ALTER TABLE verifications ADD COLUMN inputs TEXT
 """
 """The gates report: how long a gate ran, in which sandbox, and what became of its inputs
 (NULL on rows written before it)."""
+
+RUNNER_HOST_SQL = """
+ALTER TABLE completions ADD COLUMN host TEXT;
+ALTER TABLE drives ADD COLUMN host TEXT
+"""
+"""The machine (hostname) that made each completion and each drive: `io spend --by runner`
+across a fleet sharing one store (NULL on rows written before it)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,10 +50,22 @@ from harness_core.store._records import (
     StepRecord,
     VerificationRecord,
 )
-from harness_core.store._schema import CHECKPOINT_FORMAT, MIGRATIONS, VERIFICATION_REPORT_SQL
+from harness_core.store._schema import (
+    CHECKPOINT_FORMAT,
+    MIGRATIONS,
+    RUNNER_HOST_SQL,
+    VERIFICATION_REPORT_SQL,
+)
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
+from harness_core.store._tree import (
+    RUN_COLUMNS,
+    TREE_SCHEMA_SQL,
+    TreePlace,
+    TreeQueries,
+    run_record,
+)
 
 __all__ = ["KNOWN_MIGRATIONS", "AliveCheck", "Store", "check_store"]
 
@@ -60,11 +73,14 @@ AliveCheck = Callable[[int, float | None], bool]
 """(pid, process start time) → whether that very process still lives."""
 
 _BUSY_TIMEOUT_MS = 5000
+_HOST = socket.gethostname()  # the runner, recorded per completion and per drive
 _MIGRATIONS: tuple[tuple[str, str], ...] = (
     *MIGRATIONS, ("0002_handles", HANDLE_SCHEMA_SQL), ("0003_sessions", SESSION_SCHEMA_SQL),
     ("0004_todos", PLAN_SCHEMA_SQL), ("0005_questions", QUESTION_SCHEMA_SQL),
     ("0006_verification_report", VERIFICATION_REPORT_SQL),
     ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
+    ("0008_agent_trees", TREE_SCHEMA_SQL),
+    ("0009_runner_host", RUNNER_HOST_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -125,7 +141,8 @@ def _disk_is_full(path: Path) -> bool:
         return False
 
 
-class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries):
+class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
+            TreeQueries):
     """The run store.
 
     Opening checks the file first (see `harness_core.store._check`): a file that fails
@@ -142,6 +159,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._opened_with = path  # may hold a password: never shown, only `reopen` reads it
         if is_postgres_url(path):
             self._open_postgres(str(path))
             return
@@ -298,6 +316,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         except sqlite3.Error as exc:
             raise _translate(exc, "reading", self.path) from exc
 
+    def reopen(self) -> Store:
+        """Another connection to the same store, for another thread (a parallel child)."""
+        return Store(self._opened_with)
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         try:
@@ -332,26 +354,31 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         parent_run_id: str | None = None,
         owner_pid: int | None = None,
         owner_started: float | None = None,
+        tree: TreePlace | None = None,
     ) -> None:
-        """Record a new run with its opening messages, owned by the calling process."""
+        """Record a new run with its opening messages, owned by the calling process.
+
+        `tree` places a spawned child in its tree (root, depth, the spawning call)."""
         now = _now()
         if owner_pid is not None:
             self._hold("run", run_id)
         with self._tx() as conn:
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
-                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started,"
+                " depth, root_run_id, spawn_step, spawn_call, agent)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
                  model, session_id, parent_run_id, dumps(settings), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started),
+                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started,
+                 *(tree.row() if tree is not None else (0, run_id, None, None, None))),
             )
             self._insert_messages(conn, run_id, -1, messages)
             conn.execute(
-                "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox)"
-                " VALUES (?, 0, ?, ?, ?, ?)",
+                "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
+                " VALUES (?, 0, ?, ?, ?, ?, ?)",
                 (run_id, now, owner_pid or os.getpid(), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None),
+                 dumps(sandbox) if sandbox is not None else None, _HOST),
             )
 
     def run(self, run_id: str) -> RunRecord:
@@ -363,7 +390,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         rows = self._query(_RUN_BY_ID, (run_id,))
         if not rows:
             raise RunNotFound(run_id)
-        return _run_record(rows[0])
+        return run_record(rows[0])
 
     def find_run(self, prefix: str) -> RunRecord:
         """The run whose id is `prefix` or uniquely starts with it."""
@@ -373,7 +400,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         )
         if not rows or (len(rows) > 1 and rows[0][0] != prefix):
             raise RunNotFound(prefix)
-        return _run_record(rows[0])
+        return run_record(rows[0])
 
     def list_runs(self, limit: int = 20, *, session_id: str | None = None) -> list[RunRecord]:
         """The most recent runs, newest first."""
@@ -381,11 +408,11 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             rows = self._query(_RUNS_RECENT, (limit,))
         else:
             rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
-        return [_run_record(r) for r in rows]
+        return [run_record(r) for r in rows]
 
     def child_runs(self, run_id: str) -> list[RunRecord]:
         """The runs whose parent is `run_id`, oldest first (one level of a tree)."""
-        return [_run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
+        return [run_record(r) for r in self._query(_RUNS_OF_PARENT, (run_id,))]
 
     def acquire_run(self, run_id: str, pid: int, started: float, *, alive: AliveCheck) -> int:
         """Make the calling process the run's one driver; returns the drive number.
@@ -424,10 +451,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         """Record the policy and sandbox a resumed drive runs under (the audit of a resume)."""
         with self._tx() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox)"
-                " VALUES (?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
+                " VALUES (?,?,?,?,?,?,?)",
                 (run_id, seq, _now(), pid, dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None),
+                 dumps(sandbox) if sandbox is not None else None, _HOST),
             )
             conn.execute(
                 "UPDATE runs SET policy = ?, sandbox = ? WHERE run_id = ?",
@@ -558,12 +585,12 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
                 " model_served, prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
                 " cache_write_tokens, reasoning_tokens, server_tool_requests, latency_ms, ttft_ms,"
-                " stop_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " stop_reason, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, now, provider, model_requested, model_served,
                  usage.get("prompt_tokens"), usage.get("completion_tokens"),
                  usage.get("total_tokens"), usage.get("cache_read_tokens"),
                  usage.get("cache_write_tokens"), usage.get("reasoning_tokens"),
-                 usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason),
+                 usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason, _HOST),
             )
             base = conn.execute(
                 "SELECT COALESCE(MAX(seq), -1) + 1 FROM provider_attempts"
@@ -861,43 +888,22 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
 
 
 _RUN_BY_ID = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ?"
+    RUN_COLUMNS + " FROM runs WHERE run_id = ?"
 )
 _RUN_BY_PREFIX = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE run_id = ? OR run_id LIKE ?"
+    RUN_COLUMNS + " FROM runs WHERE run_id = ? OR run_id LIKE ?"
     " ESCAPE '!' ORDER BY run_id = ? DESC LIMIT 2"
 )
 _RUNS_RECENT = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs ORDER BY created_at DESC LIMIT ?"
+    RUN_COLUMNS + " FROM runs ORDER BY created_at DESC LIMIT ?"
 )
 _RUNS_OF_SESSION = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE session_id = ? ORDER BY cre"
+    RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
 )
 _RUNS_OF_PARENT = (
-    "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
-    ", steps_used, tokens_used, wall_used FROM runs WHERE parent_run_id = ? ORDER BY c"
-    "reated_at, run_id"
+    RUN_COLUMNS + " FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id"
 )
-
-
-def _run_record(r: tuple[Any, ...]) -> RunRecord:
-    return RunRecord(
-        run_id=r[0], created_at=r[1], updated_at=r[2], status=RunStatus(r[3]), goal=r[4],
-        workspace=r[5], model=r[6], session_id=r[7], parent_run_id=r[8], settings=loads(r[9]),
-        policy=loads(r[10]), sandbox=loads(r[11]), exit_code=r[12], reason=r[13],
-        pause=loads(r[14]), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
-        wall_used=r[18],
-    )
 
 
 def _step_record(r: tuple[Any, ...]) -> StepRecord:

@@ -6,7 +6,7 @@ registered tool can never shadow a built-in (or be shadowed by one an extra enab
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness_core.errors import InvalidToolArguments, ToolError, WorkspaceError
@@ -60,15 +60,33 @@ def _check_args(spec: ToolSpec, args: dict[str, Any]) -> None:
 class Toolbox:
     """The tools of a run, by name."""
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+    def __init__(
+        self, tools: Iterable[Tool] = (), *, unavailable: Mapping[str, str] | None = None
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             self._tools[tool.spec.name] = tool
+        self._unavailable = {k: v for k, v in (unavailable or {}).items()
+                             if k not in self._tools}
 
     @staticmethod
-    def builtins(*, include_shell: bool = True) -> Toolbox:
+    def builtins(
+        *,
+        include_shell: bool = True,
+        extra_builtins: Iterable[Tool] = (),
+        unavailable: Mapping[str, str] | None = None,
+    ) -> Toolbox:
         """The default built-ins: files, find/grep, exec, the plan and question tools,
-        and the shell tools."""
+        and the shell tools.
+
+        Args:
+            include_shell: Offer the shell tools.
+            extra_builtins: Built-ins from a higher layer (the document tools whose extras
+                are installed), which may take reserved names.
+            unavailable: Built-in names not offered because an extra is missing, each with
+                the command that installs it; a call to one is an error observation
+                naming that command.
+        """
         tools: list[Tool] = [ReadFile(), WriteFile(), EditFile(), ListDir(), Find(), Grep(), Exec()]
         tools.extend(plan_tools())
         tools.extend(git_tools())
@@ -76,7 +94,10 @@ class Toolbox:
             from harness_core.tools._shell_tools import shell_tools
 
             tools.extend(shell_tools())
-        return Toolbox(tools)
+        box = Toolbox(tools, unavailable=unavailable)
+        for tool in extra_builtins:
+            box.add(tool, builtin=True)
+        return box
 
     def add(self, tool: Tool, *, builtin: bool = False) -> None:
         """Register a tool.
@@ -93,13 +114,17 @@ class Toolbox:
 
     def with_tools(self, tools: Iterable[Tool]) -> Toolbox:
         """A new toolbox with this one's tools and `tools` (validated like `add`)."""
-        combined = Toolbox(self._tools.values())
+        combined = Toolbox(self._tools.values(), unavailable=self._unavailable)
         for tool in tools:
             combined.add(tool)
         return combined
 
     def names(self) -> list[str]:
         return sorted(self._tools)
+
+    def unavailable(self, name: str) -> str | None:
+        """The install command of a built-in left out for a missing extra, else None."""
+        return self._unavailable.get(name)
 
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(self._tools[n].spec for n in sorted(self._tools))
@@ -125,6 +150,10 @@ class Toolbox:
             ToolError: Unknown tool or arguments that do not fit its schema (including
                 arguments that were not valid JSON).
         """
+        install = self._unavailable.get(call.name)
+        if install is not None:
+            return ToolOutcome(f"{call.name} is not available in this install: its extra is"
+                               f" missing ({install})", is_error=True)
         tool = self.get(call.name)
         if call.raw_arguments is not None:
             raise InvalidToolArguments(

@@ -43,7 +43,7 @@ class EventOutput:
             self._sinks.append(TelemetrySink(config.telemetry, redact=config.redact))
 
     def __call__(self, event: Event) -> None:
-        self.run_id = event.run_id
+        self.run_id = event.root_run_id or event.run_id  # a child's event names its root
         if self.json_mode:
             if event.kind.value != "run_finished":  # `finish` writes the one closing line
                 write_json(event.to_json())
@@ -81,7 +81,8 @@ class EventOutput:
             from harness_core import EVENT_SCHEMA
 
             write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": self.run_id,
-                        "status": status, "exit_code": code, "reason": reason, **extra})
+                        "root_run_id": self.run_id, "status": status, "exit_code": code,
+                        "reason": reason, **extra})
         else:
             label = {0: "finished", 3: "stopped", 4: "paused", 130: "interrupted"}.get(code, status)
             say(f"io: run {self.run_id or '-'} {label} (exit {code}): {reason}")

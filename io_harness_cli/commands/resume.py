@@ -11,7 +11,8 @@ from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
 
 def resume(
-    run_id: Annotated[str, typer.Argument(help="The run to resume (a unique prefix works).")],
+    run_id: Annotated[str, typer.Argument(
+        help="The run to resume (a unique prefix works); for a tree, the root's id.")],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -21,7 +22,8 @@ def resume(
         "--approve", help="Approve the act the run paused on.")] = False,
     deny: Annotated[bool, typer.Option("--deny", help="Deny the act the run paused on.")] = False,
     stored_policy: Annotated[bool, typer.Option(
-        "--stored-policy", help="Resume under the policy recorded for the run.")] = False,
+        "--stored-policy",
+        help="Resume every run of the tree under the policy it recorded.")] = False,
 ) -> None:
     """Resume RUN_ID where it stopped; nothing committed is run or requested again."""
     from io_harness_cli.commands._drive import EventOutput, drive, exit_with
@@ -29,7 +31,12 @@ def resume(
     out = EventOutput(json_out)
 
     def body() -> object:
-        from harness_core import Policy, Store, UsageError
+        from harness_core import (
+            Store,
+            UsageError,
+            resume_tree,
+            resume_tree_from_stored_policy,
+        )
         from io_harness_cli.commands._common import assemble, load_config, workspace_path
 
         if approve and deny:
@@ -44,12 +51,13 @@ def resume(
             if ws_hint is None:
                 ws = workspace_path(ws)
                 cfg = load_config(ws, config)
-            policy = Policy.from_json(record.policy) if stored_policy else None
             decision = True if approve else (False if deny else None)
-            with assemble(cfg, ws, record.goal, store, interactive=not json_out, out=out,
-                          policy=policy) as run:
-                return run.runner.resume(record.run_id, run.spec, approve=decision,
-                                         answer=answer)
+            resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
+            with assemble(cfg, ws, record.goal, store, interactive=not json_out,
+                          out=out) as run:
+                return resume_fn(store, run.provider, record.run_id, run.spec,
+                                 approve=decision, answer=answer, on_event=out,
+                                 approver=run.runner.approver, responder=run.runner.responder)
         finally:
             store.close()
 

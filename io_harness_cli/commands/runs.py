@@ -36,6 +36,8 @@ def runs(
         "exit_code": exit_code_for_status(r.status.value).value if r.status.value != "running"
         else None, "steps": r.steps_used, "tokens": r.tokens_used, "goal": r.goal,
         "workspace": r.workspace, "session_id": r.session_id, "reason": r.reason,
+        "parent_run_id": r.parent_run_id, "depth": r.depth, "root_run_id": r.root_run_id,
+        "agent": r.agent,
     } for r in records]
     if json_out:
         for row in rows:

@@ -1,4 +1,4 @@
-"""`io spend`: tokens and derived cost, grouped by model, run, session or day.
+"""`io spend`: tokens and derived cost, grouped by model, run, session, day or runner (the host).
 
 Costs are derived here, at query time, from the loaded `[prices]` table and never
 stored. A call the table cannot price is counted, not costed at zero, and a group (or
@@ -20,15 +20,16 @@ from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 if TYPE_CHECKING:
     from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport
 
-BY_CHOICES = ("model", "run", "session", "day")
+BY_CHOICES = ("model", "run", "session", "day", "tree", "runner")
 _BAR_WIDTH = 10
 _BLOCKS = " ▏▎▍▌▋▊▉█"
 
 
 def spend(
     by: Annotated[str, typer.Option(
-        "--by", help="Group by model (the model that served), run, session or day (UTC).",
-        metavar="model|run|session|day")] = "model",
+        "--by", help="Group by model (the model that served), run, session, day (UTC),"
+        " tree (each tree of runs rolled up into its root) or runner (the host).",
+        metavar="model|run|session|day|tree|runner")] = "model",
     since: Annotated[str | None, typer.Option(
         "--since", help="From this date or ISO timestamp (inclusive; UTC unless it says).",
     )] = None,
@@ -39,7 +40,7 @@ def spend(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Tokens and derived cost by model, run, session or day; unpriced calls are counted."""
+    """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted."""
     from io_harness_cli.commands._common import (
         STORE_AND_PRICES,
         load_config,
@@ -89,6 +90,8 @@ def summarize_rows(
             cache_write_tokens=_count(r.get("cache_write_tokens")),
             reasoning_tokens=_count(r.get("reasoning_tokens")),
             server_tool_requests=_count(r.get("server_tool_requests")),
+            runner=None if r.get("runner") is None else str(r["runner"]),
+            root_run_id=None if r.get("root_run_id") is None else str(r["root_run_id"]),
         )
         for r in raw
     ]
@@ -109,8 +112,12 @@ def _by(value: str) -> SpendBy:
         return "session"
     if value == "day":
         return "day"
+    if value == "tree":
+        return "tree"
+    if value == "runner":
+        return "runner"
     raise UsageError(f"--by {value!r} is not one of: {', '.join(BY_CHOICES)}",
-                     hint="io spend --by model|run|session|day")
+                     hint="io spend --by model|run|session|day|tree|runner")
 
 
 def _bound(text: str | None, option: str, *, end_of_day: bool) -> str | None:

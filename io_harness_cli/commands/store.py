@@ -1,4 +1,5 @@
-"""`io store check`: the full, read-only integrity check of the run store."""
+"""`io store …`: the run store itself: `check` (full, read-only integrity check) and
+`migrate` (copy a SQLite store into a PostgreSQL one)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
-app = typer.Typer(help="Inspect the run store.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(help="Check the run store, or copy it into PostgreSQL.", no_args_is_help=True,
+                  add_completion=False)
 
 PathArg = Annotated[
     Path | None,
@@ -43,3 +45,41 @@ def check(path: PathArg = None, workspace: WorkspaceOpt = None, config: ConfigOp
                    " restore a backup, and io starts a new store there")
     if not report.ok:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+@app.command("migrate")
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="The PostgreSQL store: postgresql://…")],
+    source: Annotated[Path | None, typer.Option(
+        "--from", help="The SQLite store to copy (default: the configured one).")] = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Copy every run of a SQLite store into a PostgreSQL store, losslessly."""
+    _migrate(to, source, workspace, config, json_out)
+
+
+def _migrate(to: str, source: Path | None, workspace: Path | None, config: Path | None,
+             json_out: bool) -> None:
+    from harness_core import Store, UsageError, copy_store, is_postgres_url, redact_url
+    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.output import say, write_json
+
+    if not is_postgres_url(to):
+        raise UsageError("--to must be a postgresql:// URL")
+    if source is None:
+        cfg = load_config(workspace_path(workspace), config)
+        source = cfg.store_path
+    if not source.is_file():
+        raise UsageError(f"no SQLite store at {source}")
+    with Store(source) as src, Store(to) as dst:
+        report = copy_store(src, dst)
+    if json_out:
+        write_json({"ok": True, "from": str(source), "to": redact_url(to), "rows": report.rows,
+                    "runs": report.runs})
+        return
+    for table, count in report.rows.items():
+        say(f"  {table:<20} {count:>8} rows")
+    say(f"io: copied {sum(report.rows.values())} rows of {source} into {redact_url(to)};"
+        f" it holds {report.runs} runs")

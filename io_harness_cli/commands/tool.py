@@ -50,18 +50,20 @@ def tool(
     """Call one tool in the workspace under the loaded policy and print what the model
     would see."""
     from harness_core import (
+        TOOL_EXTRAS,
         ApprovalPending,
         Gate,
         HarnessError,
         InvalidToolArguments,
+        MissingExtra,
         RunSpec,
         SystemClock,
-        Toolbox,
         ToolCall,
         ToolContext,
         UsageError,
         build_launchers,
         build_run_spec,
+        default_toolbox,
         protect_gate_inputs,
     )
     from io_harness_cli.commands._common import (
@@ -84,12 +86,16 @@ def tool(
         ws = workspace_path(workspace)
         cfg = load_config(ws, config)
         spec: RunSpec = protect_gate_inputs(build_run_spec(cfg, ws, "io tool", env=environment()))
-        toolbox = Toolbox.builtins()
+        toolbox = default_toolbox()
+        install = toolbox.unavailable(name)
+        if install is not None:
+            raise MissingExtra(name, TOOL_EXTRAS[name])
         if name not in toolbox.names():
             raise UsageError(f"unknown tool {name!r}; built-ins: {', '.join(toolbox.names())}")
         launchers = build_launchers(spec)
         gate = Gate(spec.policy, store=None, run_id="", approver=make_approver(not json_out),
                     emit=lambda event: None)
+        launchers.attach(gate, None)
         ctx = ToolContext(workspace=spec.workspace, gate=gate, launcher=launchers.commands,
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
@@ -109,6 +115,7 @@ def tool(
         finally:
             if registry is not None:
                 registry.close_all()
+            launchers.close()
             if store is not None:
                 store.close()
             shutil.rmtree(capture, ignore_errors=True)

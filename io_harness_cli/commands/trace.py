@@ -69,6 +69,8 @@ def trace(
 
     render_trace(data)
     _print_gates(data["gates"])
+    if len(data["tree"]) > 1:
+        _print_tree(data["tree"])
     if data["run"]["status"] == "paused":
         say(f"paused: {data['run']['pause']}")
 
@@ -97,7 +99,10 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
             "reason": record.reason, "pause": record.pause, "steps": record.steps_used,
             "tokens": record.tokens_used, "wall_seconds": round(record.wall_used, 3),
             "sandbox": record.sandbox, "session_id": record.session_id,
+            "parent_run_id": record.parent_run_id, "depth": record.depth,
+            "root_run_id": record.root_run_id, "agent": record.agent,
         },
+        "tree": _tree(store, record.run_id),
         "steps": steps,
         "refusals": [vars(p) for p in store.policy_events(run_id)],
         "verifications": [vars(v) for v in verifications],
@@ -125,6 +130,40 @@ def _print_gates(gates: list[dict[str, Any]]) -> None:
         if g["modified_inputs"]:
             out("    gate inputs were modified by the agent: "
                 + ", ".join(g["modified_inputs"]) + "\n")
+
+
+def _tree(store: Any, run_id: str) -> list[dict[str, Any]]:
+    """The run and its descendants, depth-first, each with what served it."""
+    record = store.run(run_id)
+    runs = store.tree_runs(record.root_run_id)
+    children: dict[str | None, list[Any]] = {}
+    for r in runs:
+        children.setdefault(r.parent_run_id if r.depth > 0 else None, []).append(r)
+    out: list[dict[str, Any]] = []
+
+    def visit(r: Any) -> None:
+        models = sorted({s.model_served for s in store.steps(r.run_id) if s.model_served})
+        out.append({"run_id": r.run_id, "parent_run_id": r.parent_run_id if r.depth else None,
+                    "depth": r.depth - record.depth, "agent": r.agent, "status": r.status.value,
+                    "steps": r.steps_used, "tokens": r.tokens_used, "models": models,
+                    "goal": r.goal})
+        for child in children.get(r.run_id, []):
+            visit(child)
+
+    visit(record)
+    return out
+
+
+def _print_tree(tree: list[dict[str, Any]]) -> None:
+    import sys
+
+    out = sys.stdout.write
+    out("\ntree:\n")
+    for node in tree:
+        agent = f" ({node['agent']})" if node["agent"] else ""
+        out(f"{'  ' * (node['depth'] + 1)}{node['run_id']}{agent}  {node['status']}"
+            f"  steps {node['steps']}  tokens {node['tokens']}"
+            f"  model {', '.join(node['models']) or '-'}  {node['goal'][:60]}\n")
 
 
 def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None) -> None:

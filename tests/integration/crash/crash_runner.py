@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,12 @@ class KillingProvider:
         response = self.inner.complete(request, step=step, on_token=on_token)
         self.killer.at("after_response", step)
         return response
+
+    def plan_tree(self, starts: Any) -> None:
+        self.inner.plan_tree(starts)
+
+    def for_child(self, step: int, call_index: int) -> KillingProvider:
+        return KillingProvider(self.inner.for_child(step, call_index), self.killer, self.log)
 
     def close(self) -> None:
         return None
@@ -129,8 +136,12 @@ def main() -> None:
     spec = RunSpec(workspace=Workspace(workspace), contract=TaskContract(goal="append lines"),
                    budget=Budget(max_steps=1000, max_tokens=None, wall_seconds=None),
                    sandbox=SandboxConfig(backend=BackendChoice.OFF), model="scripted")
-    ids = iter(["run-crash"])
-    runner = Runner(store, provider, toolbox=toolbox, new_id=lambda: next(ids))  # type: ignore[arg-type]
+    first = ["run-crash"] if mode == "start" else []
+
+    def new_id() -> str:  # the root gets a known id; children (made in threads) random ones
+        return first.pop() if first else uuid.uuid4().hex[:12]
+
+    runner = Runner(store, provider, toolbox=toolbox, new_id=new_id)  # type: ignore[arg-type]
     if mode == "start":
         outcome = runner.start(spec)
     else:

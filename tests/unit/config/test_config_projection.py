@@ -85,6 +85,16 @@ command = "python -m pytest -q"
 timeout_seconds = 10
 inputs = ["tests/**", "pyproject.toml"]
 editable = true
+[[contract.verify]]
+kind = "document_contains"
+path = "out/report.pdf"
+text = "Total"
+page = 2
+[[contract.verify]]
+kind = "document_contains"
+path = "out/book.xlsx"
+regex = "Sum: [0-9]+"
+sheet = "Summary"
 
 [context]
 max_tokens = 12000
@@ -121,6 +131,14 @@ command = "server-bin"
 args = ["--a", "b"]
 env = { TOKEN = "${env:MCP_TOKEN}", MODE = "x" }
 cwd = "tools"
+
+[agents]
+max_depth = 2
+max_children = 5
+parallel = 3
+
+[templates]
+dir = "tpl"
 
 [agents.rev]
 model = "m-agent"
@@ -232,6 +250,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "contract.verify.kind": (lambda c: c.contract.verify[0].kind, CriterionKind.COMMAND),
         "contract.verify.command": (lambda c: c.contract.verify[0].command, "python -m pytest -q"),
         "contract.verify.timeout_seconds": (lambda c: c.contract.verify[0].timeout_seconds, 10.0),
+        "contract.verify.path": (lambda c: c.contract.verify[1].path, "out/report.pdf"),
+        "contract.verify.text": (lambda c: c.contract.verify[1].text, "Total"),
+        "contract.verify.page": (lambda c: c.contract.verify[1].page, 2),
+        "contract.verify.regex": (lambda c: c.contract.verify[2].regex, "Sum: [0-9]+"),
+        "contract.verify.sheet": (lambda c: c.contract.verify[2].sheet, "Summary"),
         "contract.verify.inputs": (lambda c: c.contract.verify[0].inputs,
                                    ("tests/**", "pyproject.toml")),
         "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
@@ -258,6 +281,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.args": (lambda c: c.mcp[0].args, ("--a", "b")),
         "mcp.env": (lambda c: dict(c.mcp[0].env), {"TOKEN": "mcp-token-value", "MODE": "x"}),
         "mcp.cwd": (lambda c: c.mcp[0].cwd, ws / "tools"),
+        "agents.max_depth": (lambda c: c.agent_limits.max_depth, 2),
+        "agents.max_children": (lambda c: c.agent_limits.max_children, 5),
+        "agents.parallel": (lambda c: c.agent_limits.parallel, 3),
+        "templates.dir": (lambda c: c.templates_dir, ws / "tpl"),
         "agents.*.model": (lambda c: c.agents["rev"].model, "m-agent"),
         "agents.*.role": (lambda c: c.agents["rev"].role, "the role"),
         "agents.*.deny_write": (lambda c: c.agents["rev"].deny_write, ("**",)),

@@ -216,3 +216,14 @@ def test_a_resumed_commit_whose_trailer_landed_is_reported_not_repeated(tmp_path
                  resumed=True)
     assert not fresh.is_error and "recovered" not in fresh.data
     assert git(root, "rev-list", "--count", "HEAD").strip() == "3"
+
+
+def test_git_tools_are_not_exec_acts(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r")
+    (root / "b.txt").write_text("b\n")
+    policy = Policy.from_lists(tier="workspace-write", deny_exec=["git*"], approval="deny")
+    assert not call(root, "git_status", {}, policy=policy).is_error
+    assert not call(root, "git_commit", {"message": "b", "paths": ["b.txt"]},
+                    policy=policy).is_error
+    refused = call(root, "exec", {"argv": ["git", "status"]}, policy=policy)
+    assert refused.refused is not None

@@ -1,0 +1,92 @@
+"""pdf_read: text per page, extracted by pypdf in a child process with a deadline.
+
+A malformed PDF can make a parser loop, recurse or allocate without end; in a child
+process the deadline and the memory cap (in `_pdf_worker`) turn each of those into an
+error observation, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness_core.documents._common import failed, opt_str, read_input
+from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools._support import bounded, req_str
+
+__all__ = ["PDF_READ_SECONDS", "PdfUnreadable", "extract_pages", "parse_pages", "read"]
+
+PDF_READ_SECONDS = 60.0
+"""Seconds one extraction may take (a 100-page PDF takes ~1 s here: bench/README.md)."""
+
+_WORKER = Path(__file__).with_name("_pdf_worker.py")
+
+
+class PdfUnreadable(ToolError):
+    """The PDF could not be read (malformed, encrypted, or over the deadline)."""
+
+
+def parse_pages(spec: str | None) -> list[int] | None:
+    """0-based page indexes of a 1-based spec such as ``1-3,7`` (None: every page)."""
+    if spec is None or not spec.strip():
+        return None
+    indexes: list[int] = []
+    for part in spec.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            lo = int(first)
+            hi = int(last) if dash else lo
+        except ValueError:
+            raise InvalidToolArguments(
+                f"pdf: invalid page range {part.strip()!r} (expected e.g. 1-3,7)") from None
+        if lo < 1 or hi < lo:
+            raise InvalidToolArguments(f"pdf: invalid page range {part.strip()!r}")
+        indexes.extend(range(lo - 1, hi))
+    return sorted(set(indexes))
+
+
+def extract_pages(
+    data: bytes, pages: list[int] | None, timeout: float = PDF_READ_SECONDS
+) -> tuple[int, list[dict[str, Any]]]:
+    """(page count, [{page, text}]) of a PDF, extracted in a child process.
+
+    Raises:
+        PdfUnreadable: The PDF is malformed or encrypted, or extraction passed `timeout`.
+    """
+    argv = [sys.executable, str(_WORKER), json.dumps(pages)]
+    try:
+        done = subprocess.run(argv, input=data, capture_output=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise PdfUnreadable(f"text extraction did not finish within {timeout:g} s") from None
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        raise PdfUnreadable(f"text extraction failed (exit {done.returncode}: {tail[0]})") \
+            from None
+    if "error" in result:
+        raise PdfUnreadable(str(result["error"]))
+    return int(result["page_count"]), list(result["pages"])
+
+
+def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = req_str(args, "path", "pdf_read")
+    pages = parse_pages(opt_str(args, "pages", "pdf_read"))
+    got = read_input(ctx, path, "pdf_read")
+    if isinstance(got, ToolOutcome):
+        return got
+    rel, data = got
+    try:
+        count, extracted = extract_pages(data, pages)
+    except PdfUnreadable as exc:
+        return failed(f"pdf_read: cannot read {rel}: {exc}")
+    text = f"{rel}: {count} page(s)\n" + "\n".join(
+        f"== page {p['page']} ==\n{p['text']}" for p in extracted)
+    shown, cut = bounded(text, ctx.output_cap)
+    return ToolOutcome(output=shown, data={"path": rel, "page_count": count,
+                                           "pages": extracted, "truncated": cut})

@@ -1,0 +1,81 @@
+"""pptx_read over python-pptx (the `pptx` extra): text, tables and notes, slide by slide."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pptx
+from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+from harness_core.documents._common import read_input
+from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools._support import bounded, req_str
+
+__all__ = ["presentation_slides", "read", "slide_text"]
+
+
+def _shape_items(shape: Any) -> list[dict[str, Any]]:
+    if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        return [item for child in shape.shapes for item in _shape_items(child)]
+    if getattr(shape, "has_table", False) and shape.has_table:
+        rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
+        return [{"type": "table", "rows": rows}]
+    if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+        text = "\n".join(p.text for p in shape.text_frame.paragraphs if p.text.strip())
+        return [{"type": "text", "text": text}] if text else []
+    return []
+
+
+def _slide(index: int, slide: Any) -> dict[str, Any]:
+    title_shape = slide.shapes.title
+    title = title_shape.text_frame.text if title_shape is not None else ""
+    items: list[dict[str, Any]] = []
+    for shape in slide.shapes:
+        if title_shape is not None and shape.shape_id == title_shape.shape_id:
+            continue
+        items.extend(_shape_items(shape))
+    return {"slide": index, "title": title, "items": items, "notes": _notes(slide)}
+
+
+def _notes(slide: Any) -> str:
+    if not slide.has_notes_slide:
+        return ""
+    notes = slide.notes_slide
+    if notes.notes_text_frame is not None:
+        return str(notes.notes_text_frame.text).strip()
+    # LibreOffice writes notes without a body placeholder as a plain text box.
+    texts = [item["text"] for shape in notes.shapes if not shape.is_placeholder
+             for item in _shape_items(shape) if item["type"] == "text"]
+    return "\n".join(texts).strip()
+
+
+def presentation_slides(data: bytes) -> list[dict[str, Any]]:
+    """Each slide's title, text and tables (in shape order) and notes."""
+    deck = pptx.Presentation(io.BytesIO(data))
+    return [_slide(i, slide) for i, slide in enumerate(deck.slides, 1)]
+
+
+def slide_text(slide: dict[str, Any]) -> str:
+    lines = [f"== slide {slide['slide']}" + (f": {slide['title']}" if slide["title"] else "")
+             + " =="]
+    for item in slide["items"]:
+        if item["type"] == "text":
+            lines.append(item["text"])
+        else:
+            lines.extend("| " + " | ".join(row) + " |" for row in item["rows"])
+    if slide["notes"]:
+        lines.append(f"[notes] {slide['notes']}")
+    return "\n".join(lines)
+
+
+def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = req_str(args, "path", "pptx_read")
+    got = read_input(ctx, path, "pptx_read")
+    if isinstance(got, ToolOutcome):
+        return got
+    rel, data = got
+    slides = presentation_slides(data)
+    text = "\n".join(slide_text(s) for s in slides) or "(no slides)"
+    shown, cut = bounded(text, ctx.output_cap)
+    return ToolOutcome(output=shown, data={"path": rel, "slides": slides, "truncated": cut})

@@ -1,0 +1,251 @@
+"""xlsx_read, xlsx_write and xlsx_edit over openpyxl (the `xlsx` extra).
+
+Reading uses openpyxl's read-only mode (a 10,000-row sheet streams, bench/README.md).
+Editing loads the whole workbook and saves it back: what openpyxl does not model is
+lost on save, listed in docs/guide/documents.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from typing import Any
+
+import openpyxl
+from openpyxl.utils.cell import range_boundaries
+from openpyxl.utils.exceptions import CellCoordinatesException
+
+from harness_core.documents._common import failed, opt_str, read_input, req_list, write_output
+from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools._support import bounded, opt_int, req_str
+
+__all__ = ["edit", "read", "sheet_text", "write"]
+
+_DEFAULT_MAX_ROWS = 1000
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.time() == dt.time(0):
+        return value.date().isoformat()  # a date cell: openpyxl gives midnight
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return str(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _shown(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _load(data: bytes, *, values: bool) -> Any:
+    return openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=values)
+
+
+def _bounds(ws: Any, cell_range: str | None) -> tuple[int, int, int, int]:
+    """(min_col, min_row, max_col, max_row) of `cell_range`, or the sheet's used range."""
+    if cell_range:
+        try:
+            bounds = range_boundaries(cell_range.replace("$", ""))
+        except (ValueError, CellCoordinatesException) as exc:
+            raise InvalidToolArguments(f"xlsx_read: invalid range {cell_range!r}: {exc}") from exc
+        if any(b is None for b in bounds):  # a whole-column or whole-row range
+            raise InvalidToolArguments(
+                f"xlsx_read: range {cell_range!r} must name both corners, e.g. A1:D20")
+        return (int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
+    if ws.max_row is None or ws.max_column is None:
+        # No <dimension> element in the file: scan it once.
+        found = range_boundaries(ws.calculate_dimension(force=True))
+        return (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
+    return (ws.min_column or 1, ws.min_row or 1, ws.max_column, ws.max_row)
+
+
+def _read_sheet(
+    ws: Any, ws_values: Any, cell_range: str | None, max_rows: int
+) -> dict[str, Any]:
+    min_col, min_row, max_col, max_row = _bounds(ws, cell_range)
+    last = min(max_row, min_row + max_rows - 1)
+    rows: list[list[Any]] = []
+    formulas: dict[str, str] = {}
+    value_rows = ws_values.iter_rows(min_row=min_row, max_row=last, min_col=min_col,
+                                     max_col=max_col, values_only=True) if ws_values else None
+    for cells in ws.iter_rows(min_row=min_row, max_row=last, min_col=min_col, max_col=max_col):
+        cached = next(value_rows) if value_rows is not None else None
+        row: list[Any] = []
+        for i, cell in enumerate(cells):
+            value = cell.value
+            if getattr(cell, "data_type", None) == "f":
+                formulas[f"{cell.column_letter}{cell.row}"] = str(value)
+                value = cached[i] if cached is not None and i < len(cached) else None
+            row.append(_json_value(value))
+        rows.append(row)
+    while rows and all(v is None for v in rows[-1]):
+        rows.pop()
+    return {"name": ws.title, "first_row": min_row, "first_column": min_col, "rows": rows,
+            "formulas": formulas, "truncated": max_row > last}
+
+
+def _sheet_block(sheet: dict[str, Any]) -> str:
+    from openpyxl.utils import get_column_letter
+
+    lines = [f"== sheet {sheet['name']} =="]
+    first_col = sheet["first_column"]
+    formulas = sheet["formulas"]
+    for offset, row in enumerate(sheet["rows"]):
+        number = sheet["first_row"] + offset
+        cells: list[str] = []
+        for i, value in enumerate(row):
+            ref = f"{get_column_letter(first_col + i)}{number}"
+            text = _shown(value)
+            if ref in formulas:
+                text = f"{formulas[ref]} → {text}" if text else formulas[ref]
+            cells.append(text)
+        if any(cells):
+            lines.append(f"{number}: " + " | ".join(cells))
+    if sheet["truncated"]:
+        lines.append("[more rows not shown: pass `range` or a larger `max_rows`]")
+    return "\n".join(lines)
+
+
+def _read_book(
+    data: bytes, sheet: str | None, cell_range: str | None, max_rows: int
+) -> tuple[list[str], list[dict[str, Any]]]:
+    book = _load(data, values=False)
+    values = None
+    try:
+        names = list(book.sheetnames)
+        if sheet is not None and sheet not in names:
+            raise LookupError(f"no sheet {sheet!r}; sheets: {', '.join(names)}")
+        chosen = [sheet] if sheet is not None else names
+        out: list[dict[str, Any]] = []
+        for name in chosen:
+            ws = book[name]
+            if not hasattr(ws, "iter_rows"):
+                continue  # a chart sheet has no cells
+            result = _read_sheet(ws, None, cell_range, max_rows)
+            if result["formulas"]:
+                values = values or _load(data, values=True)
+                result = _read_sheet(ws, values[name], cell_range, max_rows)
+            out.append(result)
+        return names, out
+    finally:
+        book.close()
+        if values is not None:
+            values.close()
+
+
+def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = req_str(args, "path", "xlsx_read")
+    sheet = opt_str(args, "sheet", "xlsx_read")
+    cell_range = opt_str(args, "range", "xlsx_read")
+    max_rows = opt_int(args, "max_rows", "xlsx_read", _DEFAULT_MAX_ROWS)
+    if max_rows < 1:
+        raise InvalidToolArguments("xlsx_read: `max_rows` must be at least 1")
+    got = read_input(ctx, path, "xlsx_read")
+    if isinstance(got, ToolOutcome):
+        return got
+    rel, data = got
+    try:
+        names, sheets = _read_book(data, sheet, cell_range, max_rows)
+    except LookupError as exc:
+        return failed(f"xlsx_read: {exc.args[0]}")
+    text = f"{rel}: sheets {', '.join(names)}\n" + "\n".join(_sheet_block(s) for s in sheets)
+    shown, cut = bounded(text, ctx.output_cap)
+    return ToolOutcome(output=shown, data={"path": rel, "sheets": names, "read": sheets,
+                                           "truncated": cut})
+
+
+def sheet_text(data: bytes, sheet: str | None) -> str:
+    """Every cell of `sheet` (default: every sheet) as text, for the document gate."""
+    try:
+        _, sheets = _read_book(data, sheet, None, 10**7)
+    except LookupError as exc:
+        raise ToolError(str(exc.args[0])) from None
+    return "\n".join(_sheet_block(s) for s in sheets)
+
+
+def _cell_value(value: Any, tool: str) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise InvalidToolArguments(f"{tool}: a cell value must be a string, number, boolean or null")
+
+
+def write(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = req_str(args, "path", "xlsx_write")
+    sheets = req_list(args, "sheets", "xlsx_write")
+    if not sheets:
+        raise InvalidToolArguments("xlsx_write: `sheets` must name at least one sheet")
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    total = 0
+    for index, item in enumerate(sheets, 1):
+        if not isinstance(item, dict) or not isinstance(item.get("rows"), list):
+            raise InvalidToolArguments("xlsx_write: each sheet is an object with `rows`")
+        name = item.get("name") or f"Sheet{index}"
+        if not isinstance(name, str):
+            raise InvalidToolArguments("xlsx_write: a sheet `name` must be a string")
+        ws = book.create_sheet(title=name)
+        for row in item["rows"]:
+            if not isinstance(row, list):
+                raise InvalidToolArguments("xlsx_write: each row is an array of cell values")
+            ws.append([_cell_value(v, "xlsx_write") for v in row])
+            total += 1
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return write_output(ctx, path, buffer.getvalue(), "xlsx_write",
+                        f"{len(sheets)} sheet(s), {total} row(s)")
+
+
+def _target(ref: str, default: str, names: list[str]) -> tuple[str, str]:
+    sheet, bang, cell = ref.rpartition("!")
+    sheet = sheet.strip("'") if bang else default
+    if sheet not in names:
+        raise LookupError(f"no sheet {sheet!r}; sheets: {', '.join(names)}")
+    return sheet, cell.replace("$", "").upper()
+
+
+def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    path = req_str(args, "path", "xlsx_edit")
+    cells = args.get("cells")
+    if not isinstance(cells, dict) or not cells:
+        raise InvalidToolArguments("xlsx_edit: `cells` must map cells such as B2 to values")
+    sheet = opt_str(args, "sheet", "xlsx_edit")
+    output = opt_str(args, "output", "xlsx_edit") or path
+    got = read_input(ctx, path, "xlsx_edit")
+    if isinstance(got, ToolOutcome):
+        return got
+    rel, data = got
+    keep_vba = rel.lower().endswith(".xlsm")
+    book = openpyxl.load_workbook(io.BytesIO(data), keep_vba=keep_vba, keep_links=True,
+                                  rich_text=True)
+    default = sheet or book.active.title
+    changes: list[dict[str, Any]] = []
+    for ref, value in cells.items():
+        try:
+            name, coord = _target(ref, default, list(book.sheetnames))
+            cell = book[name][coord]
+        except (LookupError, ValueError, CellCoordinatesException) as exc:
+            return failed(f"xlsx_edit: cell {ref!r}: {exc}; nothing written")
+        if type(cell).__name__ == "MergedCell":
+            return failed(f"xlsx_edit: {name}!{coord} is inside a merged range; set its"
+                          " top-left cell instead. Nothing written")
+        old = _json_value(cell.value)
+        cell.value = _cell_value(value, "xlsx_edit")
+        changes.append({"sheet": name, "cell": coord, "old": old, "new": value})
+    buffer = io.BytesIO()
+    book.save(buffer)
+    summary = ", ".join(f"{c['sheet']}!{c['cell']}: {c['old']!r} -> {c['new']!r}"
+                        for c in changes[:20])
+    note = ("; formula results are recomputed when a spreadsheet application next opens it"
+            " (until then xlsx_read shows formulas without values)"
+            if _has_formulas(book) else "")
+    return write_output(ctx, output, buffer.getvalue(), "xlsx_edit",
+                        f"set {len(changes)} cell(s) ({summary}){note}", {"cells": changes})
+
+
+def _has_formulas(book: Any) -> bool:
+    return any(cell.data_type == "f" for ws in book.worksheets for row in ws.iter_rows()
+               for cell in row)

@@ -1,0 +1,248 @@
+"""Running the `spawn_agent` calls of one completion: children as runs of their own.
+
+The at-most-once rules of the ledger hold for a child as for any call. The call's
+intent commits first; then the child's `runs` row is created (keyed by the parent's
+step and call index) before the child does anything. A resumed parent that finds the
+row continues that child from its own checkpoint and never starts a second one; a
+parent that finds only the intent knows the child never started and starts it. The
+child's outcome becomes the call's observation when the child ends.
+
+Consecutive `spawn_agent` calls of one completion run at the same time (up to
+`[agents] parallel`), each child in its own thread with its own store connection. A
+child's question or deferred approval pauses the parent, and so the whole tree, once
+every sibling has ended or paused.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness_core.agents import spawn_refusal
+from harness_core.errors import CheckpointFormatError, HarnessError, RunInUse, StateError
+from harness_core.events import Event, EventKind
+from harness_core.messages import ToolCall
+from harness_core.providers import Provider
+from harness_core.run._spec import RunOutcome, RunSpec
+from harness_core.run._tree import (
+    SerialApprover,
+    SerialResponder,
+    TreeContext,
+    child_observation,
+    child_spec,
+)
+from harness_core.store import RunRecord, RunStatus, Store
+from harness_core.store._tree import TreePlace
+from harness_core.tools import ToolOutcome
+
+if TYPE_CHECKING:
+    from harness_core.run._loop import Runner, _Drive
+
+__all__ = ["Held", "run_spawns"]
+
+
+@dataclass(frozen=True)
+class Held:
+    """Why the parent stops after its children: a pause (with what it waits for) or an
+    interrupt."""
+
+    status: RunStatus
+    reason: str
+    pause: dict[str, Any] | None = None
+
+
+@dataclass
+class _Job:
+    index: int
+    call: ToolCall
+    child_id: str
+    spec: RunSpec
+    provider: Provider
+    agent: str | None
+    fresh: bool
+    approve: bool | None = None
+    answer: str | None = None
+    hold: RunRecord | None = None
+    outcome: RunOutcome | None = None
+    error: str | None = None
+    final: str = ""
+
+
+def run_spawns(
+    runner: Runner,
+    drive: _Drive,
+    step: int,
+    items: list[tuple[int, ToolCall]],
+    *,
+    pause: dict[str, Any] | None,
+    approve: bool | None,
+    answer: str | None,
+) -> Held | None:
+    """Run (or continue) the children of consecutive `spawn_agent` calls of `step`.
+
+    Returns:
+        None when every call has its observation, else why the parent must stop.
+    """
+    store = runner.store
+    entries = {e.call_index: e for e in store.ledger(drive.run_id, step)}
+    spawned = store.count_children(drive.run_id)
+    jobs: list[_Job] = []
+    for index, call in items:
+        entry = entries.get(index)
+        if entry is not None and entry.has_observation:
+            continue
+        record = store.child_run(drive.run_id, step, index) if entry is not None else None
+        if record is not None:
+            here = pause is not None and pause.get("step") == step \
+                and pause.get("call_index") == index
+            jobs.append(_continued(runner, drive, step, index, call, record,
+                                   approve if here else None, answer if here else None))
+            continue
+        if entry is None:
+            store.record_intent(drive.run_id, step, index, call)
+        args = call.arguments if call.raw_arguments is None else None
+        refusal = spawn_refusal(args, roster=drive.spec.agents, limits=drive.spec.agent_limits,
+                                depth=drive.tree.depth + 1, spawned=spawned)
+        if refusal is None:
+            spawned += 1
+            job = _fresh(runner, drive, step, index, call)
+            if isinstance(job, str):
+                refusal = job
+            else:
+                jobs.append(job)
+                continue
+        runner._observe(drive, step, index, call, ToolOutcome(
+            refusal, is_error=True, data={"spawn_refused": refusal}))
+    _execute(runner, drive, jobs)
+    return _settle(runner, drive, step, jobs)
+
+
+def _provider_for(runner: Runner, step: int, index: int) -> Provider:
+    for_child = getattr(runner.provider, "for_child", None)
+    return for_child(step, index) if callable(for_child) else runner.provider
+
+
+def _fresh(runner: Runner, drive: _Drive, step: int, index: int, call: ToolCall) -> _Job | str:
+    goal = str(call.arguments["goal"])
+    name = call.arguments.get("agent")
+    agent = drive.spec.agents.get(name) if isinstance(name, str) else None
+    try:
+        provider = _provider_for(runner, step, index)
+    except HarnessError as exc:
+        return f"spawn_agent: the child could not start: {exc.message}"
+    spec = child_spec(drive.spec, drive.tree, goal=goal, agent=agent)
+    child = _child_runner(runner, drive, runner.store, provider)
+    place = TreePlace(drive.tree.root_run_id, drive.tree.depth + 1, step, index,
+                      agent.name if agent else None)
+    child_id = child._create(spec, drive.launchers, place=place, parent_run_id=drive.run_id)
+    runner._emit(Event(EventKind.SPAWN, drive.run_id, {
+        "child_run_id": child_id, "agent": place.agent, "depth": place.depth, "step": step,
+        "call_index": index, "goal": goal, "model": spec.model}))
+    return _Job(index, call, child_id, spec, provider, place.agent, fresh=True)
+
+
+def _continued(
+    runner: Runner, drive: _Drive, step: int, index: int, call: ToolCall, record: RunRecord,
+    approve: bool | None, answer: str | None,
+) -> _Job:
+    agent = drive.spec.agents.get(record.agent) if record.agent else None
+    spec = child_spec(drive.spec, drive.tree, goal=record.goal, agent=agent, record=record)
+    provider = _provider_for(runner, step, index)
+    waiting = record.status is RunStatus.PAUSED and approve is None and answer is None
+    return _Job(index, call, record.run_id, spec, provider, record.agent, fresh=False,
+                approve=approve, answer=answer, hold=record if waiting else None)
+
+
+def _child_runner(runner: Runner, drive: _Drive, store: Store, provider: Provider) -> Runner:
+    tree: TreeContext = drive.tree
+    approver = SerialApprover(runner.approver, tree.lock) if runner.approver else None
+    responder = SerialResponder(runner.responder, tree.lock) if runner.responder else None
+    child = type(runner)(store, provider, clock=runner.clock, on_event=runner._emit_fn,
+                         approver=approver, toolbox=runner.toolbox, new_id=runner._new_id,
+                         extras=runner._extras, responder=responder)
+    child._tree = tree.below()
+    child._cancel = tree.cancel
+    return child
+
+
+def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
+    live = [job for job in jobs if job.hold is None]
+    for job in jobs:
+        if job.hold is not None:
+            rec = job.hold
+            job.outcome = RunOutcome(rec.run_id, rec.status, rec.reason or "paused",
+                                     rec.steps_used, rec.pause)
+    workers = min(drive.spec.agent_limits.parallel, len(live))
+    if workers <= 1:
+        for job in live:
+            _drive_job(runner, drive, job, runner.store)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="io-child") as pool:
+        futures = [pool.submit(_in_thread, runner, drive, job) for job in live]
+        try:
+            for future in futures:
+                future.result()
+        except BaseException:
+            drive.tree.cancel.set()
+            raise
+
+
+def _in_thread(runner: Runner, drive: _Drive, job: _Job) -> None:
+    store = runner.store.reopen()
+    try:
+        _drive_job(runner, drive, job, store)
+    finally:
+        store.close()
+
+
+def _drive_job(runner: Runner, drive: _Drive, job: _Job, store: Store) -> None:
+    child = _child_runner(runner, drive, store, job.provider)
+    try:
+        if job.fresh:
+            job.outcome = child._drive(job.child_id, job.spec, drive.launchers, resumed=False,
+                                       approve=None, answer=None)
+        else:
+            job.outcome = child.resume(job.child_id, job.spec, approve=job.approve,
+                                       answer=job.answer)
+    except (RunInUse, StateError, CheckpointFormatError):
+        raise
+    except HarnessError as exc:
+        job.error = exc.message
+        record = store.run(job.child_id)
+        job.outcome = RunOutcome(job.child_id, record.status, exc.message, record.steps_used)
+    steps = store.steps(job.child_id)
+    job.final = steps[-1].text if steps else ""
+
+
+def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held | None:
+    held: Held | None = None
+    interrupted = False
+    for job in sorted(jobs, key=lambda j: j.index):
+        outcome = job.outcome
+        assert outcome is not None
+        if outcome.status is RunStatus.PAUSED:
+            held = held or Held(RunStatus.PAUSED, f"paused: child {job.child_id} waits",
+                                _tree_pause(step, job, outcome.pause or {}))
+            continue
+        if outcome.status is RunStatus.INTERRUPTED:
+            interrupted = True
+            continue
+        runner._emit(Event(EventKind.SPAWN, drive.run_id, {
+            "child_run_id": job.child_id, "agent": job.agent, "step": step,
+            "call_index": job.index, "status": outcome.status.value, "steps": outcome.steps,
+            "verified": outcome.verified}))
+        runner._observe(drive, step, job.index, job.call,
+                        child_observation(outcome, job.agent, job.final))
+    if interrupted:
+        return Held(RunStatus.INTERRUPTED, "interrupted while children ran")
+    return held
+
+
+def _tree_pause(step: int, job: _Job, child: dict[str, Any]) -> dict[str, Any]:
+    """The parent's pause: what the waiting run (maybe deeper) waits for, and where."""
+    out = {k: v for k, v in child.items() if k not in ("step", "call_index", "call_id", "tool")}
+    out.update(step=step, call_index=job.index, call_id=job.call.id, tool="spawn_agent",
+               child_run_id=job.child_id,
+               waiting_run_id=child.get("waiting_run_id", job.child_id))
+    return out
