@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "IMAGE_MEDIA_TYPES": "harness_core.messages:IMAGE_MEDIA_TYPES",
+    "Media": "harness_core.messages:Media",
     "CopyReport": "harness_core.store:CopyReport",
     "copy_store": "harness_core.store:copy_store",
     "is_postgres_url": "harness_core.store:is_postgres_url",
@@ -200,6 +202,10 @@ _EXPORTS: dict[str, str] = {
     "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
     "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
     "run_tree": "harness_core.run:run_tree",
+    "Skill": "harness_core.templates:Skill",
+    "TemplateInfo": "harness_core.templates:TemplateInfo",
+    "Templates": "harness_core.templates:Templates",
+    "discover_skills": "harness_core.templates:discover_skills",
 }
 
 __all__ = [
@@ -256,6 +262,7 @@ __all__ = [
     "GitStatus",
     "HandleRegistry",
     "HarnessError",
+    "IMAGE_MEDIA_TYPES",
     "INTERRUPTED_OBSERVATION",
     "InputChange",
     "InvalidToolArguments",
@@ -269,6 +276,7 @@ __all__ = [
     "McpSession",
     "McpTool",
     "McpToolInfo",
+    "Media",
     "Message",
     "MissingExtra",
     "ModelCost",
@@ -319,6 +327,7 @@ __all__ = [
     "SessionTree",
     "ShellRefused",
     "ShownValue",
+    "Skill",
     "SpendBy",
     "SpendGroup",
     "SpendReport",
@@ -337,6 +346,8 @@ __all__ = [
     "TaskContract",
     "TelemetryConfig",
     "TelemetrySink",
+    "TemplateInfo",
+    "Templates",
     "Tier",
     "Tool",
     "ToolCall",
@@ -370,6 +381,7 @@ __all__ = [
     "default_toolbox",
     "detect_toolchain",
     "discover_config",
+    "discover_skills",
     "gate_inputs",
     "is_postgres_url",
     "load_config",
@@ -481,6 +493,8 @@ if TYPE_CHECKING:
         McpToolInfo,
     )
     from harness_core.messages import (  # noqa: F401
+        IMAGE_MEDIA_TYPES,
+        Media,
         Message,
         Role,
         ToolCall,
@@ -605,6 +619,10 @@ if TYPE_CHECKING:
         TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
+        Skill,
+        TemplateInfo,
+        Templates,
+        discover_skills,
         render_template,
     )
     from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401

@@ -24,6 +24,7 @@ from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
 from harness_core.run import Runner, RunSpec
 from harness_core.store import Store
+from harness_core.templates import discover_skills
 from harness_core.toolchain import survey as survey_toolchain
 from harness_core.tools._plan_tools import Responder
 from harness_core.workspace import Workspace
@@ -123,6 +124,7 @@ def build_run_spec(
         git=config.git,
         agents=config.agents,
         agent_limits=config.agent_limits,
+        skills=discover_skills(workspace),
     )
 
 

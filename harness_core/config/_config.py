@@ -76,6 +76,8 @@ class Config:
         agents: The `[agents.NAME]` definitions by name.
         agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
         templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
+        template_dirs: Where `io run --template` looks, in order: `templates_dir` (or the
+            workspace's `.io/templates/`), then the user scope's `templates/`.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
@@ -102,6 +104,7 @@ class Config:
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     templates_dir: Path | None = None
+    template_dirs: tuple[Path, ...] = ()
     store_path: Path = Path("state.db")
     store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)

@@ -323,6 +323,8 @@ class GitTable(Table):
     """Who git_commit commits as (default: git's own configuration)."""
     author_email: str | None = None
     """The author's email (default: git's own configuration)."""
+    author: str | None = None
+    """Both at once, written 'Name <email>' (author_name / author_email win over it)."""
     timeout_seconds: _Seconds = _GIT.timeout_seconds
     """Seconds one git command may take before it is killed."""
     history_depth: Annotated[int, Field(ge=1)] = _GIT.history_depth

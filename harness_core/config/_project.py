@@ -24,6 +24,7 @@ from harness_core.config._model import (
     AgentTable,
     BudgetTable,
     ContractTable,
+    GitTable,
     IoToml,
     McpTable,
     PolicyTable,
@@ -35,7 +36,7 @@ from harness_core.config._model import (
     VerifyTable,
     WebTable,
 )
-from harness_core.config._scopes import ConfigFile
+from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
 from harness_core.config._tree import Node, Sourced, dotted
@@ -309,6 +310,25 @@ def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Require
     return tuple(servers)
 
 
+def _template_dirs(
+    workspace: Path, configured: Path | None, env: Mapping[str, str]
+) -> tuple[Path, ...]:
+    user = user_templates_dir(env)
+    first = configured or workspace / ".io" / "templates"
+    return (first,) if user is None or user == first else (first, user)
+
+
+def _git(t: GitTable) -> GitSettings:
+    name, email = t.author_name, t.author_email
+    if t.author is not None:
+        found = re.fullmatch(r"\s*([^<>]*?)\s*<([^<>]+)>\s*", t.author)
+        if found is None or not found.group(1):
+            raise ConfigError(f"'git.author' must read 'Name <email>', not {t.author!r}")
+        name, email = name or found.group(1), email or found.group(2)
+    return GitSettings(author_name=name, author_email=email,
+                       timeout_seconds=float(t.timeout_seconds), history_depth=t.history_depth)
+
+
 def _agent_limits(t: AgentsTable) -> AgentLimits:
     return AgentLimits(max_depth=t.max_depth, max_children=t.max_children, parallel=t.parallel)
 
@@ -481,16 +501,12 @@ def project(
         agents=_agents(model.agents.__pydantic_extra__ or {}),
         agent_limits=_agent_limits(model.agents),
         templates_dir=model.templates.dir,
+        template_dirs=_template_dirs(workspace, model.templates.dir, env),
         store_path=store,
         store_url=url,
         run=_run(model.run),
         telemetry=telemetry,
-        git=GitSettings(
-            author_name=model.git.author_name,
-            author_email=model.git.author_email,
-            timeout_seconds=float(model.git.timeout_seconds),
-            history_depth=model.git.history_depth,
-        ),
+        git=_git(model.git),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,

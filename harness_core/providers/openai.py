@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from harness_core.clock import Clock
-from harness_core.messages import Message, Role, ToolCall, Usage
+from harness_core.messages import Media, Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
     Citation,
     CompletionRequest,
@@ -31,7 +31,14 @@ from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
 from harness_core.providers._retry import is_retryable_status
 from harness_core.providers._sse import SSEEvent
-from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
+from harness_core.providers._wire import (
+    WIRE_JSON,
+    StreamClock,
+    data_url,
+    media_text,
+    opt_int,
+    tool_arguments,
+)
 
 __all__ = ["OpenAIProvider"]
 
@@ -118,7 +125,18 @@ class OpenAIProvider(HttpProvider):
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
         encode = self._encode_message
-        return "[" + ",".join(self.encoded(m, encode) for m in messages) + "]"
+        parts: list[str] = []
+        pending: list[Media] = []
+        for message in messages:
+            if pending and message.role is not Role.TOOL:
+                parts.append(WIRE_JSON.encode(image_turn(pending)))
+                pending = []
+            parts.append(self.encoded(message, encode))
+            if message.media:
+                pending.extend(media_text(message)[1])
+        if pending:
+            parts.append(WIRE_JSON.encode(image_turn(pending)))
+        return "[" + ",".join(parts) + "]"
 
     def _encode_message(self, message: Message) -> str:
         return WIRE_JSON.encode(wire_message(message, self.config.system_role))
@@ -205,15 +223,39 @@ class OpenAIProvider(HttpProvider):
 def wire_messages(
     messages: tuple[Message, ...], system_role: str = "system"
 ) -> list[dict[str, Any]]:
-    """The Chat Completions ``messages`` list for a conversation."""
-    return [wire_message(message, system_role) for message in messages]
+    """The Chat Completions ``messages`` list for a conversation.
+
+    A tool message can carry only text, so the images of a run of tool results follow
+    it as one user message of ``image_url`` parts (data URLs).
+    """
+    out: list[dict[str, Any]] = []
+    pending: list[Media] = []
+    for message in messages:
+        if pending and message.role is not Role.TOOL:
+            out.append(image_turn(pending))
+            pending = []
+        out.append(wire_message(message, system_role))
+        if message.media:
+            pending.extend(media_text(message)[1])
+    if pending:
+        out.append(image_turn(pending))
+    return out
+
+
+def image_turn(images: list[Media]) -> dict[str, Any]:
+    """The user message that shows the model the images of the tool results before it."""
+    names = ", ".join(m.path for m in images)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": f"Image(s) from view_image: {names}"}]
+    parts.extend({"type": "image_url", "image_url": {"url": data_url(m)}} for m in images)
+    return {"role": "user", "content": parts}
 
 
 def wire_message(message: Message, system_role: str = "system") -> dict[str, Any]:
     """One message in Chat Completions' shape; a system message takes `system_role`
     (``developer`` for models that refuse ``system``)."""
     if message.role is Role.TOOL:
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        return {"role": "tool", "tool_call_id": message.tool_call_id,
+                "content": media_text(message)[0]}
     if message.role is Role.SYSTEM:
         return {"role": system_role, "content": message.content}
     if message.role is not Role.ASSISTANT:

@@ -39,7 +39,7 @@ from harness_core.tools import ToolOutcome
 if TYPE_CHECKING:
     from harness_core.run._loop import Runner, _Drive
 
-__all__ = ["Held", "run_spawns"]
+__all__ = ["Held", "plan_tree", "run_spawns"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,20 @@ def run_spawns(
             refusal, is_error=True, data={"spawn_refused": refusal}))
     _execute(runner, drive, jobs)
     return _settle(runner, drive, step, jobs)
+
+
+def plan_tree(provider: Provider, spec: RunSpec, *, is_root: bool) -> None:
+    """Tell a provider that serves a whole tree from one script (scripted) which
+    `spawn_agent` calls will start a child, so it can split the script statically."""
+    plan = getattr(provider, "plan_tree", None)
+    if not is_root or not callable(plan):
+        return
+
+    def starts(arguments: object, depth: int, spawned: int) -> bool:
+        return spawn_refusal(arguments, roster=spec.agents, limits=spec.agent_limits,
+                             depth=depth, spawned=spawned) is None
+
+    plan(starts)
 
 
 def _provider_for(runner: Runner, step: int, index: int) -> Provider:
