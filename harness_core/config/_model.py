@@ -35,7 +35,11 @@ from harness_core.telemetry import TelemetryConfig
 from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, VerifyCriterion
 
-__all__ = ["SECRET", "DEFAULT_CONTEXT_TOKENS", "IoToml", "PathValue"]
+__all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_NUMBER", "SECRET", "IoToml", "PathValue"]
+
+MAX_NUMBER = 10**12
+"""The largest number any key takes: a trillion steps, tokens, seconds or dollars is no
+budget anyone means, and larger values (2**64) overflow the store's integers."""
 
 DEFAULT_CONTEXT_TOKENS = 120_000
 """What the model sees at most when `[context] max_tokens` is not set (a size most
@@ -114,10 +118,17 @@ NoCeiling = Annotated[
     bool, AfterValidator(_only_false), WithJsonSchema({"const": False, "type": "boolean"})
 ]
 """`false`: no ceiling (a strict boolean: 0 is not false)."""
-IntCeiling = Annotated[int, Field(ge=1)] | NoCeiling
-NumCeiling = Annotated[float, Field(ge=0, allow_inf_nan=False)] | NoCeiling
-_Seconds = Annotated[float, Field(ge=0.001, allow_inf_nan=False)]
-_Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+# Every number is bounded above by MAX_NUMBER; below by what its key means.
+_Int0 = Annotated[int, Field(ge=0, le=MAX_NUMBER)]
+_Int1 = Annotated[int, Field(ge=1, le=MAX_NUMBER)]
+_Int2 = Annotated[int, Field(ge=2, le=MAX_NUMBER)]
+_Bytes = Annotated[int, Field(ge=256, le=MAX_NUMBER)]
+_Num0 = Annotated[float, Field(ge=0, le=MAX_NUMBER, allow_inf_nan=False)]
+IntCeiling = _Int1 | NoCeiling
+NumCeiling = _Num0 | NoCeiling
+_Seconds = Annotated[float, Field(ge=0.001, le=MAX_NUMBER, allow_inf_nan=False)]
+_Price = _Num0
 
 
 class Table(BaseModel):
@@ -145,7 +156,7 @@ class ProviderEntry(Table):
     in a file you commit. Shown as ***."""
     base_url: str | None = None
     """Another endpoint: a proxy, a gateway, or a local OpenAI-compatible server."""
-    max_tokens: Annotated[int, Field(ge=1)] = _default(ProviderConfig, "max_tokens")
+    max_tokens: _Int1 = _default(ProviderConfig, "max_tokens")
     """Output-token ceiling per completion: bounds the cost of one step."""
     script: PathValue | None = None
     """For kind = "scripted": the replay file (JSON Lines, one completion per step),
@@ -154,7 +165,7 @@ class ProviderEntry(Table):
     """Stream tokens as they come, so the live trace shows progress (false: one response)."""
     timeout_seconds: _Seconds = _default(ProviderConfig, "timeout_seconds")
     """Seconds to wait for a response before counting the attempt as failed."""
-    max_retries: Annotated[int, Field(ge=0)] = _default(ProviderConfig, "max_retries")
+    max_retries: _Int0 = _default(ProviderConfig, "max_retries")
     """Retries of a retryable failure (429, 5xx, timeout) before moving to a fallback."""
     ca_bundle: PathValue | None = None
     """A PEM file of CA certificates trusted in addition to the system store (a corporate
@@ -276,7 +287,7 @@ class VerifyTable(Table):
     """kind = "document_contains": text the document must contain (or `regex`)."""
     regex: str | None = None
     """kind = "document_contains": a regular expression its text must match (or `text`)."""
-    page: Annotated[int, Field(ge=1)] | None = None
+    page: _Int1 | None = None
     """kind = "document_contains": a 1-based PDF page or pptx slide to search instead of
     the whole file."""
     sheet: str | None = None
@@ -297,7 +308,7 @@ class ContractTable(Table):
 class ContextTable(Table):
     """What the model sees."""
 
-    max_tokens: Annotated[int, Field(ge=1)] = DEFAULT_CONTEXT_TOKENS
+    max_tokens: _Int1 = DEFAULT_CONTEXT_TOKENS
     """Tokens the model sees at most: old observations are elided from its view, never
     from the store."""
 
@@ -327,7 +338,7 @@ class GitTable(Table):
     """Both at once, written 'Name <email>' (author_name / author_email win over it)."""
     timeout_seconds: _Seconds = _GIT.timeout_seconds
     """Seconds one git command may take before it is killed."""
-    history_depth: Annotated[int, Field(ge=1)] = _GIT.history_depth
+    history_depth: _Int1 = _GIT.history_depth
     """Commits of history the git built-ins look at, at most."""
 
 
@@ -364,7 +375,7 @@ class WebTable(Table):
     """Domains the vendor may reach (empty: no filter)."""
     blocked_domains: list[str] = []
     """Domains the vendor must not reach."""
-    max_uses: Annotated[int, Field(ge=1)] | None = None
+    max_uses: _Int1 | None = None
     """Cap on provider-executed uses per completion."""
 
 
@@ -406,11 +417,11 @@ class AgentsTable(Table):
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, AgentTable] = Field(init=False)
 
-    max_depth: Annotated[int, Field(ge=0)] = _LIMITS_OF_TREES.max_depth
+    max_depth: _Int0 = _LIMITS_OF_TREES.max_depth
     """How many levels of children a run may spawn below it (0: none)."""
-    max_children: Annotated[int, Field(ge=1)] = _LIMITS_OF_TREES.max_children
+    max_children: _Int1 = _LIMITS_OF_TREES.max_children
     """Children one run may spawn in all."""
-    parallel: Annotated[int, Field(ge=1)] = _LIMITS_OF_TREES.parallel
+    parallel: _Int1 = _LIMITS_OF_TREES.parallel
     """Children that may run at the same time."""
 
 
@@ -455,11 +466,11 @@ class TelemetryTable(Table):
 class RunTable(Table):
     """Loop mechanics that are not budgets."""
 
-    output_cap_bytes: Annotated[int, Field(ge=256)] = _default(RunSpec, "output_cap")
+    output_cap_bytes: _Bytes = _default(RunSpec, "output_cap")
     """Bytes of one tool output the model sees; the rest is cut and the cut is stated."""
     exec_timeout_seconds: _Seconds = _default(RunSpec, "exec_timeout")
     """Default timeout of one exec call, in seconds; the whole process group is killed."""
-    stall_window: Annotated[int, Field(ge=2)] = _default(RunSpec, "stall_window")
+    stall_window: _Int2 = _default(RunSpec, "stall_window")
     """The same tool call this many times in a row (or repeating while the workspace
     stays still) stops the run as stalled (exit 3)."""
 

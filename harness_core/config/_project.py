@@ -481,6 +481,13 @@ def project(
     )
     secrets = frozenset(substituted | credentials | header_values)
     required = _Required(merged)
+    budget, prices = _budget(model.budget), _prices(model.prices, required)
+    if budget.max_cost_usd is not None and prices is None:
+        # Checked at load, so every command that loads [budget] refuses it (#10).
+        raise ConfigError(
+            "[budget] max_cost_usd needs a [prices] table (with as_of) to derive costs from",
+            hint="add [prices] with the models you use, or set max_cost_usd = false",
+        )
     web = _web(model.web)
     store = store_path(model.store.path, env)
     url = store_url(model.store.url, env)
@@ -490,10 +497,10 @@ def project(
         files=files,
         policy=_policy(rule_sets, model.policy, protected, secrets),
         sandbox=_sandbox(model.sandbox),
-        budget=_budget(model.budget),
+        budget=budget,
         contract=_contract(model.contract, required),
         provider=_provider(model.provider, required, web),
-        prices=_prices(model.prices, required),
+        prices=prices,
         toolchain=Toolchain(test=toolchain.test, build=toolchain.build, lint=toolchain.lint),
         context_max_tokens=model.context.max_tokens,
         web=web,

@@ -192,6 +192,10 @@ def _suggest(found: Located) -> str:
 _VALUE_MESSAGES: dict[str, Callable[[dict[str, Any]], str]] = {
     "greater_than_equal": lambda ctx: f"must be at least {float(ctx['ge']):g}",
     "greater_than": lambda ctx: f"must be more than {float(ctx['gt']):g}",
+    "less_than_equal": lambda ctx: (
+        f"is out of range (at most {int(ctx['le']):,}; write false for no ceiling where"
+        " allowed)"
+    ),
     "finite_number": lambda ctx: "must be a finite number",
     "path_empty": lambda ctx: "a path must not be empty",
     "date_format": lambda ctx: "expected a date written YYYY-MM-DD",

@@ -393,7 +393,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         return run_record(rows[0])
 
     def find_run(self, prefix: str) -> RunRecord:
-        """The run whose id is `prefix` or uniquely starts with it."""
+        """The run whose id is `prefix` or uniquely starts with it (an empty prefix names
+        no run, however few the store holds)."""
+        if not prefix.strip():
+            raise RunNotFound(prefix)
         rows = self._query(
             _RUN_BY_PREFIX,
             (prefix, prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%", prefix),

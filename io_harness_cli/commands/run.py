@@ -79,7 +79,9 @@ def _goal(tokens: list[str], default: str, template: str | None, dirs: tuple[Pat
         raise UsageError(f"io run takes one GOAL, got {len(tokens)} words",
                          hint='quote the goal: io run "fix the failing test"')
     if tokens == ["-"]:
-        return sys.stdin.read()
+        from io_harness_cli.commands._common import read_stdin_text
+
+        return read_stdin_text("the goal")
     return tokens[0] if tokens else default
 
 
