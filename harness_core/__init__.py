@@ -183,6 +183,7 @@ _EXPORTS: dict[str, str] = {
     "Workspace": "harness_core.workspace:Workspace",
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
+    "sweep_leftovers": "harness_core.run:sweep_leftovers",
     "build_provider": "harness_core.providers:build_provider",
     "check_document": "harness_core.documents:check_document",
     "default_toolbox": "harness_core.documents:default_toolbox",
@@ -371,6 +372,7 @@ __all__ = [
     "WorkspaceError",
     "assemble_run",
     "build_launchers",
+    "sweep_leftovers",
     "build_provider",
     "build_run_spec",
     "check_document",
@@ -558,6 +560,7 @@ if TYPE_CHECKING:
         resume_tree_from_stored_policy,
         resume_tree_with_answer,
         run_tree,
+        sweep_leftovers,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,

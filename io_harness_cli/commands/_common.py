@@ -176,9 +176,15 @@ def load_config(workspace: Path, config: Path | None,
 
 
 def open_store(config: Config) -> Store:
-    from harness_core import Store
+    """Open the store, then kill and record what dead `io` processes left running."""
+    from harness_core import Store, sweep_leftovers
+    from io_harness_cli.output import say
 
-    return Store(config.store_url or config.store_path)
+    store = Store(config.store_url or config.store_path)
+    for swept in sweep_leftovers(store):
+        names = ", ".join(f"{k['pid']} ({k['name']})" for k in swept.killed)
+        say(f"io: swept what io process {swept.owner_pid} left running after it died: {names}")
+    return store
 
 
 def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
