@@ -58,6 +58,7 @@ from harness_core.store._schema import (
 )
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
+from harness_core.store._sweeps import SWEEP_SCHEMA_SQL, SweepQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
 from harness_core.store._tree import (
     RUN_COLUMNS,
@@ -81,6 +82,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
     ("0008_agent_trees", TREE_SCHEMA_SQL),
     ("0009_runner_host", RUNNER_HOST_SQL),
+    ("0010_sweeps", SWEEP_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -142,6 +144,7 @@ def _disk_is_full(path: Path) -> bool:
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
+            SweepQueries,
             TreeQueries):
     """The run store.
 
