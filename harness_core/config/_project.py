@@ -260,6 +260,7 @@ def _budget(t: _Table) -> Budget:
         max_tokens=t.get("max_tokens", base.max_tokens),
         max_cost_usd=_float(t.get("max_cost_usd", base.max_cost_usd)),
         wall_seconds=_float(t.get("wall_seconds", base.wall_seconds)),
+        cache_read_weight=float(t.get("cache_read_weight", base.cache_read_weight)),
     )
 
 

@@ -72,6 +72,7 @@ class Field:
         type: Its TOML type.
         choices: The only strings it may take, when not empty.
         minimum: The smallest number it may take.
+        maximum: The largest number it may take (every number is at most `MAX_NUMBER`).
         ceiling: `false` is accepted and means "no ceiling" (projected as None).
         secret: Its value is a credential: shown as ``***`` and redacted everywhere.
         path: A path resolved against the directory of the file that names it.
@@ -80,6 +81,7 @@ class Field:
     type: FieldType
     choices: tuple[str, ...] = ()
     minimum: float | None = None
+    maximum: float | None = None
     ceiling: bool = False
     secret: bool = False
     path: bool = False
@@ -193,6 +195,7 @@ SCHEMA = Table(
                 "max_tokens": _INT_CEIL,
                 "max_cost_usd": _NUM_CEIL,
                 "wall_seconds": _NUM_CEIL,
+                "cache_read_weight": Field(FieldType.NUM, minimum=0, maximum=1),
             }
         ),
         "contract": Table(
@@ -473,10 +476,15 @@ class _Annotator:
                     raise ConfigError(f"{self.where(path)}: a path must not be empty")
                 return Path(os.path.normpath(self.base_dir / value))
             return value
+        return self.number(spec, value, path)
+
+    def number(self, spec: Field, value: Any, path: tuple[str | int, ...]) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(f"{self.where(path)}: must be a finite number")
         if spec.minimum is not None and value < spec.minimum:
             raise ConfigError(f"{self.where(path)}: must be at least {spec.minimum:g}")
+        if spec.maximum is not None and value > spec.maximum:
+            raise ConfigError(f"{self.where(path)}: must be at most {spec.maximum:g}")
         if abs(value) > MAX_NUMBER:
             shown = value if isinstance(value, int) else f"{value:g}"
             raise ConfigError(f"{self.where(path)}: {shown} is out of range (at most"
