@@ -259,3 +259,18 @@ def test_children_get_the_roots_web_declaration_and_their_definitions_model(
     assert models == ["m-root", "m-small", "m-small", "m-small", "m-root"]
     system = log[1][1].messages[0].content  # type: ignore[attr-defined]
     assert "Your role: Research." in system
+
+
+def test_a_parent_respawning_the_same_child_is_stopped_as_stalled(
+        tmp_path: Path, ws: Path) -> None:
+    from harness_core import AgentLimits
+
+    script: list[dict[str, object]] = []
+    for _ in range(6):
+        script += [line("", spawn("check again")), line("nothing new")]
+    script.append(line("never reached"))
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script),
+                           spec(ws, limits=AgentLimits(max_children=16)))
+        assert outcome.status is RunStatus.STOPPED and "stalled" in outcome.reason
+        assert len(store.tree_runs(outcome.run_id)) < 7
