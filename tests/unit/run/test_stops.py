@@ -13,9 +13,9 @@ import pytest
 
 from harness_core import (
     Budget,
-    Policy,
     CompletionRequest,
     CompletionResponse,
+    Policy,
     Runner,
     RunStatus,
     Store,
