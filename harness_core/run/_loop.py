@@ -255,7 +255,8 @@ class Runner:
     ) -> RunOutcome:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
-        launchers.attach(gate, self.store.path)
+        launchers.attach(gate, self.store)
+        launchers.note_run(run_id)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
