@@ -350,12 +350,13 @@ class Runner:
                     self._check_budget(drive, step)
                     response = self._complete(drive, step)
                     calls = response.tool_calls
-                    tokens = response.usage.billed_tokens()
+                    tokens = response.usage.billed_tokens(drive.spec.budget.cache_read_weight)
                     self._draw_cost(drive, response.model or drive.spec.model, response.usage,
                                     fresh=True)
                 else:
                     calls = tuple(ToolCall.from_json(c) for c in recorded.tool_calls)
-                    tokens = _billed(recorded.usage)
+                    tokens = Usage.from_json(recorded.usage).billed_tokens(
+                        drive.spec.budget.cache_read_weight)
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     Usage.from_json(recorded.usage))
@@ -711,13 +712,6 @@ class Runner:
         self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
             "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
-
-
-def _billed(usage: dict[str, int | None]) -> int:
-    total = usage.get("total_tokens")
-    if total is not None:
-        return total
-    return (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
 
 
 _MAX_PAUSE_TURNS = 8
