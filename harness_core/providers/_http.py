@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-import httpx
-
 from harness_core.clock import Clock
 from harness_core.errors import ConfigError, ProviderError
 from harness_core.messages import Message
@@ -37,6 +35,7 @@ from harness_core.providers._base import (
 )
 from harness_core.providers._client import describe_failure, make_client, timeouts
 from harness_core.providers._config import ProviderConfig
+from harness_core.providers._httpx import httpx
 from harness_core.providers._redact import Redactor, one_line
 from harness_core.providers._retry import (
     RetryPolicy,

@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
@@ -31,6 +29,9 @@ from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
 from harness_core.providers._sse import SSEEvent
 from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["AnthropicProvider"]
 

@@ -13,9 +13,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
@@ -32,6 +30,9 @@ from harness_core.providers._registry import validate_web
 from harness_core.providers._retry import is_retryable_status
 from harness_core.providers._sse import SSEEvent
 from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["OpenAIProvider"]
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role
@@ -42,6 +40,9 @@ from harness_core.providers._responses_stream import (
 )
 from harness_core.providers._sse import SSEEvent
 from harness_core.providers._wire import WIRE_JSON, StreamClock
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["OpenAIResponsesProvider"]
 
