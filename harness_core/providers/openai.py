@@ -118,8 +118,10 @@ class OpenAIProvider(HttpProvider):
         body["web_search_options"] = options
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        encode = self._encode_message
-        return "[" + ",".join(self.encoded(m, encode) for m in messages) + "]"
+        return "[" + self.joined(messages, self._fragment) + "]"
+
+    def _fragment(self, message: Message) -> tuple[str]:
+        return (self.encoded(message, self._encode_message),)
 
     def _encode_message(self, message: Message) -> str:
         return WIRE_JSON.encode(wire_message(message, self.config.system_role))

@@ -143,11 +143,11 @@ class OpenAIResponsesProvider(HttpProvider):
         return body
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        encode = self._encode
-        parts: list[str] = []
-        for message in messages[self._start :]:
-            parts.extend(self.encoded(message, encode))
-        return "[" + ",".join(parts) + "]"
+        return "[" + self.joined(messages[self._start :], self._fragments_of) + "]"
+
+    def _fragments_of(self, message: Message) -> tuple[str, ...]:
+        fragments: tuple[str, ...] = self.encoded(message, self._encode)
+        return fragments
 
     def _encode(self, message: Message) -> tuple[str, ...]:
         items = wire_items(message, self.config.system_role)
