@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "IMAGE_MEDIA_TYPES": "harness_core.messages:IMAGE_MEDIA_TYPES",
+    "Media": "harness_core.messages:Media",
     "CopyReport": "harness_core.store:CopyReport",
     "copy_store": "harness_core.store:copy_store",
     "is_postgres_url": "harness_core.store:is_postgres_url",
@@ -176,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     "Workspace": "harness_core.workspace:Workspace",
     "WorkspaceError": "harness_core.errors:WorkspaceError",
     "build_launchers": "harness_core.run:build_launchers",
+    "sweep_leftovers": "harness_core.run:sweep_leftovers",
     "build_provider": "harness_core.providers:build_provider",
     "check_document": "harness_core.documents:check_document",
     "default_toolbox": "harness_core.documents:default_toolbox",
@@ -195,9 +198,15 @@ _EXPORTS: dict[str, str] = {
     "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
     "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
     "run_tree": "harness_core.run:run_tree",
+    "Skill": "harness_core.templates:Skill",
+    "TemplateInfo": "harness_core.templates:TemplateInfo",
+    "Templates": "harness_core.templates:Templates",
+    "discover_skills": "harness_core.templates:discover_skills",
 }
 
 __all__ = [
+    "IMAGE_MEDIA_TYPES",
+    "Media",
     "CopyReport",
     "copy_store",
     "is_postgres_url",
@@ -360,6 +369,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "build_launchers",
+    "sweep_leftovers",
     "build_provider",
     "check_document",
     "default_toolbox",
@@ -380,6 +390,10 @@ __all__ = [
     "resume_tree_from_stored_policy",
     "resume_tree_with_answer",
     "run_tree",
+    "Skill",
+    "TemplateInfo",
+    "Templates",
+    "discover_skills",
 ]
 
 
@@ -464,6 +478,8 @@ if TYPE_CHECKING:
         McpToolInfo,
     )
     from harness_core.messages import (  # noqa: F401
+        IMAGE_MEDIA_TYPES,
+        Media,
         Message,
         Role,
         ToolCall,
@@ -527,6 +543,7 @@ if TYPE_CHECKING:
         resume_tree_from_stored_policy,
         resume_tree_with_answer,
         run_tree,
+        sweep_leftovers,
     )
     from harness_core.sandbox import (  # noqa: F401
         Backend,
@@ -588,6 +605,10 @@ if TYPE_CHECKING:
         TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
+        Skill,
+        TemplateInfo,
+        Templates,
+        discover_skills,
         render_template,
     )
     from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401

@@ -19,6 +19,7 @@ from io_harness_cli.commands import session as session_cmd
 from io_harness_cli.commands import spend as spend_cmd
 from io_harness_cli.commands import steer as steer_cmd
 from io_harness_cli.commands import store as store_cmd
+from io_harness_cli.commands import templates as templates_cmd
 from io_harness_cli.commands import tool as tool_cmd
 from io_harness_cli.commands import toolchain as toolchain_cmd
 from io_harness_cli.commands import trace as trace_cmd
@@ -58,6 +59,7 @@ app.command("toolchain")(toolchain_cmd.toolchain)
 app.command("steer")(steer_cmd.steer)
 app.command("interrupt")(steer_cmd.interrupt)
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(templates_cmd.app, name="templates")
 app.add_typer(session_cmd.app, name="session")
 app.add_typer(store_cmd.app, name="store")
 

@@ -35,7 +35,8 @@ def test_default_dependencies_are_pinned_and_hold_no_optional_library() -> None:
     assert names == ["typer", "rich", "tomli-w", "psutil", "httpx", "truststore", "pywin32"]
     assert all(">=" in d for d in project["dependencies"])
     extras = project["optional-dependencies"]
-    for extra in ("media", "xlsx", "docx", "pptx", "pdf", "barcode", "documents"):
+    for extra in ("media", "xlsx", "docx", "pptx", "pdf", "barcode", "documents", "otel"):
         assert extra in extras
-    optional = {"openpyxl", "python-docx", "python-pptx", "pypdf", "fpdf2", "zxing-cpp", "mcp"}
+    optional = {"openpyxl", "python-docx", "python-pptx", "pypdf", "fpdf2", "zxing-cpp", "mcp",
+                "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"}
     assert not optional & set(names)

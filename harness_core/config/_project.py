@@ -17,7 +17,7 @@ from typing import Any
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._schema import RULE_KEYS, SCHEMA, Node, Sourced, dotted
-from harness_core.config._scopes import ConfigFile
+from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
 from harness_core.errors import ConfigError, PolicyError
@@ -96,6 +96,8 @@ class Config:
         agents: The `[agents.NAME]` definitions by name.
         agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
         templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
+        template_dirs: Where `io run --template` looks, in order: `templates_dir` (or the
+            workspace's `.io/templates/`), then the user scope's `templates/`.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
@@ -122,6 +124,7 @@ class Config:
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     templates_dir: Path | None = None
+    template_dirs: tuple[Path, ...] = ()
     store_path: Path = Path("state.db")
     store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
@@ -398,6 +401,14 @@ def _mcp(root: _Table) -> tuple[McpServerConfig, ...]:
     return tuple(servers)
 
 
+def _template_dirs(
+    workspace: Path, configured: Path | None, env: Mapping[str, str]
+) -> tuple[Path, ...]:
+    user = user_templates_dir(env)
+    first = configured or workspace / ".io" / "templates"
+    return (first,) if user is None or user == first else (first, user)
+
+
 def _agent_limits(t: _Table | None) -> AgentLimits:
     if t is None:
         return AgentLimits()
@@ -567,14 +578,18 @@ def project(
     store = store_path(store_table.get("path") if store_table else None, env)
     url = store_url(store_table.get("url") if store_table else None, env)
     protected = _protected(workspace, store, files)
+    budget, prices = _budget(table("budget")), _prices(sub["prices"])
+    if budget.max_cost_usd is not None and prices is None:
+        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
+                          " costs from", hint="add [prices] with the models you use")
     return Config(
         files=files,
         policy=_policy(rule_sets, table("policy"), protected, secrets),
         sandbox=_sandbox(table("sandbox")),
-        budget=_budget(table("budget")),
+        budget=budget,
         contract=_contract(table("contract")),
         provider=_provider(sub["provider"], web),
-        prices=_prices(sub["prices"]),
+        prices=prices,
         toolchain=_toolchain(table("toolchain")),
         context_max_tokens=table("context").get("max_tokens", DEFAULT_CONTEXT_TOKENS),
         web=web,
@@ -582,6 +597,7 @@ def project(
         agents=_agents(sub["agents"]),
         agent_limits=_agent_limits(sub["agents"]),
         templates_dir=table("templates").get("dir"),
+        template_dirs=_template_dirs(workspace, table("templates").get("dir"), env),
         store_path=store,
         store_url=url,
         run=_run(table("run")),
@@ -594,8 +610,15 @@ def project(
 
 def _git(t: _Table) -> GitSettings:
     base = GitSettings()
+    name, email = t.get("author_name"), t.get("author_email")
+    author = t.get("author")
+    if author is not None:
+        found = re.fullmatch(r"\s*([^<>]*?)\s*<([^<>]+)>\s*", author)
+        if found is None or not found.group(1):
+            raise ConfigError(f"'{t.key('author')}' must read 'Name <email>', not {author!r}")
+        name, email = name or found.group(1), email or found.group(2)
     return GitSettings(
-        author_name=t.get("author_name"), author_email=t.get("author_email"),
+        author_name=name, author_email=email,
         timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
         history_depth=int(t.get("history_depth", base.history_depth)),
     )

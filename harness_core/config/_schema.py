@@ -30,6 +30,7 @@ from harness_core.config._substitute import Substituter
 from harness_core.errors import ConfigError
 
 __all__ = [
+    "MAX_NUMBER",
     "SCHEMA",
     "Field",
     "FieldType",
@@ -56,6 +57,11 @@ class FieldType(Enum):
     STR_LIST = "array of strings"
     STR_MAP = "table of strings"
     DATE = "date"
+
+
+MAX_NUMBER = 10**12
+"""The largest number any key takes: a trillion steps, tokens, seconds or dollars is no
+budget anyone means, and larger values (2**64) overflow the store's integers."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +223,7 @@ SCHEMA = Table(
         "context": Table({"max_tokens": _POS_INT}),
         "toolchain": Table({"test": _S, "build": _S, "lint": _S}),
         "git": Table({
+            "author": _S,
             "author_name": _S,
             "author_email": _S,
             "timeout_seconds": Field(FieldType.NUM, minimum=0.001),
@@ -470,6 +477,10 @@ class _Annotator:
             raise ConfigError(f"{self.where(path)}: must be a finite number")
         if spec.minimum is not None and value < spec.minimum:
             raise ConfigError(f"{self.where(path)}: must be at least {spec.minimum:g}")
+        if abs(value) > MAX_NUMBER:
+            shown = value if isinstance(value, int) else f"{value:g}"
+            raise ConfigError(f"{self.where(path)}: {shown} is out of range (at most"
+                              f" {MAX_NUMBER:,}; write false for no ceiling where allowed)")
         return value
 
     def date(self, value: Any, path: tuple[str | int, ...]) -> dt.date:

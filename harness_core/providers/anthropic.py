@@ -28,7 +28,14 @@ from harness_core.providers._config import ProviderConfig
 from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
 from harness_core.providers._sse import SSEEvent
-from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
+from harness_core.providers._wire import (
+    WIRE_JSON,
+    StreamClock,
+    base64_text,
+    media_text,
+    opt_int,
+    tool_arguments,
+)
 
 if TYPE_CHECKING:
     from harness_core.providers._httpx import httpx
@@ -250,8 +257,16 @@ def _encode_blocks(message: Message) -> tuple[str, tuple[str, ...]]:
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if message.role is Role.TOOL:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-        if message.content:
-            block["content"] = message.content
+        text, images = media_text(message)
+        if images:
+            # Anthropic takes images inside the tool result, as base64 image blocks.
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            parts.extend({"type": "image", "source": {
+                "type": "base64", "media_type": m.media_type, "data": base64_text(m)}}
+                for m in images)
+            block["content"] = parts
+        elif text:
+            block["content"] = text
         if message.is_error:
             block["is_error"] = True
         return "user", [block]

@@ -39,7 +39,7 @@ from harness_core.providers._responses_stream import (
     turn_key,
 )
 from harness_core.providers._sse import SSEEvent
-from harness_core.providers._wire import WIRE_JSON, StreamClock
+from harness_core.providers._wire import WIRE_JSON, StreamClock, data_url, media_text
 
 if TYPE_CHECKING:
     from harness_core.providers._httpx import httpx
@@ -237,13 +237,17 @@ def web_search_tool(web: WebAccess) -> dict[str, Any]:
 def wire_items(message: Message, system_role: str = "system") -> list[dict[str, Any]]:
     """The Responses ``input`` items of one message (reasoning items not included)."""
     if message.role is Role.TOOL:
-        return [
-            {
-                "type": "function_call_output",
-                "call_id": message.tool_call_id,
-                "output": message.content,
-            }
+        text, images = media_text(message)
+        output: list[dict[str, Any]] = [
+            {"type": "function_call_output", "call_id": message.tool_call_id, "output": text}
         ]
+        if images:
+            # The images follow the output as a user message of input_image parts.
+            parts: list[dict[str, Any]] = [{"type": "input_text", "text": "Image(s) from"
+                                            f" view_image: {', '.join(m.path for m in images)}"}]
+            parts.extend({"type": "input_image", "image_url": data_url(m)} for m in images)
+            output.append({"type": "message", "role": "user", "content": parts})
+        return output
     if message.role is Role.SYSTEM:
         return [{"type": "message", "role": system_role, "content": message.content}]
     if message.role is Role.USER:

@@ -22,9 +22,8 @@ from typing import Any
 
 import psutil
 
-from harness_core.agents import roster_description, spawn_refusal
 from harness_core.clock import Clock, SystemClock
-from harness_core.documents import default_toolbox
+from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
@@ -46,9 +45,9 @@ from harness_core.run._inputs import (
 from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
-from harness_core.run._spawn import run_spawns
+from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
-from harness_core.run._tree import SpawnTool, TreeBudget, TreeContext
+from harness_core.run._tree import TreeContext, root_tree, with_spawn
 from harness_core.shell import HandleRegistry
 from harness_core.store import RunStatus, Store, VerificationRecord
 from harness_core.store._tree import TreePlace
@@ -169,7 +168,7 @@ class Runner:
         settings = spec.settings_json()
         settings["gate_inputs"] = baseline_json(spec.workspace, inputs)
         launchers = build_launchers(spec)
-        self._plan_tree(spec)
+        plan_tree(self.provider, spec, is_root=self._tree is None)
         run_id = self._create(spec, launchers, settings=settings)
         return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
 
@@ -197,18 +196,6 @@ class Runner:
             "depth": place.depth if place is not None else 0,
         }))
         return run_id
-
-    def _plan_tree(self, spec: RunSpec) -> None:
-        """Tell a provider that serves a tree from one script (scripted) how spawns go."""
-        plan = getattr(self.provider, "plan_tree", None)
-        if self._tree is not None or not callable(plan):
-            return
-
-        def starts(arguments: object, depth: int, spawned: int) -> bool:
-            return spawn_refusal(arguments, roster=spec.agents, limits=spec.agent_limits,
-                                 depth=depth, spawned=spawned) is None
-
-        plan(starts)
 
     def resume(
         self,
@@ -239,7 +226,7 @@ class Runner:
         spec = protect_gate_inputs(spec)
         seq = self.store.acquire_run(run_id, os.getpid(), _own_start_time(), alive=_process_alive)
         launchers = build_launchers(spec)
-        self._plan_tree(spec)
+        plan_tree(self.provider, spec, is_root=self._tree is None)
         self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
                                 _sandbox_json(launchers))
         self.store.mark_orphaned_handles(run_id)
@@ -268,7 +255,8 @@ class Runner:
     ) -> RunOutcome:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
-        launchers.attach(gate, self.store.path)
+        launchers.attach(gate, self.store)
+        launchers.note_run(run_id)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
@@ -278,9 +266,10 @@ class Runner:
         if self.responder is not None:
             ctx.extras["responder"] = self.responder
         context = ContextBudget(spec.context_max_tokens)
-        context.extend(self.store.messages(run_id))
-        tree = self._tree or self._root_tree(run_id, spec, resumed=resumed,
-                                             wall_before=wall_before)
+        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
+        tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
+                                       wall_before=wall_before, stored_policy=self._stored_policy,
+                                       cancel=self._cancel)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree)
@@ -295,7 +284,7 @@ class Runner:
             drive.toolbox = self.toolbox
             if spec.mcp:
                 handles["mcp"] = self._start_mcp(drive)
-            drive.toolbox = _with_spawn(drive.toolbox, spec)
+            drive.toolbox = with_spawn(drive.toolbox, spec)
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
         except KeyboardInterrupt:
@@ -310,24 +299,6 @@ class Runner:
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome
-
-    def _root_tree(
-        self, run_id: str, spec: RunSpec, *, resumed: bool, wall_before: float
-    ) -> TreeContext:
-        """The tree a root run starts (or, resumed, what its tree has drawn so far)."""
-        budget = TreeBudget()
-        if resumed:
-            budget.steps, budget.tokens = self.store.tree_usage(run_id)
-            if spec.cost_of is not None and spec.budget.max_cost_usd is not None:
-                for record in self.store.tree_runs(run_id):
-                    for step in self.store.steps(record.run_id):
-                        cost = spec.cost_of(step.model_served or spec.model,
-                                            Usage.from_json(step.usage))
-                        budget.cost += cost or 0.0
-        if spec.budget.wall_seconds is not None:
-            budget.deadline = self.clock.monotonic() + spec.budget.wall_seconds - wall_before
-        return TreeContext(root_run_id=run_id, depth=0, budget=budget, web=spec.web,
-                           stored_policy=self._stored_policy, cancel=self._cancel)
 
     def _start_mcp(self, drive: _Drive) -> Any:
         """Start the run's MCP servers (each start checked by the gate) and offer their
@@ -632,7 +603,7 @@ class Runner:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
-                            outcome.is_error)
+                            outcome.is_error, outcome.media)
         edits = outcome.data.get("edits", []) if outcome.data else []
         for edit in edits:
             drive.changed.add(str(edit.get("path")))
@@ -766,14 +737,6 @@ def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
     out = launchers.selected.to_json()
     out["commands_sandboxed"] = launchers.commands_sandboxed
     return out
-
-
-def _with_spawn(toolbox: Toolbox, spec: RunSpec) -> Toolbox:
-    """`toolbox` with `spawn_agent`, its description naming the roster."""
-    combined = toolbox.with_tools(())
-    if "spawn_agent" not in combined.names():
-        combined.add(SpawnTool(roster_description(spec.agents)), builtin=True)
-    return combined
 
 
 def _close_extras(extras: dict[str, Any]) -> None:

@@ -19,6 +19,10 @@ def opening_messages(spec: RunSpec) -> list[Message]:
     ]
     if spec.role:
         lines.append(f"Your role: {spec.role}")
+    if spec.skills:
+        lines.append("Skills (instructions for particular tasks): when one applies, read its"
+                     " file with read_file before you start.")
+        lines.extend(f"- {s.name}: {s.description} ({s.path})" for s in spec.skills)
     tc = spec.toolchain
     if tc.ecosystem:
         lines.append(f"Detected project: {tc.ecosystem}.")
@@ -28,6 +32,10 @@ def opening_messages(spec: RunSpec) -> list[Message]:
     if spec.contract.verify:
         gates = ", ".join(c.command or c.kind.value for c in spec.contract.verify)
         lines.append(f"Verification gates: {gates}")
+        if any(not c.editable for c in spec.contract.verify):
+            lines.append("The files those gates depend on (tests and their configuration)"
+                         " are write-protected: make the gates pass by changing the code"
+                         " they check, not the gates.")
     goal = spec.contract.goal
     if spec.contract.constraints:
         goal += "\n\nConstraints:\n" + "\n".join(f"- {c}" for c in spec.contract.constraints)

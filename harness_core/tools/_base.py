@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness_core.clock import Clock
-from harness_core.messages import ToolSpec
+from harness_core.messages import Media, ToolSpec
 from harness_core.policy import Act, Decision
 from harness_core.sandbox import ProcessLauncher
 from harness_core.workspace import Workspace
@@ -91,6 +91,7 @@ class ToolOutcome:
         data: Structured details (for `io tool --json`, e.g. a shell's exit status).
         refused: Set when the policy or the lexer refused the call.
         changed: Whether the call may have changed the workspace.
+        media: Images for the model to see with `output` (`view_image`).
     """
 
     output: str
@@ -98,6 +99,7 @@ class ToolOutcome:
     data: dict[str, Any] = field(default_factory=lambda: {})
     refused: Refusal | None = None
     changed: bool = False
+    media: tuple[Media, ...] = ()
 
 
 class ActGate(Protocol):

@@ -38,21 +38,92 @@ T = TypeVar("T")
 
 
 def run_app(app: typer.Typer) -> None:
-    """Run the Typer app; the only place where an unexpected exception is caught."""
+    """Run the Typer app; the only place where an unexpected exception is caught.
+
+    Typer runs without its own error printing, so every way a command line can be wrong
+    (bytes that are not UTF-8, an unknown option, a number out of range, an empty id)
+    ends the same way: one `io: error:` line, a hint, exit 2, never a traceback.
+    """
     from harness_core import HarnessError
 
     _escape_unencodable_output()
     try:
-        app(prog_name="io")
+        check_argv(sys.argv[1:])
+        code = app(prog_name="io", standalone_mode=False)
     except HarnessError as exc:
         error(exc.message, exc.hint)
         sys.exit(int(exit_code_for_error(exc)))
-    except KeyboardInterrupt:
+    except typer.TyperException as exc:
+        sys.exit(_click_failure(exc))
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(int(ExitCode.INTERRUPTED))
     except Exception:  # the one outermost frame: anything else is a bug
         sys.stderr.write("io: internal error (this is a bug in io):\n")
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_failure(exc: typer.TyperException) -> int:
+    """Print a command-line parsing failure as one line and return its exit code."""
+    code = int(getattr(exc, "exit_code", ExitCode.USAGE))
+    format_message = getattr(exc, "format_message", None)
+    text = str(format_message()) if callable(format_message) else str(exc)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `io` or `io config` alone: the help
+        sys.stderr.write(text + "\n")
+        return code
+    ctx = getattr(exc, "ctx", None)
+    where = getattr(ctx, "command_path", None) or "io"
+    error(" ".join(text.split()), f"see `{where} --help`")
+    return code
+
+
+def check_argv(argv: list[str]) -> None:
+    """Refuse command-line arguments that are not UTF-8 text.
+
+    Raises:
+        UsageError: An argument holds bytes that are not UTF-8 (Python hands them over
+            as lone surrogates); the message says which one.
+    """
+    from harness_core import UsageError
+
+    for position, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            raise UsageError(f"argument {position} ({shown[:60]!r}) is not valid UTF-8 text",
+                             hint="pass text encoded as UTF-8") from None
+
+
+def read_stdin_text(what: str) -> str:
+    """Standard input read whole and decoded as UTF-8.
+
+    Raises:
+        UsageError: It is not UTF-8 text.
+    """
+    from harness_core import UsageError
+
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} read from stdin is not valid UTF-8 text (byte"
+                         f" {exc.start})", hint="pass text encoded as UTF-8") from None
+
+
+def id_arg(value: str | None) -> str | None:
+    """Typer callback for an id (a run, a session, a turn): not empty, no whitespace or
+    control characters, so `io resume ""` is a usage error and never matches every run."""
+    if value is None:  # an optional id left out
+        return None
+    if not value.strip():
+        raise typer.BadParameter("must not be empty (`io runs` and `io session list` list ids)")
+    if len(value) > 200 or any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise typer.BadParameter(f"{value[:40]!r} is not an id")
+    return value
 
 
 def _escape_unencodable_output() -> None:
@@ -96,16 +167,22 @@ def load_config(workspace: Path, config: Path | None) -> Config:
 
 
 def open_store(config: Config) -> Store:
-    from harness_core import Store
+    """Open the store, then kill and record what dead `io` processes left running."""
+    from harness_core import Store, sweep_leftovers
+    from io_harness_cli.output import say
 
-    return Store(config.store_url or config.store_path)
+    store = Store(config.store_url or config.store_path)
+    for swept in sweep_leftovers(store):
+        names = ", ".join(f"{k['pid']} ({k['name']})" for k in swept.killed)
+        say(f"io: swept what io process {swept.owner_pid} left running after it died: {names}")
+    return store
 
 
 def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
     """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
     from dataclasses import replace
 
-    from harness_core import RunSpec, Workspace, survey_toolchain
+    from harness_core import RunSpec, Workspace, discover_skills, survey_toolchain
 
     ws = Workspace(workspace)
     contract = replace(config.contract, goal=goal)
@@ -135,6 +212,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         git=config.git,
         agents=config.agents,
         agent_limits=config.agent_limits,
+        skills=discover_skills(workspace),
     )
 
 

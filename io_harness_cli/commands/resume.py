@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 
 def resume(
     run_id: Annotated[str, typer.Argument(
-        help="The run to resume (a unique prefix works); for a tree, the root's id.")],
+        help="The run to resume (a unique prefix works); for a tree, the root's id.",
+        callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,

@@ -13,7 +13,8 @@ def runs(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs.", min=1,
+                                       max=100_000)] = 20,
 ) -> None:
     """List recent runs, newest first."""
     from io_harness_cli.commands._common import load_config, open_store, workspace_path

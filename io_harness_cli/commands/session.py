@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, SessionTree, Store, TurnRecord
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Conversations whose turns are runs, in an append-only tree.",
                   no_args_is_help=True, add_completion=False)
 
-SessionArg = Annotated[str, typer.Argument(help="The session (a unique prefix works).")]
+SessionArg = Annotated[str, typer.Argument(help="The session (a unique prefix works).",
+                                           callback=id_arg)]
 MessageArg = Annotated[str, typer.Argument(help="The message for the agent; `-` reads stdin.")]
 
 
@@ -63,8 +64,8 @@ def turn(
     session_id: SessionArg,
     message: MessageArg,
     from_turn: Annotated[str | None, typer.Option(
-        "--from", help="Branch from this turn (its number or run id) instead of the latest."
-    )] = None,
+        "--from", help="Branch from this turn (its number or run id) instead of the latest.",
+        callback=id_arg)] = None,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -78,7 +79,8 @@ def branch(
     session_id: SessionArg,
     message: MessageArg,
     from_turn: Annotated[str, typer.Option(
-        "--from", help="The earlier turn to branch from (its number or run id).")],
+        "--from", help="The earlier turn to branch from (its number or run id).",
+        callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -101,10 +103,11 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             load_config,
             make_approver,
             make_responder,
+            read_stdin_text,
             workspace_path,
         )
 
-        text = sys.stdin.read() if message == "-" else message
+        text = read_stdin_text("the message") if message == "-" else message
         if not text.strip():
             raise UsageError("the message is empty", hint="give the agent something to do")
         ws_hint = workspace_path(workspace) if workspace is not None else None
@@ -135,7 +138,8 @@ def list_(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.", min=1,
+                                       max=100_000)] = 50,
 ) -> None:
     """List sessions, newest first."""
     from harness_core import Session

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, WorkspaceOpt, id_arg
 
 
 def steer(
-    run_id: Annotated[str, typer.Argument(help="The run in flight.")],
+    run_id: Annotated[str, typer.Argument(help="The run in flight.", callback=id_arg)],
     text: Annotated[str, typer.Argument(help="The message for the model.")],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
@@ -24,7 +24,7 @@ def steer(
 
 
 def interrupt(
-    run_id: Annotated[str, typer.Argument(help="The run in flight.")],
+    run_id: Annotated[str, typer.Argument(help="The run in flight.", callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:

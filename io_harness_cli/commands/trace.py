@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, Store
 
 
 def trace(
-    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).")],
+    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).",
+                                          callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,

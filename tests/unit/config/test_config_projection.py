@@ -105,6 +105,7 @@ build = "b"
 lint = "l"
 
 [git]
+author = "Someone <someone@example.com>"
 author_name = "Agent"
 author_email = "agent@example.com"
 timeout_seconds = 30
@@ -262,6 +263,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
+        "git.author": (lambda c: c.git.author_name, "Agent"),
         "git.author_name": (lambda c: c.git.author_name, "Agent"),
         "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
         "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),

@@ -226,3 +226,27 @@ def test_git_tools_are_not_exec_acts(tmp_path: Path) -> None:
                     policy=policy).is_error
     refused = call(root, "exec", {"argv": ["git", "status"]}, policy=policy)
     assert refused.refused is not None
+
+
+@pytest.mark.parametrize(("toml", "expected"), [
+    ('author = "io agent <agent@example.com>"', ("io agent", "agent@example.com")),
+    ('author = "io agent <agent@example.com>"\nauthor_email = "other@example.com"',
+     ("io agent", "other@example.com")),
+    ('author_name = "N"\nauthor_email = "e@example.com"', ("N", "e@example.com")),
+    ("", (None, None)),
+])
+def test_the_git_table_sets_the_identity(tmp_path: Path, toml: str,
+                                         expected: tuple[str | None, str | None]) -> None:
+    from harness_core import load_config
+
+    (tmp_path / "io.toml").write_text(f"[git]\n{toml}\n")
+    cfg = load_config(tmp_path, env={"HOME": str(tmp_path)})
+    assert (cfg.git.author_name, cfg.git.author_email) == expected
+
+
+def test_a_malformed_author_is_a_config_error(tmp_path: Path) -> None:
+    from harness_core import ConfigError, load_config
+
+    (tmp_path / "io.toml").write_text('[git]\nauthor = "just a name"\n')
+    with pytest.raises(ConfigError, match="git.author"):
+        load_config(tmp_path, env={"HOME": str(tmp_path)})

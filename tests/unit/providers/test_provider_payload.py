@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.messages import Media, Message, ToolCall, ToolResult
 from harness_core.providers import CompletionRequest
 from harness_core.providers import anthropic as anthropic_wire
 from harness_core.providers import openai as openai_wire
@@ -19,7 +19,8 @@ def _conversation(steps: int) -> list[Message]:
         calls = (ToolCall(f"c{i}", "exec", {"cmd": f"echo {i}"}),
                  ToolCall(f"d{i}", "exec", {}, raw_arguments="{not json"))
         messages.append(Message.assistant(f"step {i}" if i % 2 else "", calls))
-        messages.append(Message.tool(ToolResult(f"c{i}", "exec", f"out {i}")))
+        media = (Media("image/png", b"\x89PNG" + bytes([i]), f"shot{i}.png"),) if i % 2 else ()
+        messages.append(Message.tool(ToolResult(f"c{i}", "exec", f"out {i}", media=media)))
         messages.append(Message.tool(ToolResult(f"d{i}", "exec", "bad", is_error=True)))
         if i == 1:
             messages.append(Message.user("[operator steer] faster"))

@@ -77,3 +77,11 @@ def test_the_panel_counts_tokens_and_derives_cost_as_a_floor_when_unpriced() -> 
     state.fold(_ev(EventKind.PLAN, items=[{"content": "a", "status": "in_progress"}]))
     assert state.plan == [{"content": "a", "status": "in_progress"}]
     assert PanelState().cost_text() == "cost: no [prices]"
+
+
+def test_the_panel_keeps_the_root_and_names_the_child_it_is_in() -> None:
+    state = PanelState()
+    state.fold(Event(EventKind.RUN_STARTED, "root", {}))
+    state.fold(Event(EventKind.RUN_STARTED, "kid", {"parent_run_id": "root"}))
+    state.fold(Event(EventKind.STEP_STARTED, "kid", {"step": 0}))
+    assert (state.run_id, state.current, state.step) == ("root", "kid", 0)
