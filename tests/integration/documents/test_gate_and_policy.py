@@ -178,3 +178,14 @@ def test_every_document_tool_is_a_reserved_builtin_offered_with_its_extra() -> N
 
     assert set(TOOL_EXTRAS) <= RESERVED_TOOL_NAMES
     assert set(TOOL_EXTRAS) <= set(default_toolbox().names())
+
+
+def test_an_ask_on_a_document_path_pauses_for_approval(workspace: Path) -> None:
+    from harness_core.tools import PauseRequested
+
+    policy = Policy.from_lists(tier=Tier.READ_ONLY, approval="ask")
+    with pytest.raises(PauseRequested) as paused:
+        call(make_ctx(workspace, policy), "docx_write", path="new.docx",
+             blocks=[{"type": "paragraph", "text": "x"}])
+    assert paused.value.kind == "approval"
+    assert not (workspace / "new.docx").exists()
