@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -21,7 +21,8 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error
 from io_harness_cli.output import error
 
 if TYPE_CHECKING:
-    from harness_core import Answer, Approver, Config, Provider, Responder, RunSpec, Store
+    from harness_core import Answer, Approver, Config, Policy, Responder, RunAssembly, Store
+    from io_harness_cli.commands._drive import EventOutput
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -160,10 +161,18 @@ def workspace_path(workspace: Path | None) -> Path:
     return path.resolve()
 
 
-def load_config(workspace: Path, config: Path | None) -> Config:
+STORE_ONLY = ("store",)
+"""The tables a command that only reads or writes the store resolves."""
+STORE_AND_PRICES = ("store", "prices")
+"""The tables a command that reports recorded costs resolves."""
+
+
+def load_config(workspace: Path, config: Path | None,
+                tables: tuple[str, ...] | None = None) -> Config:
+    """Load io.toml once; `tables` limits what is resolved (see `load_config`)."""
     from harness_core import load_config as load
 
-    return load(workspace, config_file=config, env=environment())
+    return load(workspace, config_file=config, env=environment(), tables=tables)
 
 
 def open_store(config: Config) -> Store:
@@ -178,89 +187,17 @@ def open_store(config: Config) -> Store:
     return store
 
 
-def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
-    """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
-    from dataclasses import replace
+def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
+             interactive: bool, out: EventOutput, policy: Policy | None = None) -> RunAssembly:
+    """The one run builder (`assemble_run`), with terminal approver and responder that
+    hold the live view still while they prompt."""
+    from harness_core import assemble_run
 
-    from harness_core import RunSpec, Workspace, discover_skills, survey_toolchain
-
-    ws = Workspace(workspace)
-    contract = replace(config.contract, goal=goal)
-    provider = config.provider
-    settings = config.run
-    env = environment()
-    return RunSpec(
-        workspace=ws,
-        contract=contract,
-        policy=config.policy,
-        budget=config.budget,
-        model=provider.model if provider is not None else "",
-        max_tokens=provider.max_tokens if provider is not None else 4096,
-        sandbox=config.sandbox,
-        context_max_tokens=config.context_max_tokens,
-        output_cap=settings.output_cap_bytes,
-        exec_timeout=settings.exec_timeout_seconds,
-        stall_window=settings.stall_window,
-        toolchain=survey_toolchain(ws, config.toolchain).effective,
-        env=env,
-        web=config.web,
-        protected_paths=_store_paths(config, workspace),
-        mcp=tuple(config.mcp),
-        cost_of=_cost_function(config),
-        store_path=config.store_path.resolve(),
-        provider_keys=provider_keys(config, env),
-        git=config.git,
-        agents=config.agents,
-        agent_limits=config.agent_limits,
-        skills=discover_skills(workspace),
-    )
-
-
-PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
-"""Environment variables the providers read a key from when `api_key` is unset."""
-
-
-def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
-    """Every provider credential this process holds: configured keys and key variables."""
-    keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
-    provider = config.provider
-    if provider is not None:
-        keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
-    return tuple(dict.fromkeys(keys))
-
-
-def _cost_function(config: Config) -> Callable[[str, Any], float | None] | None:
-    """Price a completion from `[prices]`; `max_cost_usd` without prices is a config error."""
-    from harness_core import ConfigError
-
-    prices = config.prices
-    if config.budget.max_cost_usd is not None and prices is None:
-        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
-                          " costs from", hint="add [prices] with the models you use")
-    if prices is None:
-        return None
-
-    def cost_of(model: str, usage: Any) -> float | None:
-        price = prices.price_for(model)
-        return price.cost_of(usage) if price is not None else None
-
-    return cost_of
-
-
-def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
-    store = config.store_path.resolve()
-    return tuple(str(Path(str(store) + suffix)) for suffix in ("", "-wal", "-shm")
-                 if str(store).startswith(str(workspace) + os.sep))
-
-
-def build_provider(config: Config) -> Provider:
-    from harness_core import ConfigError, SystemClock
-    from harness_core import build_provider as build
-
-    if config.provider is None:
-        raise ConfigError("no [provider] is configured",
-                          hint="add a [provider] table to io.toml (kind = \"scripted\" works offline)")
-    return build(config.provider, env=environment(), clock=SystemClock())
+    run = assemble_run(config, workspace, goal, store=store, env=environment(),
+                       on_event=out, approver=make_approver(interactive, out.hold),
+                       responder=make_responder(interactive, out.hold), policy=policy)
+    out.configure(config)
+    return run
 
 
 Hold = Callable[[], AbstractContextManager[None]]

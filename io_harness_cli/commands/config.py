@@ -1,8 +1,8 @@
-"""`io config show` and `io config check`."""
+"""`io config show|check|schema|init`: the merged io.toml, its validation, its JSON
+Schema, and a commented starter file."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -10,9 +10,10 @@ import typer
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
-    from harness_core import Config
+    from harness_core import RunSpec
 
-app = typer.Typer(help="Show or check the merged io.toml.", no_args_is_help=True,
+app = typer.Typer(help="Show, check or start io.toml; print its JSON Schema.",
+                  no_args_is_help=True,
                   add_completion=False)
 
 
@@ -58,31 +59,38 @@ def _text(value: object) -> str:
 
 @app.command("check")
 def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
-    """Validate the configuration; exit 2 with a clear message on the first problem."""
-    from io_harness_cli.commands._common import load_config, workspace_path
+    """Validate the configuration exactly as `io run` does; exit 2 on the first problem."""
+    from harness_core import check_runnable
+    from io_harness_cli.commands._common import environment, load_config, workspace_path
     from io_harness_cli.output import say
 
-    cfg = load_config(workspace_path(workspace), config)
-    if cfg.provider is not None:
-        from io_harness_cli.commands._common import build_provider
-
-        build_provider(cfg).close()  # keys present, web declarations the vendors can carry
-    _print_gate_inputs(cfg, workspace_path(workspace))
+    ws = workspace_path(workspace)
+    cfg = load_config(ws, config)
+    spec = check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
+    _print_gate_inputs(spec)
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     say(f"io: config ok ({files})")
 
 
-def _print_gate_inputs(cfg: Config, root: Path) -> None:
+def _print_gate_inputs(spec: RunSpec) -> None:
     """Each verification gate and the inputs `io run` will protect (or watch, if editable)."""
     import sys
 
     from harness_core import gate_inputs
-    from io_harness_cli.commands._common import build_spec
-
-    spec = build_spec(cfg, root, "io config check")
     for number, gate in enumerate(gate_inputs(spec), 1):
         how = "inferred" if gate.inferred else "from io.toml"
         mode = "editable by the agent" if gate.editable else "write-protected for the run"
         sys.stdout.write(f"gate {number}: {gate.criterion}\n")
         sys.stdout.write(f"  inputs ({how}, {mode}): "
                          f"{', '.join(gate.patterns) if gate.patterns else '(none)'}\n")
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of io.toml (for Taplo / Even Better TOML completion)."""
+    import json
+    import sys
+
+    from harness_core import config_json_schema
+
+    sys.stdout.write(json.dumps(config_json_schema(), indent=2) + "\n")

@@ -38,14 +38,7 @@ def resume(
             resume_tree,
             resume_tree_from_stored_policy,
         )
-        from io_harness_cli.commands._common import (
-            build_provider,
-            build_spec,
-            load_config,
-            make_approver,
-            make_responder,
-            workspace_path,
-        )
+        from io_harness_cli.commands._common import assemble, load_config, workspace_path
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
@@ -59,18 +52,13 @@ def resume(
             if ws_hint is None:
                 ws = workspace_path(ws)
                 cfg = load_config(ws, config)
-            spec = build_spec(cfg, ws, record.goal)
-            provider = build_provider(cfg)
-            try:
-                out.configure(cfg)
-                decision = True if approve else (False if deny else None)
-                resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
-                return resume_fn(store, provider, record.run_id, spec, approve=decision,
-                                 answer=answer, on_event=out,
-                                 approver=make_approver(not json_out, out.hold),
-                                 responder=make_responder(not json_out, out.hold))
-            finally:
-                provider.close()
+            decision = True if approve else (False if deny else None)
+            resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
+            with assemble(cfg, ws, record.goal, store, interactive=not json_out,
+                          out=out) as run:
+                return resume_fn(store, run.provider, record.run_id, run.spec,
+                                 approve=decision, answer=answer, on_event=out,
+                                 approver=run.runner.approver, responder=run.runner.responder)
         finally:
             store.close()
 

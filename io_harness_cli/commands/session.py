@@ -26,10 +26,11 @@ SessionArg = Annotated[str, typer.Argument(help="The session (a unique prefix wo
 MessageArg = Annotated[str, typer.Argument(help="The message for the agent; `-` reads stdin.")]
 
 
-def _open(workspace: Path | None, config: Path | None) -> tuple[Config, Store]:
+def _open(workspace: Path | None, config: Path | None,
+          tables: tuple[str, ...] | None = None) -> tuple[Config, Store]:
     from io_harness_cli.commands._common import load_config, open_store, workspace_path
 
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, tables)
     return cfg, open_store(cfg)
 
 
@@ -42,11 +43,11 @@ def new(
 ) -> None:
     """Start a session in the workspace; prints its id on stdout."""
     from harness_core import Session
-    from io_harness_cli.commands._common import workspace_path
+    from io_harness_cli.commands._common import STORE_ONLY, workspace_path
     from io_harness_cli.output import say, write_json
 
     ws = workspace_path(workspace)
-    _, store = _open(ws, config)
+    _, store = _open(ws, config, STORE_ONLY)
     try:
         session = Session.new(store, workspace=ws, title=title)
     finally:
@@ -96,13 +97,10 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
     out = EventOutput(json_out)
 
     def body() -> Any:
-        from harness_core import Runner, Session, UsageError
+        from harness_core import Session, UsageError
         from io_harness_cli.commands._common import (
-            build_provider,
-            build_spec,
+            assemble,
             load_config,
-            make_approver,
-            make_responder,
             read_stdin_text,
             workspace_path,
         )
@@ -117,16 +115,8 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             ws = ws_hint or workspace_path(Path(session.record.workspace))
             if ws_hint is None:
                 cfg = load_config(ws, config)
-            spec = build_spec(cfg, ws, text)
-            provider = build_provider(cfg)
-            try:
-                out.configure(cfg)
-                runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out, out.hold),
-                                responder=make_responder(not json_out, out.hold))
-                return session.turn(runner, spec, from_turn=from_turn)
-            finally:
-                provider.close()
+            with assemble(cfg, ws, text, store, interactive=not json_out, out=out) as run:
+                return session.turn(run.runner, run.spec, from_turn=from_turn)
         finally:
             store.close()
 
@@ -143,9 +133,10 @@ def list_(
 ) -> None:
     """List sessions, newest first."""
     from harness_core import Session
+    from io_harness_cli.commands._common import STORE_ONLY
     from io_harness_cli.output import write_json
 
-    _, store = _open(workspace, config)
+    _, store = _open(workspace, config, STORE_ONLY)
     try:
         records = Session.list(store, limit)
     finally:
@@ -171,9 +162,10 @@ def show(
 ) -> None:
     """Show the session's turns as a tree (branches indented under their turn)."""
     from harness_core import Session
+    from io_harness_cli.commands._common import STORE_ONLY
     from io_harness_cli.output import use_color, write_json
 
-    _, store = _open(workspace, config)
+    _, store = _open(workspace, config, STORE_ONLY)
     try:
         tree = Session.open(store, session_id).tree()
     finally:

@@ -43,8 +43,13 @@ def spend(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Tokens and derived cost by model, run, session, day or runner; unpriced calls are counted."""
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted."""
+    from io_harness_cli.commands._common import (
+        STORE_AND_PRICES,
+        load_config,
+        open_store,
+        workspace_path,
+    )
     from io_harness_cli.output import say, use_color, write_json
 
     group = _by(by)
@@ -56,7 +61,7 @@ def spend(
         group = "tree"
     lower = _bound(since, "--since", end_of_day=False)
     upper = _bound(until, "--until", end_of_day=True)
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
         raw = store.spend_rows(lower, upper)
