@@ -16,10 +16,10 @@ from harness_core import (
     Runner,
     RunStatus,
     Store,
+    Toolbox,
     ToolContext,
     ToolError,
     ToolOutcome,
-    Toolbox,
     ToolSpec,
 )
 from harness_core.tools._files import ReadFile
