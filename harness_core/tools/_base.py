@@ -29,7 +29,7 @@ __all__ = [
     "ToolOutcome",
 ]
 
-DEFAULT_OUTPUT_CAP = 32_000
+DEFAULT_OUTPUT_CAP = 16_384
 """Bytes of output a tool returns to the model before truncating (stated with a count)."""
 
 

@@ -137,12 +137,13 @@ class Shell:
         except SandboxUnavailable as exc:
             return ToolOutcome(f"shell: the sandbox could not start the line: {exc}",
                                is_error=True, changed=True)
-        return _result_outcome(result, timeout)
+        return _result_outcome(result, timeout, ctx.launcher.selected.backend.value)
 
 
-def _result_outcome(result: LineResult, timeout: float) -> ToolOutcome:
+def _result_outcome(result: LineResult, timeout: float, sandbox: str) -> ToolOutcome:
     stdout, stderr = _text(result.stdout, "stdout"), _text(result.stderr, "stderr")
     data: dict[str, Any] = {
+        "sandbox": sandbox,
         "exit_status": result.exit_status,
         "stdout": stdout,
         "stderr": stderr,

@@ -48,6 +48,7 @@ def _call(entry: LedgerEntry, limit: int) -> CallView:
         is_error=entry.is_error, exit_status=_int(data.get("exit_status")),
         sandbox=sandbox if isinstance(sandbox, str) else None,
         refused=refused if isinstance(refused, dict) else None,
+        child_run_id=child if isinstance(child := data.get("child_run_id"), str) else None,
     )
 
 

@@ -86,6 +86,9 @@ def test_trace_shows_the_tree_and_spend_rolls_it_up(tmp_path: Path, store_backen
     assert group["key"] == root
     by_run = json_lines(run_io(["spend", "--by", "run", "--json"]).stdout)[0]
     assert len(by_run["groups"]) == 4
+    rolled = json_lines(run_io(["spend", "--by", "run", "--tree", "--json"]).stdout)[0]
+    assert [g["key"] for g in rolled["groups"]] == [root]
+    assert rolled["groups"][0]["calls"] == sum(g["calls"] for g in by_run["groups"])
 
 
 def test_a_childs_deferred_approval_pauses_the_tree_and_resume_root_approve_reaches_it(
@@ -182,3 +185,14 @@ def test_ctrl_c_during_parallel_children_exits_130_and_resume_finishes_the_tree(
     assert log.read_text().splitlines() == ["ran", "ran"]  # each child's tool ran once
     runs = [r for r in json_lines(run_io(["runs", "--json"]).stdout) if r["root_run_id"] == root]
     assert sorted(r["status"] for r in runs) == ["finished"] * 3
+
+
+@pytest.mark.parametrize("key", ["allow_write", "allow_net", "tier"])
+def test_an_agent_definition_has_no_key_that_could_widen(tmp_path: Path, key: str) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("done")],
+                        toml_extra=f'[agents.writer]\nrole = "w"\n{key} = ["**"]\n')
+    result = run_io(["config", "check", "-w", str(ws)])
+    assert result.returncode == 2
+    assert f"agents.writer.{key}" in result.stderr and "Traceback" not in result.stderr
+    ran = run_io(["run", "goal", "-w", str(ws)])
+    assert ran.returncode == 2 and f"agents.writer.{key}" in ran.stderr

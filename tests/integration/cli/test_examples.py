@@ -12,7 +12,7 @@ from tests.integration.cli.helpers import json_lines
 
 def test_every_example_folder_is_covered_by_a_test() -> None:
     folders = {p.name for p in (REPO / "examples").iterdir() if p.is_dir()}
-    assert folders == {"quickstart", "approval", "policy-check", "rigged-gate"}
+    assert folders == {"quickstart", "approval", "policy-check", "rigged-gate", "documents"}
     # rigged-gate: tests/integration/gates/test_rigged_gate.py
 
 
@@ -55,3 +55,15 @@ def test_policy_check_example_gives_the_documented_answers(tmp_path: Path) -> No
     shout = run_io(["tool", "shell", "--args", json.dumps({"line": "echo hi | tr a-z A-Z"}),
                     "-w", str(ws), "--json"])
     assert json.loads(shout.stdout)["data"]["stdout"] == "HI\n"
+
+
+def test_documents_example_passes_its_document_gates(tmp_path: Path) -> None:
+    ws = tmp_path / "documents"
+    shutil.copytree(REPO / "examples" / "documents", ws)
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    gates = [e for e in json_lines(done.stdout) if e["kind"] == "verification"]
+    assert [g["passed"] for g in gates] == [True, True, True]
+    assert all(g["command"].startswith("document_contains out/") for g in gates)
+    for name in ("totals.xlsx", "report.docx", "report.pdf"):
+        assert (ws / "out" / name).stat().st_size > 0

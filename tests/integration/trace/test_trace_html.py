@@ -179,3 +179,5 @@ def test_the_page_of_a_root_holds_its_whole_tree(tmp_path: Path) -> None:
     sections = page.split('<section class="run"')[1:]
     assert f'id="run-{root}" data-depth="0"' in sections[0]
     assert 'data-depth="1"' in sections[1] and f'href="#run-{root}"' in sections[1]
+    child = sections[1].split('id="run-', 1)[1].split('"', 1)[0]
+    assert f'child run <a href="#run-{child}">' in sections[0]  # the spawn call links to it

@@ -24,6 +24,7 @@ from harness_core import (
     select_sandbox,
 )
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxSpec
+from harness_core.tools import DEFAULT_OUTPUT_CAP
 from harness_core.tools._git import GitSettings
 
 
@@ -135,8 +136,8 @@ def test_a_long_diff_is_cut_and_the_cut_is_stated(tmp_path: Path) -> None:
     for i in range(5):
         (root / f"f{i}.txt").write_text("line\n" * 5000)
     out = call(root, "git_diff", {})
-    assert out.data["truncated"] > 0 and out.data["total_bytes"] > 32_000
-    assert "[diff cut at 32000 of" in out.output and "5 file(s) differ" in out.output
+    assert out.data["truncated"] > 0 and out.data["total_bytes"] > DEFAULT_OUTPUT_CAP
+    assert f"[diff cut at {DEFAULT_OUTPUT_CAP} of" in out.output and "5 file(s) differ" in out.output
 
 
 def test_diff_leaves_out_files_the_policy_refuses_reading(tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def test_a_tree_gets_a_section_per_run_and_a_list_of_runs(tmp_path: Path) -> Non
     assert f'id="run-{run_id}"' in page and 'id="run-child-1"' in page
     assert '<nav class="tree"' in page and 'data-depth="1"' in page
     assert f'<a href="#run-{run_id}"><code>{run_id}</code></a>' in page  # the child's parent
+    assert "the whole tree: 2 runs" in page
 
 
 def test_a_hostile_tool_name_is_escaped_in_text_and_attributes(tmp_path: Path) -> None:
