@@ -27,7 +27,7 @@ from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
-from harness_core.policy import Approver
+from harness_core.policy import Approver, Policy
 from harness_core.providers import (
     CompletionRequest,
     CompletionResponse,
@@ -207,15 +207,28 @@ class Runner:
         *,
         approve: bool | None = None,
         answer: str | None = None,
+        stored_policy: bool = False,
     ) -> RunOutcome:
-        """Resume a crashed, interrupted or paused run under `spec`'s policy.
+        """Resume a crashed, interrupted or paused run (a tree: through its root).
+
+        Args:
+            run_id: The run (the root, for a tree).
+            spec: What it runs under now; its policy bounds every child.
+            approve: The operator's decision on a deferred approval the tree waits for.
+            answer: The operator's answer to a question the tree waits for.
+            stored_policy: Run every run of the tree under the policy it recorded
+                instead (`spec.policy` is ignored).
 
         Raises:
             RunNotFound: No such run.
             RunInUse: Another live process drives it.
-            UsageError: A paused run resumed without what it waits for (or with the wrong one).
+            UsageError: A paused run resumed without what it waits for (or with the wrong
+                one), or a child's id (a child is resumed through its root).
         """
         record = self.store.run(run_id)
+        if stored_policy:
+            self._stored_policy = True
+            spec = replace(spec, policy=Policy.from_json(record.policy))
         if record.depth > 0 and self._tree is None:
             raise UsageError(
                 f"run {run_id} is a child in the tree of run {record.root_run_id}; a child is"
