@@ -229,11 +229,23 @@ class Usage:
     reasoning_tokens: int | None = None
     server_tool_requests: int | None = None
 
-    def billed_tokens(self) -> int:
-        """Tokens to draw from a token budget: the total, else the sum of known parts."""
-        if self.total_tokens is not None:
-            return self.total_tokens
-        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+    def billed_tokens(self, cache_read_weight: float = 1.0) -> int:
+        """Tokens to draw from a token budget, counted as the vendor bills them.
+
+        Fresh input (cache writes included) and output count whole; a token read from
+        the prompt cache counts `cache_read_weight` of one (vendors bill cache reads at
+        a fraction of the input price). Without a prompt/completion split the reported
+        total is drawn as it is.
+
+        Args:
+            cache_read_weight: What one cached token counts for (1.0: as a fresh one).
+        """
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return self.total_tokens or 0
+        prompt = self.prompt_tokens or 0
+        cached = min(self.cache_read_tokens or 0, prompt)
+        weighted = prompt - cached + cached * cache_read_weight
+        return int(round(weighted)) + (self.completion_tokens or 0)
 
     def to_json(self) -> dict[str, int | None]:
         return {

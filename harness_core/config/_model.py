@@ -258,11 +258,16 @@ class BudgetTable(Table):
     max_steps: IntCeiling = _ceiling(_BUDGET.max_steps)
     """Completions a run may ask for (or false)."""
     max_tokens: IntCeiling = _ceiling(_BUDGET.max_tokens)
-    """Tokens, as the provider bills them, a run may spend (or false)."""
+    """Tokens a run may spend, counted as billed (cache reads at cache_read_weight);
+    opt-in: no token ceiling by default (or false)."""
     max_cost_usd: NumCeiling = _ceiling(_BUDGET.max_cost_usd)
     """Derived cost in USD a run may spend; needs [prices] for the model (or false)."""
     wall_seconds: NumCeiling = _ceiling(_BUDGET.wall_seconds)
     """Wall-clock seconds a run may take, summed over resumes (or false)."""
+    cache_read_weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = (
+        _BUDGET.cache_read_weight)
+    """What one token read from the prompt cache counts for against max_tokens (0 to 1;
+    0.1 is what Anthropic and OpenAI's GPT-5 models bill a cache read at)."""
 
 
 class VerifyTable(Table):

@@ -158,6 +158,7 @@ def _budget(t: BudgetTable) -> Budget:
         max_tokens=_ceil(t.max_tokens),
         max_cost_usd=_ceil_f(t.max_cost_usd),
         wall_seconds=_ceil_f(t.wall_seconds),
+        cache_read_weight=float(t.cache_read_weight),
     )
 
 

@@ -13,9 +13,7 @@ import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Media, Message, Role, ToolCall, Usage
@@ -39,6 +37,9 @@ from harness_core.providers._wire import (
     opt_int,
     tool_arguments,
 )
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["OpenAIProvider"]
 
@@ -80,6 +81,7 @@ class OpenAIProvider(HttpProvider):
         validate_web(self.name, config.web)
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._url_text = self._base_url + "/chat/completions"
+        self._encoded_prefix: tuple[tuple[Message, ...], str, tuple[Media, ...]] | None = None
         self._tokens_field = (
             "max_completion_tokens" if _OPENAI_HOST in self._base_url else "max_tokens"
         )
@@ -124,19 +126,32 @@ class OpenAIProvider(HttpProvider):
         body["web_search_options"] = options
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
+        # A tool message carries only text, so the images of a run of tool results go
+        # in one user message after it (`image_turn`). The text of the previous
+        # request is kept (without an image turn it still owed) and extended when this
+        # request extends that one, so a step's cost stays flat as the run grows.
+        head, rest = "", messages
+        pending: tuple[Media, ...] = ()
+        previous = self._encoded_prefix
+        if previous is not None:
+            done, done_head, done_pending = previous
+            if len(messages) >= len(done) and messages[: len(done)] == done:
+                head, pending, rest = done_head, done_pending, messages[len(done) :]
         encode = self._encode_message
-        parts: list[str] = []
-        pending: list[Media] = []
-        for message in messages:
-            if pending and message.role is not Role.TOOL:
-                parts.append(WIRE_JSON.encode(image_turn(pending)))
-                pending = []
+        parts: list[str] = [head] if head else []
+        waiting: list[Media] = list(pending)
+        for message in rest:
+            if waiting and message.role is not Role.TOOL:
+                parts.append(WIRE_JSON.encode(image_turn(waiting)))
+                waiting = []
             parts.append(self.encoded(message, encode))
             if message.media:
-                pending.extend(media_text(message)[1])
-        if pending:
-            parts.append(WIRE_JSON.encode(image_turn(pending)))
-        return "[" + ",".join(parts) + "]"
+                waiting.extend(media_text(message)[1])
+        head = ",".join(parts)
+        self._encoded_prefix = (messages, head, tuple(waiting))
+        if waiting:
+            return "[" + head + ("," if head else "") + WIRE_JSON.encode(image_turn(waiting)) + "]"
+        return "[" + head + "]"
 
     def _encode_message(self, message: Message) -> str:
         return WIRE_JSON.encode(wire_message(message, self.config.system_role))

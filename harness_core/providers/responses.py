@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role
@@ -42,6 +40,9 @@ from harness_core.providers._responses_stream import (
 )
 from harness_core.providers._sse import SSEEvent
 from harness_core.providers._wire import WIRE_JSON, StreamClock, data_url, media_text
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["OpenAIResponsesProvider"]
 
@@ -142,11 +143,11 @@ class OpenAIResponsesProvider(HttpProvider):
         return body
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        encode = self._encode
-        parts: list[str] = []
-        for message in messages[self._start :]:
-            parts.extend(self.encoded(message, encode))
-        return "[" + ",".join(parts) + "]"
+        return "[" + self.joined(messages[self._start :], self._fragments_of) + "]"
+
+    def _fragments_of(self, message: Message) -> tuple[str, ...]:
+        fragments: tuple[str, ...] = self.encoded(message, self._encode)
+        return fragments
 
     def _encode(self, message: Message) -> tuple[str, ...]:
         items = wire_items(message, self.config.system_role)

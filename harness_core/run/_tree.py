@@ -16,7 +16,7 @@ from typing import Any
 
 from harness_core.agents import AgentDef, roster_description
 from harness_core.clock import Clock
-from harness_core.messages import ToolSpec, Usage
+from harness_core.messages import ToolSpec
 from harness_core.policy import Approver, Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
@@ -24,7 +24,6 @@ from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.store import RunRecord, RunStatus, Store
 from harness_core.tools import Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Answer, Responder
-from harness_core.verification import TaskContract
 
 __all__ = [
     "SpawnTool",
@@ -138,7 +137,9 @@ def child_spec(
     """The spec a child runs under: `parent.policy.contain(agent.narrow(parent.policy))`.
 
     Allows intersect and denies union, so nothing a definition says (or fails to say)
-    can widen the parent's boundary. On a resume under the stored policy, `record`'s
+    can widen the parent's boundary. The child keeps the tree's constraints and
+    verification gates (it runs them once when it says it is done). On a resume under
+    the stored policy, `record`'s
     policy is used as recorded; a resumed child whose definition is gone is held to its
     recorded policy inside the parent's.
     """
@@ -152,7 +153,7 @@ def child_spec(
         policy = parent.policy
     return replace(
         parent,
-        contract=TaskContract(goal=goal, constraints=parent.contract.constraints),
+        contract=replace(parent.contract, goal=goal),
         policy=policy,
         model=agent.model if agent is not None and agent.model else parent.model,
         web=tree.web,
@@ -213,7 +214,7 @@ def root_tree(
             for record in store.tree_runs(run_id):
                 for step in store.steps(record.run_id):
                     cost = spec.cost_of(step.model_served or spec.model,
-                                        Usage.from_json(step.usage))
+                                        step.usage)
                     budget.cost += cost or 0.0
     if spec.budget.wall_seconds is not None:
         budget.deadline = clock.monotonic() + spec.budget.wall_seconds - wall_before

@@ -274,3 +274,31 @@ def test_a_parent_respawning_the_same_child_is_stopped_as_stalled(
                            spec(ws, limits=AgentLimits(max_children=16)))
         assert outcome.status is RunStatus.STOPPED and "stalled" in outcome.reason
         assert len(store.tree_runs(outcome.run_id)) < 7
+
+
+def test_a_child_runs_the_trees_gates_once_and_its_parent_sees_the_verdict(
+        tmp_path: Path, ws: Path) -> None:
+    from dataclasses import replace
+
+    from harness_core import TaskContract, VerifyCriterion
+
+    gate = VerifyCriterion(command="test -f ready.txt")
+    script = [
+        line("", spawn("say done too early")),
+        line("child: done"),                     # the gate fails: the child ends, failed
+        line("", spawn("make it ready")),
+        line("", ("write_file", {"path": "ready.txt", "content": "y"})),
+        line("child: ready"),                    # the gate passes
+        line("root done"),
+    ]
+    base = spec(ws)
+    tree_spec = replace(base, contract=TaskContract(goal="lead", verify=(gate,)))
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script), tree_spec)
+        assert outcome.status is RunStatus.FINISHED and outcome.verified is True
+        first, second = _observations(store, outcome.run_id)
+        assert "gates: failed" in first and "ended failed" in first
+        assert "gates: passed" in second and "finished" in second
+        children = store.tree_runs(outcome.run_id)[1:]
+        assert [c.status for c in children] == [RunStatus.FAILED, RunStatus.FINISHED]
+        assert [len(store.verifications(c.run_id)) for c in children] == [1, 1]

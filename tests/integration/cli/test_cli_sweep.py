@@ -111,6 +111,7 @@ def test_resume_with_an_empty_id_never_picks_the_only_run(workspace: Path) -> No
     ("[budget]\nmax_tokens = 1000000000000000\n", "out of range"),
     ("[budget]\nwall_seconds = 1e300\n", "out of range"),
     ("[budget]\nmax_cost_usd = 2.0\n", "needs a [prices] table"),
+    ("[budget]\ncache_read_weight = 2\n", "at most 1"),
 ])
 def test_config_check_rejects_what_run_rejects(workspace: Path, toml: str, says: str) -> None:
     with open(workspace / "io.toml", "a") as handle:
