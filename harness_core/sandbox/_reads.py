@@ -14,11 +14,15 @@ away from that view before any command runs:
 - Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated at each
   sandbox start, so a file the agent created since is covered too) is masked the same way.
 
-Pure except for `stat` calls on the host; the mounts themselves are `bwrap` arguments.
+The homes and the paths bound back are worked out once per environment in a process (a
+toolchain installed on the host during a run shows at the next `io`); the secret stores
+and the masks are looked at again at every sandbox start. Pure except for `stat` calls
+on the host; the mounts themselves are `bwrap` arguments.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import sys
@@ -137,7 +141,7 @@ def _exposed(
     for home in homes:
         wanted.update(home / name for name in TOOLCHAIN_DIRS)
     entries = [Path(p) for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
-    for value in (env.get("VIRTUAL_ENV"), sys.prefix, sys.base_prefix):
+    for value in (env.get("VIRTUAL_ENV") or None, sys.prefix, sys.base_prefix):
         if value:
             entries.append(Path(value) / "bin")
     for entry in entries:
@@ -163,6 +167,16 @@ def _split(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
     return dirs, files
 
 
+@functools.lru_cache(maxsize=16)
+def _static(
+    home: str, path: str, venv: str, read_paths: tuple[Path, ...]
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """The homes to hide and what to bind back: worked out once per environment."""
+    env = {"HOME": home, "PATH": path, "VIRTUAL_ENV": venv}
+    homes = _homes(env)
+    return tuple(homes), _exposed(env, homes, read_paths)
+
+
 def plan_reads(
     env: Mapping[str, str],
     *,
@@ -181,13 +195,15 @@ def plan_reads(
     Returns:
         The plan; paths that do not exist are left out (nothing to hide).
     """
-    homes = _homes(env)
+    homes, exposed = _static(
+        env.get("HOME", ""), env.get("PATH", ""), env.get("VIRTUAL_ENV", ""), tuple(read_paths)
+    )
     stores = [home / name for home in homes for name in SECRET_STORES]
     dirs, files = _split([*stores, *hidden, *masked])
     order = lambda p: (len(p.parts), str(p))  # noqa: E731
     return ReadPlan(
-        hidden_homes=tuple(homes),
-        exposed=_exposed(env, homes, read_paths),
+        hidden_homes=homes,
+        exposed=exposed,
         mask_dirs=tuple(sorted(set(dirs), key=order)),
         mask_files=tuple(sorted(set(files), key=order)),
     )
