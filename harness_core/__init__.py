@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "assemble_run": "harness_core.config:assemble_run",
     "build_run_spec": "harness_core.config:build_run_spec",
     "check_runnable": "harness_core.config:check_runnable",
+    "starter_config": "harness_core.config:starter_config",
     "config_json_schema": "harness_core.config:json_schema",
     "ContextBudget": "harness_core.run:ContextBudget",
     "CriterionKind": "harness_core.verification:CriterionKind",
@@ -372,7 +373,6 @@ __all__ = [
     "WorkspaceError",
     "assemble_run",
     "build_launchers",
-    "sweep_leftovers",
     "build_provider",
     "build_run_spec",
     "check_document",
@@ -400,8 +400,10 @@ __all__ = [
     "run_tree",
     "sandbox_launcher",
     "select_sandbox",
+    "starter_config",
     "summarize",
     "survey_toolchain",
+    "sweep_leftovers",
     "trust_store",
     "validate_web",
 ]
@@ -440,6 +442,7 @@ if TYPE_CHECKING:
         assemble_run,
         build_run_spec,
         check_runnable,
+        starter_config,
     )
     from harness_core.config import (
         discover as discover_config,

@@ -19,6 +19,7 @@ from harness_core.config._config import Config, RunSettings
 from harness_core.config._load import json_schema, load, schema_keys
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
+from harness_core.config._toml import starter_config
 
 __all__ = [
     "Config",
@@ -35,4 +36,5 @@ __all__ = [
     "load",
     "render",
     "schema_keys",
+    "starter_config",
 ]

@@ -125,6 +125,16 @@ class Config:
         """
         return list(self._shown)
 
+    def to_toml(self) -> str:
+        """The merged configuration as TOML, secrets as ``***`` (`io config show --toml`).
+
+        `io config check` accepts the result; each scope's policy rules are kept, one
+        after the other.
+        """
+        from harness_core.config._toml import merged_toml
+
+        return merged_toml(self._merged, self._rules, self.files, self.secrets)
+
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by ``***``."""
         return redact(text, self.secrets)

@@ -22,7 +22,16 @@ from pydantic import BaseModel
 
 from harness_core.config._model import SECRET, IoToml, NoCeiling
 
-__all__ = ["FieldSpec", "Kind", "json_schema", "keys_in", "locate", "schema_keys", "specs"]
+__all__ = [
+    "FieldSpec",
+    "Kind",
+    "json_schema",
+    "keys_in",
+    "locate",
+    "schema_keys",
+    "specs",
+    "table_model",
+]
 
 
 class Kind(Enum):
@@ -259,6 +268,17 @@ def locate(loc: tuple[str | int, ...]) -> Located:
         model = spec.model
         item_next = spec.kind is not Kind.TABLE
     return Located(path, spec, parent)
+
+
+def table_model(path: str) -> type[BaseModel]:
+    """The model of the table at dotted `path` (``contract.verify``: one gate)."""
+    model: type[BaseModel] = IoToml
+    for part in path.split("."):
+        sub = specs(model)[part].model
+        if sub is None:
+            raise KeyError(path)
+        model = sub
+    return model
 
 
 def schema_keys() -> frozenset[str]:

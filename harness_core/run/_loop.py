@@ -27,7 +27,7 @@ from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
-from harness_core.policy import Approver
+from harness_core.policy import Approver, Policy
 from harness_core.providers import (
     CompletionRequest,
     CompletionResponse,
@@ -51,7 +51,7 @@ from harness_core.run._tree import TreeContext, root_tree, with_spawn
 from harness_core.shell import HandleRegistry
 from harness_core.store import RunStatus, Store, VerificationRecord
 from harness_core.store._tree import TreePlace
-from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
+from harness_core.tools import PauseRequested, RunServices, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
 
@@ -207,15 +207,28 @@ class Runner:
         *,
         approve: bool | None = None,
         answer: str | None = None,
+        stored_policy: bool = False,
     ) -> RunOutcome:
-        """Resume a crashed, interrupted or paused run under `spec`'s policy.
+        """Resume a crashed, interrupted or paused run (a tree: through its root).
+
+        Args:
+            run_id: The run (the root, for a tree).
+            spec: What it runs under now; its policy bounds every child.
+            approve: The operator's decision on a deferred approval the tree waits for.
+            answer: The operator's answer to a question the tree waits for.
+            stored_policy: Run every run of the tree under the policy it recorded
+                instead (`spec.policy` is ignored).
 
         Raises:
             RunNotFound: No such run.
             RunInUse: Another live process drives it.
-            UsageError: A paused run resumed without what it waits for (or with the wrong one).
+            UsageError: A paused run resumed without what it waits for (or with the wrong
+                one), or a child's id (a child is resumed through its root).
         """
         record = self.store.run(run_id)
+        if stored_policy:
+            self._stored_policy = True
+            spec = replace(spec, policy=Policy.from_json(record.policy))
         if record.depth > 0 and self._tree is None:
             raise UsageError(
                 f"run {run_id} is a child in the tree of run {record.root_run_id}; a child is"
@@ -259,15 +272,12 @@ class Runner:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
         launchers.attach(gate, self.store)
-        launchers.note_run(run_id)
+        launchers.note_run(run_id, self.store)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
-        ctx.extras["todos"] = self.store
-        ctx.extras["git"] = spec.git
-        if self.responder is not None:
-            ctx.extras["responder"] = self.responder
+        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder)
         context = ContextBudget(spec.context_max_tokens)
         context.extend(reload_media(self.store.messages(run_id), spec.workspace))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
@@ -279,10 +289,11 @@ class Runner:
         handles: dict[str, Any] = {}
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
-            handles = {"handles": HandleRegistry(
+            registry = HandleRegistry(
                 run_id=run_id, launcher=launchers.commands, workspace=spec.workspace,
-                capture_dir=capture_dir, clock=self.clock, store=self.store)}
-            ctx.extras.update(handles)
+                capture_dir=capture_dir, clock=self.clock, store=self.store)
+            handles = {"handles": registry}
+            ctx.services.handles = registry
             handles.update(self._open_extras(drive))
             drive.toolbox = self.toolbox
             if spec.mcp:
@@ -354,12 +365,12 @@ class Runner:
                     self._draw_cost(drive, response.model or drive.spec.model, response.usage,
                                     fresh=True)
                 else:
-                    calls = tuple(ToolCall.from_json(c) for c in recorded.tool_calls)
-                    tokens = Usage.from_json(recorded.usage).billed_tokens(
+                    calls = recorded.tool_calls
+                    tokens = recorded.usage.billed_tokens(
                         drive.spec.budget.cache_read_weight)
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
-                                    Usage.from_json(recorded.usage))
+                                    recorded.usage)
                 drive.gate.step = step
                 self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
                 pause, approve, answer = None, None, None
@@ -385,6 +396,9 @@ class Runner:
     def _boundary(self, drive: _Drive, step: int) -> None:
         if self._cancel.is_set():
             raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator")
+        if self._tree is not None and self.store.interrupt_pending(self._tree.root_run_id):
+            raise _Stop(RunStatus.INTERRUPTED,
+                        "interrupted by the operator (io interrupt of the tree's root)")
         if not self.store.has_inbox(drive.run_id):
             return
         for kind, body in self.store.take_inbox(drive.run_id, step):
@@ -419,7 +433,7 @@ class Runner:
         for record in self.store.steps(drive.run_id):
             if record.step_index < before_step:
                 self._draw_cost(drive, record.model_served or drive.spec.model,
-                                Usage.from_json(record.usage))
+                                record.usage)
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
@@ -512,6 +526,8 @@ class Runner:
                 held = run_spawns(self, drive, step, list(enumerate(calls))[index:end],
                                   pause=pause, approve=approve, answer=answer)
                 if held is not None:
+                    if held.status is RunStatus.INTERRUPTED and self._tree is None:
+                        self.store.consume_interrupt(drive.run_id, step)
                     raise _Stop(held.status, held.reason, held.pause)
                 index = end
                 continue

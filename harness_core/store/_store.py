@@ -28,7 +28,7 @@ from harness_core.errors import (
     StoreDamaged,
     StoreUnavailable,
 )
-from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
+from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.store._check import (
     StoreReport,
     inspect_file,
@@ -939,7 +939,8 @@ def _step_record(r: tuple[Any, ...]) -> StepRecord:
     usage_keys = ("prompt_tokens", "completion_tokens", "total_tokens", "cache_read_tokens",
                   "cache_write_tokens", "reasoning_tokens", "server_tool_requests")
     return StepRecord(
-        step_index=r[0], created_at=r[1], text=r[2], tool_calls=loads(r[3]), provider=r[4],
-        model_served=r[5], usage=dict(zip(usage_keys, r[6:13], strict=True)),
+        step_index=r[0], created_at=r[1], text=r[2],
+        tool_calls=tuple(ToolCall.from_json(c) for c in loads(r[3])), provider=r[4],
+        model_served=r[5], usage=Usage(**dict(zip(usage_keys, r[6:13], strict=True))),
         latency_ms=r[13], ttft_ms=r[14],
     )

@@ -3,7 +3,8 @@ Schema, and a commented starter file."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,13 +19,23 @@ app = typer.Typer(help="Show, check or start io.toml; print its JSON Schema.",
 
 
 @app.command("show")
-def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False
+def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False,
+         toml: Annotated[bool, typer.Option(
+             "--toml", help="Write the merged config as TOML (secrets as ***).")] = False,
          ) -> None:
     """Print the merged configuration, each value with the scope it came from."""
+    from harness_core import UsageError
     from io_harness_cli.commands._common import load_config, workspace_path
     from io_harness_cli.output import write_json
 
+    if toml and json_out:
+        raise UsageError("--toml and --json exclude each other")
     cfg = load_config(workspace_path(workspace), config)
+    if toml:
+        import sys
+
+        sys.stdout.write(cfg.to_toml())
+        return
     rows = cfg.show()
     trust = _trust_store(cfg)
     if json_out:
@@ -94,3 +105,34 @@ def schema() -> None:
     from harness_core import config_json_schema
 
     sys.stdout.write(json.dumps(config_json_schema(), indent=2) + "\n")
+
+
+@app.command("init")
+def init(
+    workspace: WorkspaceOpt = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Where to write (default: <workspace>/io.toml).",
+        dir_okay=False)] = None,
+) -> None:
+    """Write a commented starter io.toml for the detected toolchain (never overwrites)."""
+    import os
+
+    from harness_core import UsageError, starter_config
+    from io_harness_cli.commands._common import workspace_path
+    from io_harness_cli.output import say
+
+    ws = workspace_path(workspace)
+    target = output if output is not None else ws / "io.toml"
+    text = starter_config(ws)
+    try:
+        # O_EXCL: an existing file (or a link planted there) is never replaced.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise UsageError(f"{target} already exists; io config init never overwrites",
+                         hint="move it away, or pass --output FILE") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    say(f"io: wrote {target}; check it with: io config check"
+        + (f" -c {target}" if output is not None else ""))

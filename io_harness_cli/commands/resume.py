@@ -32,12 +32,7 @@ def resume(
     out = EventOutput(json_out)
 
     def body() -> object:
-        from harness_core import (
-            Store,
-            UsageError,
-            resume_tree,
-            resume_tree_from_stored_policy,
-        )
+        from harness_core import Store, UsageError
         from io_harness_cli.commands._common import assemble, load_config, workspace_path
 
         if approve and deny:
@@ -53,12 +48,12 @@ def resume(
                 ws = workspace_path(ws)
                 cfg = load_config(ws, config)
             decision = True if approve else (False if deny else None)
-            resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:
-                return resume_fn(store, run.provider, record.run_id, run.spec,
-                                 approve=decision, answer=answer, on_event=out,
-                                 approver=run.runner.approver, responder=run.runner.responder)
+                # A tree resumes through its root: the answer or approval reaches the run
+                # that waits, and --stored-policy applies to every run of the tree.
+                return run.runner.resume(record.run_id, run.spec, approve=decision,
+                                         answer=answer, stored_policy=stored_policy)
         finally:
             store.close()
 

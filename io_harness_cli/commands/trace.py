@@ -88,7 +88,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         })
     steps = [{
         "step": s.step_index, "created_at": s.created_at, "text": s.text,
-        "provider": s.provider, "model": s.model_served, "usage": s.usage,
+        "provider": s.provider, "model": s.model_served, "usage": s.usage.to_json(),
         "latency_ms": s.latency_ms, "ttft_ms": s.ttft_ms, "calls": calls.get(s.step_index, []),
     } for s in store.steps(run_id)]
     verifications = store.verifications(run_id)

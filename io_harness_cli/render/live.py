@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -161,10 +161,14 @@ class LiveTrace:
         from rich.text import Text
 
         first_token = event.kind.value == "token" and not self.state.provisional
-        self.state.fold(event)
-        for text, style in lines_for(event):
-            self._console.print(Text(f"[{time.monotonic() - self._start:7.2f}s] {text}",
-                                     style=style))
+        # Hold the live display's own lock while printing: its refresh thread must not
+        # redraw the panel between a line's rendering and its writing, or the panel's
+        # last shape is wrong and a border is left behind in the scrollback.
+        with self._live._lock if self._live is not None else nullcontext():
+            self.state.fold(event)
+            for text, style in lines_for(event, self.state.run_id):
+                self._console.print(Text(f"[{time.monotonic() - self._start:7.2f}s] {text}",
+                                         style=style))
         if self._live is None:
             self._begin()
         elif event.kind.value in _REDRAW or first_token:

@@ -3,6 +3,7 @@ the store; `io config schema|init|show --toml` (real `io` subprocesses)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.conftest import run_io
@@ -62,3 +63,53 @@ def test_read_only_commands_still_refuse_an_unknown_key(tmp_path: Path) -> None:
     result = run_io(["runs", "-w", str(ws)])
     assert result.returncode == 2
     assert "unknown key 'budget.max_stepz'" in result.stderr
+
+
+def test_config_schema_prints_the_json_schema() -> None:
+    result = run_io(["config", "schema"])
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    assert schema["$schema"].endswith("/2020-12/schema")
+    assert "provider" in schema["properties"] and schema["additionalProperties"] is False
+
+
+def test_config_init_writes_a_commented_starter_that_check_accepts(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.pytest.ini_options]\n')
+    result = run_io(["config", "init", "-w", str(ws)])
+    assert result.returncode == 0, result.stderr
+    text = (ws / "io.toml").read_text()
+    assert text.count("\n# ") > 10  # every table and key explained
+    assert "[[contract.verify]]" in text and "pytest" in text
+    check = run_io(["config", "check", "-w", str(ws)], env={"ANTHROPIC_API_KEY": "k"})
+    assert check.returncode == 0, check.stderr
+
+
+def test_config_init_never_overwrites(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "io.toml").write_text("# mine\n")
+    result = run_io(["config", "init", "-w", str(ws)])
+    assert result.returncode == 2
+    assert "already exists" in result.stderr
+    assert (ws / "io.toml").read_text() == "# mine\n"
+
+
+def test_show_toml_redacts_secrets_and_check_accepts_it(tmp_path: Path) -> None:
+    secret = "sk-live-must-not-appear-0123"
+    ws = make_workspace(tmp_path / "ws", [replay_line("done")], toml_extra=(
+        '[policy]\ndeny_exec = ["git push*"]\n'
+        '[[mcp]]\nname = "t"\ncommand = "x"\nenv = { TOKEN = "${env:IO_TEST_SECRET}" }\n'
+    ))
+    (ws / "io.local.toml").write_text('[policy]\nallow_exec = ["pytest*"]\n[budget]\nmax_steps = false\n')
+    shown = run_io(["config", "show", "--toml", "-w", str(ws)], env={"IO_TEST_SECRET": secret})
+    assert shown.returncode == 0, shown.stderr
+    assert secret not in shown.stdout and 'TOKEN = "***"' in shown.stdout
+    assert "max_steps = false" in shown.stdout
+    merged = tmp_path / "merged.toml"
+    merged.write_text(shown.stdout)
+    other = tmp_path / "other"
+    other.mkdir()
+    check = run_io(["config", "check", "-w", str(other), "-c", str(merged)])
+    assert check.returncode == 0, check.stderr
