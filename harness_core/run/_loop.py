@@ -272,7 +272,7 @@ class Runner:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
         launchers.attach(gate, self.store)
-        launchers.note_run(run_id)
+        launchers.note_run(run_id, self.store)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
@@ -396,6 +396,9 @@ class Runner:
     def _boundary(self, drive: _Drive, step: int) -> None:
         if self._cancel.is_set():
             raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator")
+        if self._tree is not None and self.store.interrupt_pending(self._tree.root_run_id):
+            raise _Stop(RunStatus.INTERRUPTED,
+                        "interrupted by the operator (io interrupt of the tree's root)")
         if not self.store.has_inbox(drive.run_id):
             return
         for kind, body in self.store.take_inbox(drive.run_id, step):
@@ -523,6 +526,8 @@ class Runner:
                 held = run_spawns(self, drive, step, list(enumerate(calls))[index:end],
                                   pause=pause, approve=approve, answer=answer)
                 if held is not None:
+                    if held.status is RunStatus.INTERRUPTED and self._tree is None:
+                        self.store.consume_interrupt(drive.run_id, step)
                     raise _Stop(held.status, held.reason, held.pause)
                 index = end
                 continue
