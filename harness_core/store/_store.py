@@ -29,6 +29,7 @@ from harness_core.errors import (
     StoreUnavailable,
 )
 from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
+from harness_core.store._batches import BATCH_SCHEMA_SQL, BatchQueries
 from harness_core.store._check import (
     StoreReport,
     inspect_file,
@@ -81,6 +82,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
     ("0008_agent_trees", TREE_SCHEMA_SQL),
     ("0009_runner_host", RUNNER_HOST_SQL),
+    ("0010_batches", BATCH_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -142,6 +144,7 @@ def _disk_is_full(path: Path) -> bool:
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
+            BatchQueries,
             TreeQueries):
     """The run store.
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import Config
 
 
 def run(
@@ -18,6 +21,11 @@ def run(
     json_out: JsonOpt = False,
     scratch: Annotated[bool, typer.Option(
         "--scratch", help="Run on a temporary copy of the workspace; print the diff.")] = False,
+    run_id: Annotated[str | None, typer.Option(
+        "--run-id", hidden=True, help="The new run's id (set by `io batch`).")] = None,
+    narrow: Annotated[str | None, typer.Option(
+        "--narrow", hidden=True,
+        help="JSON overrides that only narrow [policy] and [budget] (set by `io batch`).")] = None,
 ) -> None:
     """Run an agent on GOAL (or the contract's goal) inside the configured boundary."""
     from io_harness_cli.commands._drive import EventOutput, drive
@@ -46,6 +54,8 @@ def run(
         text = _goal(goal, cfg.contract.goal)
         if not text.strip():
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
+        if narrow is not None:
+            cfg = _narrowed(cfg, narrow)
         spec = build_spec(cfg, ws, text)
         provider = build_provider(cfg)
         store = open_store(cfg)
@@ -53,7 +63,8 @@ def run(
             out.configure(cfg)
             runner = Runner(store, provider, on_event=out,
                             approver=make_approver(not json_out, out.hold),
-                            responder=make_responder(not json_out, out.hold))
+                            responder=make_responder(not json_out, out.hold),
+                            new_id=None if run_id is None else (lambda: run_id))
             return runner.start(spec)
         finally:
             provider.close()
@@ -68,6 +79,21 @@ def run(
 
         report_scratch(workspace_path(workspace), copy[0])
     exit_with(code)
+
+
+def _narrowed(cfg: Config, narrow: str) -> Config:
+    """`cfg` with a batch task's overrides applied; they can only narrow."""
+    import json
+    from dataclasses import replace
+
+    from harness_core import UsageError, narrow_run
+
+    try:
+        overrides = json.loads(narrow)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--narrow is not JSON: {exc.msg}") from exc
+    policy, budget = narrow_run(cfg.policy, cfg.budget, overrides)
+    return replace(cfg, policy=policy, budget=budget)
 
 
 def _goal(goal: str | None, default: str) -> str:
