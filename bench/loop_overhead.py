@@ -1,28 +1,33 @@
 """Loop overhead of `io run` against local OpenAI- and Anthropic-compatible servers.
 
-Measured the way issue 5 states it:
+Measured the way issues 5 and 14 state it:
 
 * per-step gap: `io run` (the real CLI, a child process) drives N steps of one `exec`
   call of ``echo`` each against a loopback fake (tests/fakes/vendor_server.py, streaming
   on). The fake timestamps the last byte of every reply and the arrival of the next
   request; the gap between them is the harness's own work per step: parsing the
   stream, recording the completion, the policy check, running the tool, recording the
-  observation and checkpoint, building and sending the next request. Median per-step
-  gap for 20 and 100 steps, and steps 91-100 against steps 1-10 (flat means <= 1.3x).
+  observation and checkpoint, building and sending the next request (over httpx since
+  issue 14). Median per-step gap for 20, 100 and 1,000 steps; flat means the last ten
+  steps within 1.3x the first ten, and the 1,000-step median within 1.3x the 100-step one.
   Each step's argv differs (``echo hi <n>``) so the stall detector does not stop the
   run; the tool is still one ``echo``.
 * the same with the sandbox on (`[sandbox] backend = "auto"`: bubblewrap where it works).
 * start-up plus shut-down: wall time of a trivial one-step `io run` (one request
-  answered at once with "done"), median of several.
+  answered at once with "done") against the OpenAI-compatible fake, median of several,
+  measured side by side with a baseline commit (`--baseline REF`, default: the commit
+  before the providers moved to httpx), the two alternating run by run in one process.
+* `io --help`: wall time of a cold `python -m io_harness_cli --help`, median of 15.
 * CPU per step: the child's CPU time (its `echo`s included) for 100 steps minus that for
   20, over 80 - a figure other load on the machine disturbs less than wall time.
 * peak RSS of the `io run` child (its VmHWM, read as it exits), for every run.
 * streaming: 2,000 small text deltas through each provider (bench/provider_stream.py).
 
-Targets: gap <= 3 ms median, flat to step 100 (<= 1.3x), start-up + shut-down
-<= 0.2 s, peak RSS <= 60 MiB, streaming <= 20 us a delta.
+Targets: gap <= 3 ms median, flat to step 1,000 (<= 1.3x), start-up + shut-down
+<= 0.25 s, `io --help` <= 100 ms, peak RSS <= 60 MiB, streaming <= 20 us a delta.
 
 Run: python bench/loop_overhead.py [--repeat N] [--skip-sandbox] [--skip-stream]
+         [--skip-long] [--baseline REF]
 """
 
 from __future__ import annotations
@@ -78,7 +83,7 @@ def write_workspace(root: Path, vendor: str, base_url: str, backend: str) -> Pat
         'api_key = "bench-key"\nstream = true\n\n'
         '[policy]\nallow_exec = ["echo*"]\n\n'
         f'[sandbox]\nbackend = "{backend}"\n\n'
-        "[budget]\nmax_steps = 1000\n"
+        "[budget]\nmax_steps = 2000\n"
     )
     return root
 
@@ -126,9 +131,11 @@ class Child:
     peak_rss: int
 
 
-def run_io(workspace: Path, store: Path) -> Child:
-    """Run `io run` to the end: wall and CPU seconds, peak RSS bytes."""
+def run_io(workspace: Path, store: Path, code: Path | None = None) -> Child:
+    """Run `io run` to the end: wall and CPU seconds, peak RSS bytes. `code` is the
+    source tree the child imports (default: this checkout)."""
     env = child_env(store)
+    env["PYTHONPATH"] = str(code or ROOT)
     report = store.parent / "rss.txt"
     env["IO_BENCH_RSS"] = str(report)
     start = time.perf_counter()
@@ -155,10 +162,12 @@ def _child_cpu() -> float:
     return spent
 
 
-def loop_run(vendor: Vendor, steps: int, backend: str, tmp: Path) -> RunResult:
+def loop_run(
+    vendor: Vendor, steps: int, backend: str, tmp: Path, code: Path | None = None
+) -> RunResult:
     with start_vendor_server(vendor, responder=responder(steps)) as fake:
         ws = write_workspace(tmp / f"{vendor}-{backend}-{steps}", vendor, fake.base_url, backend)
-        child = run_io(ws, tmp / "state.db")
+        child = run_io(ws, tmp / f"state-{code.name if code else 'this'}.db", code)
         if fake.violations:
             raise SystemExit(f"the fake saw broken invariants: {fake.violations[:3]}")
         received = [r.received_at for r in fake.requests]
@@ -168,12 +177,52 @@ def loop_run(vendor: Vendor, steps: int, backend: str, tmp: Path) -> RunResult:
     return RunResult(child, gaps)
 
 
-def startup(vendor: Vendor, repeat: int, tmp: Path) -> list[Child]:
-    """Trivial one-step runs (after one that warms the caches and the store's schema)."""
+def startup(vendor: Vendor, repeat: int, tmp: Path, trees: dict[str, Path]) -> dict[str, list[Child]]:
+    """Trivial one-step runs of each source tree in `trees`, alternating run by run
+    (after one each that warms the caches and the store's schema)."""
+    walls: dict[str, list[Child]] = {name: [] for name in trees}
     with start_vendor_server(vendor, responder=responder(0)) as fake:
         ws = write_workspace(tmp / f"{vendor}-startup", vendor, fake.base_url, "off")
-        run_io(ws, tmp / "state.db")
-        return [run_io(ws, tmp / "state.db") for _ in range(repeat)]
+        for name, code in trees.items():
+            run_io(ws, tmp / f"state-{name}.db", code)
+        for _ in range(repeat):
+            for name, code in trees.items():
+                walls[name].append(run_io(ws, tmp / f"state-{name}.db", code))
+    return walls
+
+
+def help_walls(code: Path, tmp: Path, repeat: int = 15) -> list[float]:
+    """Wall seconds of cold `python -m io_harness_cli --help` runs of the tree `code`."""
+    env = child_env(tmp / "state.db")
+    env["PYTHONPATH"] = str(code)
+    subprocess.run([sys.executable, "-m", "io_harness_cli", "--help"], env=env,
+                   stdout=subprocess.DEVNULL, check=True)
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "io_harness_cli", "--help"], env=env,
+                       stdout=subprocess.DEVNULL, check=True)
+        walls.append(time.perf_counter() - start)
+    return walls
+
+
+def baseline_tree(ref: str | None, tmp: Path) -> tuple[str, Path]:
+    """The source of commit `ref` (default: the parent of the commit that deleted the
+    standard-library HTTP client), exported under `tmp`; returns its short hash too."""
+    if ref is None:
+        deleted = subprocess.run(
+            ["git", "-C", str(ROOT), "log", "-1", "--format=%H", "--diff-filter=D", "--",
+             "harness_core/providers/_transport.py"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        ref = f"{deleted}^" if deleted else "HEAD~1"
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    target = tmp / f"baseline-{commit}"
+    target.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "harness_core",
+                              "io_harness_cli"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return commit, target
 
 
 def describe(runs: list[RunResult]) -> str:
@@ -182,8 +231,9 @@ def describe(runs: list[RunResult]) -> str:
     floor = [min(values) for values in zip(*(r.gaps for r in runs), strict=True)]
     every = [g for r in runs for g in r.gaps]
     first, last = statistics.median(floor[:10]), statistics.median(floor[-10:])
+    n = len(floor)
     return (f"median {statistics.median(floor):5.2f} ms (all runs {statistics.median(every):5.2f},"
-            f" p90 {_p90(every):5.2f})  steps 1-10 {first:5.2f}  91-100 {last:5.2f}"
+            f" p90 {_p90(every):5.2f})  steps 1-10 {first:5.2f}  {n - 9}-{n} {last:5.2f}"
             f"  ratio {last / first:4.2f}x")
 
 
@@ -194,49 +244,95 @@ def _p90(values: list[float]) -> float:
 
 
 
+def gaps_section(args: argparse.Namespace, tmp: Path) -> None:
+    backends = ["off"] if args.skip_sandbox else ["off", "auto"]
+    for backend in backends:
+        label = "unsandboxed" if backend == "off" else "sandbox auto"
+        print(f"\nper-step gap, model's last byte -> next request ({label}; target <= 3 ms,"
+              " last ten steps <= 1.3x the first ten)")
+        lengths = (20, 100) if args.skip_long or backend != "off" else (20, 100, 1000)
+        for vendor in VENDORS:
+            cpu: dict[int, float] = {}
+            medians: dict[int, float] = {}
+            for steps in lengths:
+                repeat = args.repeat if steps < 1000 else max(1, min(args.repeat, 2))
+                runs = [loop_run(vendor, steps, backend, tmp) for _ in range(repeat)]
+                rss = max(r.child.peak_rss for r in runs)
+                cpu[steps] = min(r.child.cpu for r in runs)
+                medians[steps] = statistics.median(
+                    min(v) for v in zip(*(r.gaps for r in runs), strict=True))
+                print(f"  {vendor:<10}{steps:>5} steps  {describe(runs)}"
+                      f"  peak RSS {rss / MIB:4.1f} MiB")
+            # CPU is less disturbed by other load than wall time: what 80 more steps
+            # cost the child (and its `echo`s), per step.
+            print(f"  {vendor:<10}CPU per step (100-step run minus 20-step run, / 80):"
+                  f" {(cpu[100] - cpu[20]) / 80 * 1000:.2f} ms")
+            if 1000 in medians:
+                print(f"  {vendor:<10}1,000-step median / 100-step median:"
+                      f" {medians[1000] / medians[100]:.2f}x (flat: <= 1.3x)")
+
+
+def compare_gaps(tmp: Path, trees: dict[str, Path], repeat: int) -> None:
+    """The 100-step unsandboxed gap of each tree, runs alternating, in this one process."""
+    print("\nper-step gap, 100 steps, unsandboxed, side by side (OpenAI-compatible fake)")
+    runs: dict[str, list[RunResult]] = {name: [] for name in trees}
+    for _ in range(repeat):
+        for name, code in trees.items():
+            runs[name].append(loop_run("openai", 100, "off", tmp, code))
+    for name, results in runs.items():
+        print(f"  {name:<18} {describe(results)}")
+
+
+def startup_section(args: argparse.Namespace, tmp: Path) -> None:
+    commit, baseline = baseline_tree(args.baseline, tmp)
+    trees = {"this tree": ROOT, f"baseline {commit}": baseline}
+    if args.compare_gaps:
+        compare_gaps(tmp, trees, args.repeat)
+    print(f"\nstart-up + shut-down, one-step `io run` against the OpenAI-compatible fake"
+          f" (target <= 0.25 s), side by side with {commit}")
+    children = startup("openai", max(9, args.repeat * 3), tmp, trees)
+    for name, runs in children.items():
+        walls = [c.wall for c in runs]
+        print(f"  {name:<18} wall median {statistics.median(walls):.3f} s"
+              f"  best {min(walls):.3f} s  CPU median"
+              f" {statistics.median(c.cpu for c in runs):.3f} s  peak RSS"
+              f" {max(c.peak_rss for c in runs) / MIB:4.1f} MiB (target <= 60 MiB)")
+    ours, theirs = (statistics.median(c.wall for c in runs) for runs in children.values())
+    print(f"  ratio this tree / baseline: {ours / theirs:.2f}x")
+    print("\n`io --help`, cold, median of 15 (target <= 100 ms)")
+    for name, code in trees.items():
+        walls = help_walls(code, tmp)
+        print(f"  {name:<18} median {statistics.median(walls) * 1000:.0f} ms"
+              f"  best {min(walls) * 1000:.0f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure")
     parser.add_argument("--skip-sandbox", action="store_true")
     parser.add_argument("--skip-stream", action="store_true")
+    parser.add_argument("--skip-long", action="store_true", help="no 1,000-step runs")
+    parser.add_argument("--skip-gaps", action="store_true", help="start-up and --help only")
+    parser.add_argument("--compare-gaps", action="store_true",
+                        help="also time the 100-step gap of the baseline, side by side")
+    parser.add_argument("--baseline", default=None,
+                        help="commit to time start-up against (default: the one before httpx)")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load {load:.1f};"
           f" {args.repeat} runs per figure")
     with tempfile.TemporaryDirectory(prefix="io-bench-") as name:
         tmp = Path(name)
-        backends = ["off"] if args.skip_sandbox else ["off", "auto"]
-        for backend in backends:
-            label = "unsandboxed" if backend == "off" else "sandbox auto"
-            print(f"\nper-step gap, model's last byte -> next request ({label}; target <= 3 ms,"
-                  " steps 91-100 <= 1.3x steps 1-10)")
-            for vendor in VENDORS:
-                cpu: dict[int, float] = {}
-                for steps in (20, 100):
-                    runs = [loop_run(vendor, steps, backend, tmp) for _ in range(args.repeat)]
-                    rss = max(r.child.peak_rss for r in runs)
-                    cpu[steps] = min(r.child.cpu for r in runs)
-                    print(f"  {vendor:<10}{steps:>4} steps  {describe(runs)}"
-                          f"  peak RSS {rss / MIB:4.1f} MiB")
-                # CPU is less disturbed by other load than wall time: what 80 more steps
-                # cost the child (and its `echo`s), per step.
-                print(f"  {vendor:<10}CPU per step (100-step run minus 20-step run, / 80):"
-                      f" {(cpu[100] - cpu[20]) / 80 * 1000:.2f} ms")
-        print("\nstart-up + shut-down, one-step `io run` (target <= 0.2 s)")
-        for vendor in VENDORS:
-            children = startup(vendor, max(5, args.repeat * 3), tmp)
-            walls = [c.wall for c in children]
-            print(f"  {vendor:<10} wall median {statistics.median(walls):.3f} s"
-                  f"  best {min(walls):.3f} s  CPU median"
-                  f" {statistics.median(c.cpu for c in children):.3f} s  peak RSS"
-                  f" {max(c.peak_rss for c in children) / MIB:4.1f} MiB (target <= 60 MiB)")
+        if not args.skip_gaps:
+            gaps_section(args, tmp)
+        startup_section(args, tmp)
     if not args.skip_stream:
         from provider_stream import bench_vendor
 
         print("\nstreaming 2,000 small deltas (target <= 20 us/delta)")
-        for vendor in ("anthropic", "openai", "openrouter"):
+        for vendor in ("anthropic", "openai", "openrouter", "openai-responses"):
             best_us, median_us, parse_us = bench_vendor(vendor, 2000, 9)
-            print(f"  {vendor:<10} best {best_us:5.2f} us  median {median_us:5.2f} us"
+            print(f"  {vendor:<16} best {best_us:5.2f} us  median {median_us:5.2f} us"
                   f"  parser only {parse_us:5.2f} us")
 
 

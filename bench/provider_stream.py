@@ -29,6 +29,8 @@ from harness_core.providers._wire import StreamClock  # noqa: E402
 from harness_core.providers.anthropic import AnthropicProvider  # noqa: E402
 from harness_core.providers.openai import OpenAIProvider  # noqa: E402
 from harness_core.providers.openrouter import OpenRouterProvider  # noqa: E402
+from harness_core.providers.responses import OpenAIResponsesProvider  # noqa: E402
+from tests.fakes.responses_wire import render_responses  # noqa: E402
 from tests.fakes.vendor_server import (  # noqa: E402
     VENDORS,
     Turn,
@@ -41,6 +43,7 @@ CLASSES: dict[str, type[HttpProvider]] = {
     "anthropic": AnthropicProvider,
     "openai": OpenAIProvider,
     "openrouter": OpenRouterProvider,
+    "openai-responses": OpenAIResponsesProvider,
 }
 
 
@@ -71,11 +74,12 @@ def bench_vendor(vendor: str, deltas: int, runs: int) -> tuple[float, float, flo
 
 def parse_only(vendor: str, turn: Turn, deltas: int, runs: int) -> float:
     """The parser alone, on pre-rendered lines (no HTTP)."""
-    rendered = (
-        render_anthropic(turn, "bench-model", True)
-        if vendor == "anthropic"
-        else render_openai(turn, "bench-model", True, vendor, True)
-    )
+    if vendor == "anthropic":
+        rendered = render_anthropic(turn, "bench-model", True)
+    elif vendor == "openai-responses":
+        rendered = render_responses(turn, "bench-model", True, "resp_bench")
+    else:
+        rendered = render_openai(turn, "bench-model", True, vendor, True)
     assert isinstance(rendered, list)
     lines = "".join(rendered).split("\n")
     config = ProviderConfig(kind=vendor, model="bench-model", api_key="bench-key")
@@ -101,10 +105,10 @@ def main() -> None:
     print(
         f"streaming {args.deltas} deltas, {args.runs} runs, loopback fake per vendor (target <= 20 us/delta)"
     )
-    print(f"{'vendor':<12}{'best us/delta':>15}{'median us/delta':>17}{'parser only':>13}")
+    print(f"{'vendor':<18}{'best us/delta':>15}{'median us/delta':>17}{'parser only':>13}")
     for vendor in VENDORS:
         best, median, parse = bench_vendor(vendor, args.deltas, args.runs)
-        print(f"{vendor:<12}{best:>15.2f}{median:>17.2f}{parse:>13.2f}")
+        print(f"{vendor:<18}{best:>15.2f}{median:>17.2f}{parse:>13.2f}")
 
 
 if __name__ == "__main__":

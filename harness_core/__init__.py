@@ -13,6 +13,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "BatchRecord": "harness_core.store:BatchRecord",
+    "BatchTaskRecord": "harness_core.store:BatchTaskRecord",
+    "BatchTask": "harness_core.batch:BatchTask",
+    "load_tasks": "harness_core.batch:load_tasks",
+    "narrow_run": "harness_core.batch:narrow_run",
+    "BATCH_LAYER": "harness_core.batch:BATCH_LAYER",
     "CopyReport": "harness_core.store:CopyReport",
     "copy_store": "harness_core.store:copy_store",
     "is_postgres_url": "harness_core.store:is_postgres_url",
@@ -195,9 +201,19 @@ _EXPORTS: dict[str, str] = {
     "resume_tree_from_stored_policy": "harness_core.run:resume_tree_from_stored_policy",
     "resume_tree_with_answer": "harness_core.run:resume_tree_with_answer",
     "run_tree": "harness_core.run:run_tree",
+    "Skill": "harness_core.templates:Skill",
+    "TemplateInfo": "harness_core.templates:TemplateInfo",
+    "Templates": "harness_core.templates:Templates",
+    "discover_skills": "harness_core.templates:discover_skills",
 }
 
 __all__ = [
+    "BatchRecord",
+    "BatchTaskRecord",
+    "BatchTask",
+    "load_tasks",
+    "narrow_run",
+    "BATCH_LAYER",
     "CopyReport",
     "copy_store",
     "is_postgres_url",
@@ -380,6 +396,10 @@ __all__ = [
     "resume_tree_from_stored_policy",
     "resume_tree_with_answer",
     "run_tree",
+    "Skill",
+    "TemplateInfo",
+    "Templates",
+    "discover_skills",
 ]
 
 
@@ -588,6 +608,10 @@ if TYPE_CHECKING:
         TelemetrySink,
     )
     from harness_core.templates import (  # noqa: F401
+        Skill,
+        TemplateInfo,
+        Templates,
+        discover_skills,
         render_template,
     )
     from harness_core.toolchain import (  # noqa: F401  # noqa: F401  # noqa: F401

@@ -27,7 +27,7 @@ from harness_core.errors import ConfigError, PolicyError, UsageError
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.run._budget import Budget
 
-__all__ = ["BatchTask", "load_tasks", "narrow_run"]
+__all__ = ["BATCH_LAYER", "BatchTask", "load_tasks", "narrow_run"]
 
 _TASK_KEYS = frozenset({"goal", "template", "vars", "arguments", "workspace", "git", "config"})
 _POLICY_KEYS = frozenset({"deny_read", "deny_write", "deny_exec", "deny_net", "tier", "approval"})

@@ -11,6 +11,7 @@ import sys
 import typer
 
 from io_harness_cli import __version__
+from io_harness_cli.commands import batch as batch_cmd
 from io_harness_cli.commands import config as config_cmd
 from io_harness_cli.commands import resume as resume_cmd
 from io_harness_cli.commands import run as run_cmd
@@ -19,6 +20,7 @@ from io_harness_cli.commands import session as session_cmd
 from io_harness_cli.commands import spend as spend_cmd
 from io_harness_cli.commands import steer as steer_cmd
 from io_harness_cli.commands import store as store_cmd
+from io_harness_cli.commands import templates as templates_cmd
 from io_harness_cli.commands import tool as tool_cmd
 from io_harness_cli.commands import toolchain as toolchain_cmd
 from io_harness_cli.commands import trace as trace_cmd
@@ -53,11 +55,13 @@ app.command("resume")(resume_cmd.resume)
 app.command("runs")(runs_cmd.runs)
 app.command("trace")(trace_cmd.trace)
 app.command("spend")(spend_cmd.spend)
+app.command("batch")(batch_cmd.batch)
 app.command("tool")(tool_cmd.tool)
 app.command("toolchain")(toolchain_cmd.toolchain)
 app.command("steer")(steer_cmd.steer)
 app.command("interrupt")(steer_cmd.interrupt)
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(templates_cmd.app, name="templates")
 app.add_typer(session_cmd.app, name="session")
 app.add_typer(store_cmd.app, name="store")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._schema import RULE_KEYS, SCHEMA, Node, Sourced, dotted
-from harness_core.config._scopes import ConfigFile
+from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
 from harness_core.errors import ConfigError, PolicyError
@@ -96,6 +96,8 @@ class Config:
         agents: The `[agents.NAME]` definitions by name.
         agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
         templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
+        template_dirs: Where `io run --template` looks, in order: `templates_dir` (or the
+            workspace's `.io/templates/`), then the user scope's `templates/`.
         store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
             `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
         store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
@@ -122,6 +124,7 @@ class Config:
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     templates_dir: Path | None = None
+    template_dirs: tuple[Path, ...] = ()
     store_path: Path = Path("state.db")
     store_url: str | None = None
     run: RunSettings = field(default_factory=RunSettings)
@@ -398,6 +401,14 @@ def _mcp(root: _Table) -> tuple[McpServerConfig, ...]:
     return tuple(servers)
 
 
+def _template_dirs(
+    workspace: Path, configured: Path | None, env: Mapping[str, str]
+) -> tuple[Path, ...]:
+    user = user_templates_dir(env)
+    first = configured or workspace / ".io" / "templates"
+    return (first,) if user is None or user == first else (first, user)
+
+
 def _agent_limits(t: _Table | None) -> AgentLimits:
     if t is None:
         return AgentLimits()
@@ -582,6 +593,7 @@ def project(
         agents=_agents(sub["agents"]),
         agent_limits=_agent_limits(sub["agents"]),
         templates_dir=table("templates").get("dir"),
+        template_dirs=_template_dirs(workspace, table("templates").get("dir"), env),
         store_path=store,
         store_url=url,
         run=_run(table("run")),

@@ -74,6 +74,12 @@ def _user_file(env: Mapping[str, str]) -> Path | None:
     return Path(home) / ".config" / "io" / "io.toml"
 
 
+def user_templates_dir(env: Mapping[str, str]) -> Path | None:
+    """The user scope's template directory: `templates/` beside the user's io.toml."""
+    user = _user_file(env)
+    return user.parent / "templates" if user is not None else None
+
+
 def discover(
     workspace: Path, *, config_file: Path | None = None, env: Mapping[str, str]
 ) -> tuple[ConfigFile, ...]:

@@ -19,6 +19,10 @@ def opening_messages(spec: RunSpec) -> list[Message]:
     ]
     if spec.role:
         lines.append(f"Your role: {spec.role}")
+    if spec.skills:
+        lines.append("Skills (instructions for particular tasks): when one applies, read its"
+                     " file with read_file before you start.")
+        lines.extend(f"- {s.name}: {s.description} ({s.path})" for s in spec.skills)
     tc = spec.toolchain
     if tc.ecosystem:
         lines.append(f"Detected project: {tc.ecosystem}.")

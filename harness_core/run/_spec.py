@@ -15,6 +15,7 @@ from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
 from harness_core.store import RunStatus, VerificationRecord
+from harness_core.templates import Skill
 from harness_core.toolchain import Toolchain
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
@@ -60,7 +61,7 @@ class RunSpec:
         agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
-        skills: The skills catalogue, (name, description, path) each; shared by a tree.
+        skills: The skills catalogue (names and descriptions); shared by a whole tree.
     """
 
     workspace: Workspace
@@ -90,7 +91,7 @@ class RunSpec:
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None
-    skills: tuple[tuple[str, str, str], ...] = ()
+    skills: tuple[Skill, ...] = ()
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""

@@ -105,7 +105,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
     """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
     from dataclasses import replace
 
-    from harness_core import RunSpec, Workspace, survey_toolchain
+    from harness_core import RunSpec, Workspace, discover_skills, survey_toolchain
 
     ws = Workspace(workspace)
     contract = replace(config.contract, goal=goal)
@@ -135,6 +135,7 @@ def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
         git=config.git,
         agents=config.agents,
         agent_limits=config.agent_limits,
+        skills=discover_skills(workspace),
     )
 
 

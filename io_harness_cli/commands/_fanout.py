@@ -84,26 +84,28 @@ def execute(job: Job) -> Result:
                 return _recorded(job, store, host)
             store.mark_batch_task(job.batch_id, job.index, "launched", host=host)
         deadline = time.monotonic() + _IN_USE_WAIT_SECONDS
+        exists = record is not None
         while True:
-            in_use = _launch(job, workspace, resume=record is not None)
+            in_use, reason = _launch(job, workspace, resume=exists)
             if not in_use or time.monotonic() > deadline:
                 break
             time.sleep(_POLL_SECONDS)  # another process still drives it: poll until it stops
-            record = True  # type: ignore[assignment]  # it exists: resume from now on
+            exists = True
         with Store(job.store) as store:
-            return _recorded(job, store, host)
+            return _recorded(job, store, host, reason)
     except HarnessError as exc:
         return Result(job.index, job.run_id, "errored", 1, 0, 0, host, exc.message)
 
 
-def _recorded(job: Job, store: Any, host: str) -> Result:
+def _recorded(job: Job, store: Any, host: str, reason: str = "") -> Result:
     from harness_core import RunNotFound
 
     try:
         record = store.run(job.run_id)
     except RunNotFound:
         store.mark_batch_task(job.batch_id, job.index, "done", exit_code=1, host=host)
-        return Result(job.index, job.run_id, "errored", 1, 0, 0, host, "the run was not created")
+        return Result(job.index, job.run_id, "errored", 1, 0, 0, host,
+                      reason or "the run was not created")
     status = record.status.value
     code = _EXIT_BY_STATUS.get(status, 1)
     if status == "finished" and record.exit_code is not None:
@@ -113,23 +115,23 @@ def _recorded(job: Job, store: Any, host: str) -> Result:
                   host, record.reason if status != "finished" else None)
 
 
-def _launch(job: Job, workspace: Path, *, resume: bool) -> bool:
-    """Run `io run`/`io resume` for the task; True when another process drives the run."""
+def _launch(job: Job, workspace: Path, *, resume: bool) -> tuple[bool, str]:
+    """Run `io run`/`io resume` for the task: (another process drives the run, the reason
+    the process gave for ending)."""
     base = [job.python, "-m", "io_harness_cli"]
     common = ["--json", "-w", str(workspace), *(["-c", job.config] if job.config else [])]
     if resume:
         argv = [*base, "resume", job.run_id, "--stored-policy", *common]
     else:
-        argv = [*base, "run", "--run-id", job.run_id, *common, *_what(job.task)]
-        if job.task.get("config"):
-            argv += ["--narrow", json.dumps(job.task["config"])]
+        narrow = ["--narrow", json.dumps(job.task["config"])] if job.task.get("config") else []
+        argv = [*base, "run", "--run-id", job.run_id, *common, *narrow, *_what(job.task)]
     env = {**os.environ, "IO_STORE": job.store}
     proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, errors="replace", check=False,
                           preexec_fn=_die_with_parent if job.die_with_parent else None)  # noqa: PLW1509
     finished = _finished_event(proc.stdout)
-    reason = str((finished or {}).get("reason", ""))
-    return reason.startswith(f"run {job.run_id} is in use")
+    reason = str((finished or {}).get("reason", "")) or proc.stderr.strip()[-500:]
+    return reason.startswith(f"run {job.run_id} is in use"), reason
 
 
 def _what(task: dict[str, Any]) -> list[str]:

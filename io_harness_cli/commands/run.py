@@ -1,4 +1,7 @@
-"""`io run [GOAL]`: run the contract's goal (or GOAL, or `-` for stdin) in a workspace."""
+"""`io run [GOAL]`: run the contract's goal (or GOAL, or `-` for stdin) in a workspace.
+
+`io run --template NAME KEY=VALUE ... -- ARGS` renders template NAME into the goal.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,9 @@ if TYPE_CHECKING:
 
 
 def run(
-    goal: Annotated[str | None, typer.Argument(help="The goal; `-` reads it from stdin.")] = None,
+    goal: Annotated[list[str] | None, typer.Argument(
+        help="The goal; `-` reads it from stdin. With --template: KEY=VALUE values, then"
+        " `--` and the text for $ARGUMENTS.", show_default=False)] = None,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -26,6 +31,9 @@ def run(
     narrow: Annotated[str | None, typer.Option(
         "--narrow", hidden=True,
         help="JSON overrides that only narrow [policy] and [budget] (set by `io batch`).")] = None,
+    template: Annotated[str | None, typer.Option(
+        "--template", "-t", help="Render template NAME (`io templates list`) into the goal.",
+        metavar="NAME")] = None,
 ) -> None:
     """Run an agent on GOAL (or the contract's goal) inside the configured boundary."""
     from io_harness_cli.commands._drive import EventOutput, drive
@@ -51,7 +59,7 @@ def run(
             copy.append(make_scratch(ws))
             ws = copy[0]
         cfg = load_config(ws, _scratch_config(config, workspace, ws) if scratch else config)
-        text = _goal(goal, cfg.contract.goal)
+        text = _goal(goal or [], cfg.contract.goal, template, cfg.template_dirs)
         if not text.strip():
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
         if narrow is not None:
@@ -96,10 +104,36 @@ def _narrowed(cfg: Config, narrow: str) -> Config:
     return replace(cfg, policy=policy, budget=budget)
 
 
-def _goal(goal: str | None, default: str) -> str:
-    if goal == "-":
+def _goal(tokens: list[str], default: str, template: str | None, dirs: tuple[Path, ...]) -> str:
+    from harness_core import Templates, UsageError
+
+    if template is not None:
+        values, arguments = _template_values(tokens, sys.argv)
+        return Templates(dirs).render(template, values, " ".join(arguments))
+    if len(tokens) > 1:
+        raise UsageError(f"io run takes one GOAL, got {len(tokens)} words",
+                         hint='quote the goal: io run "fix the failing test"')
+    if tokens == ["-"]:
         return sys.stdin.read()
-    return goal if goal is not None else default
+    return tokens[0] if tokens else default
+
+
+def _template_values(tokens: list[str], argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """KEY=VALUE pairs, then (after `--`) the words for $ARGUMENTS."""
+    from harness_core import UsageError
+
+    after = len(argv) - argv.index("--") - 1 if "--" in argv else 0
+    pairs, arguments = tokens[:len(tokens) - after], tokens[len(tokens) - after:]
+    values: dict[str, str] = {}
+    for token in pairs:
+        key, sep, value = token.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"expected KEY=VALUE before `--`, got {token!r}",
+                             hint="io run --template NAME KEY=VALUE ... -- ARGUMENTS")
+        if key in values:
+            raise UsageError(f"{key}= is given twice")
+        values[key] = value
+    return values, arguments
 
 
 def _scratch_config(config: Path | None, workspace: Path | None, copy: Path) -> Path | None:

@@ -195,3 +195,60 @@ def test_io_config_show_names_the_trust_store(tmp_path: Path, ca_pem: Path) -> N
         capture_output=True, text=True, timeout=60, env=env, check=True,
     )
     assert f"TLS trust store (HTTP providers): system (truststore) + {ca_pem}" in plain.stdout
+
+
+def test_one_timeout_setting_is_split_into_httpx_four() -> None:
+    from harness_core.providers._client import timeouts
+
+    assert timeouts(120.0).as_dict() == {"connect": 10.0, "read": 120.0, "write": 30.0,
+                                         "pool": 10.0}
+    assert timeouts(2.0).as_dict() == {"connect": 2.0, "read": 2.0, "write": 2.0, "pool": 2.0}
+
+
+def test_the_client_speaks_http2_when_h2_is_installed_and_reads_no_environment() -> None:
+    import importlib.util
+
+    from harness_core.providers._client import has_http2, make_client
+
+    client = make_client({"HTTPS_PROXY": "http://127.0.0.1:9"})
+    try:
+        assert has_http2() is (importlib.util.find_spec("h2") is not None)
+        assert client.trust_env is False  # no .netrc, no SSL_CERT_FILE, no os.environ proxies
+        assert client.follow_redirects is False
+    finally:
+        client.close()
+
+
+def test_a_fallback_chain_shares_one_client_trusting_every_ca_bundle(
+    https_fake: FakeVendorServer, clock: ManualClock, ca_pem: Path, tmp_path: Path
+) -> None:
+    """The primary fails (a 500 every time); the fallback, another host name of the same
+    fake, is reached over the same client, which trusts the fallback's ca_bundle too."""
+    from tests.fakes.vendor_server import Fail
+
+    other = trustme.CA()
+    other_pem = tmp_path / "other-ca.pem"
+    other.cert_pem.write_to_path(str(other_pem))
+    https_fake.push(Fail(500, "down"), Turn(text="from the fallback"))
+    base = dict(kind="openai", model="m", api_key="k", max_retries=0, timeout_seconds=5.0)
+    primary = ProviderConfig(
+        **base,  # type: ignore[arg-type]
+        base_url=https_fake.base_url,
+        ca_bundle=other_pem,
+        fallback=(
+            ProviderConfig(
+                **base,  # type: ignore[arg-type]
+                base_url=https_fake.base_url.replace("127.0.0.1", "localhost"),
+                ca_bundle=ca_pem,
+            ),
+        ),
+    )
+    chain = build_provider(primary, env={}, clock=clock)
+    try:
+        clients = {id(p.client) for p in chain.providers}  # type: ignore[attr-defined]
+        answer = chain.complete(request(), step=0)
+    finally:
+        chain.close()
+    assert len(clients) == 1
+    assert answer.text == "from the fallback"
+    assert [a.ok for a in answer.attempts] == [False, True]
