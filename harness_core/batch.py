@@ -213,8 +213,10 @@ def _table(tables: Mapping[str, Any], name: str, allowed: frozenset[str]) -> dic
 def _narrow_policy(policy: Policy, table: Mapping[str, Any]) -> Policy:
     if not table:
         return policy
-    lists = {k: _patterns(table, k) for k in ("deny_read", "deny_write", "deny_exec", "deny_net")}
-    extra = Policy.from_lists(tier=policy.tier, layer=BATCH_LAYER, **lists).rules
+    extra = Policy.from_lists(
+        tier=policy.tier, layer=BATCH_LAYER, deny_read=_patterns(table, "deny_read"),
+        deny_write=_patterns(table, "deny_write"), deny_exec=_patterns(table, "deny_exec"),
+        deny_net=_patterns(table, "deny_net")).rules
     tier = Tier.parse(str(table["tier"])) if "tier" in table else policy.tier
     tier = min(tier, policy.tier, key=_TIER_RANK.__getitem__)
     approval = policy.approval

@@ -12,6 +12,7 @@ picklable dataclasses so Ray can ship it to workers.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -148,7 +149,7 @@ def _finished_event(stdout: str) -> dict[str, Any] | None:
         except json.JSONDecodeError:
             continue
         if isinstance(event, dict) and event.get("kind") == "run_finished":
-            return event  # type: ignore[return-value]
+            return event
     return None
 
 
@@ -211,15 +212,46 @@ def run_ray(jobs: Sequence[Job], address: str | None, parallel: int,
     except ImportError as exc:
         raise ConfigError("--engine ray needs the ray package",
                           hint="pip install 'io-harness[ray]'") from exc
-    ray.init(address=address or "auto", ignore_reinit_error=True, log_to_driver=False,
-             logging_level="ERROR", include_dashboard=False)
+    # Workers see the driver's import path, so a checkout that is not installed on the
+    # cluster (a test, a development tree) runs the same code the driver does.
+    path = os.environ.get("PYTHONPATH")
+    runtime_env = {"env_vars": {"PYTHONPATH": path}} if path else None
     try:
-        remote = ray.remote(num_cpus=1, max_retries=5, retry_exceptions=False)(execute)
-        pending = [remote.remote(job) for job in jobs]
-        for ref in _as_completed(ray, pending):
-            on_result(ray.get(ref))
+        with contextlib.redirect_stdout(sys.stderr):
+            _connect(ray, address, runtime_env)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address or 'auto'}: {exc}",
+                          hint="start one with `ray start --head`, or pass --address") from exc
+    real_stdout = sys.stdout
+    try:
+        # Ray prints cluster notices ("a worker died") from its own threads; stdout
+        # belongs to io's results (JSON lines with --json), so they go to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            remote = ray.remote(num_cpus=1, max_retries=5, retry_exceptions=False)(execute)
+            by_ref = {remote.remote(job): job for job in jobs}
+            for ref in _as_completed(ray, list(by_ref)):
+                result = _ray_result(ray, ref, by_ref[ref])
+                with contextlib.redirect_stdout(real_stdout):
+                    on_result(result)
     finally:
-        ray.shutdown()
+        with contextlib.redirect_stdout(sys.stderr):
+            ray.shutdown()
+
+
+def _connect(ray: Any, address: str | None, runtime_env: dict[str, Any] | None) -> None:
+    ray.init(address=address or "auto", ignore_reinit_error=True, log_to_driver=False,
+             logging_level=40, include_dashboard=False,  # 40: logging.ERROR
+             runtime_env=runtime_env)
+
+
+def _ray_result(ray: Any, ref: Any, job: Job) -> Result:
+    """The task's result; a task Ray gave up on (retries spent) is reported, not raised."""
+    try:
+        result: Result = ray.get(ref)
+        return result
+    except ray.exceptions.RayError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return Result(job.index, job.run_id, "errored", 1, 0, 0, "-", f"ray: {first}")
 
 
 def _as_completed(ray: Any, pending: list[Any]) -> Iterator[Any]:
