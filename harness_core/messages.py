@@ -13,8 +13,54 @@ from enum import Enum
 from typing import Any
 
 __all__ = [
-    "Message", "Role", "ToolCall", "ToolResult", "ToolSpec", "Usage", "escape_surrogates",
+    "IMAGE_MEDIA_TYPES", "Media", "Message", "Role", "ToolCall", "ToolResult", "ToolSpec",
+    "Usage", "escape_surrogates",
 ]
+
+IMAGE_MEDIA_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
+"""The image types every supported vendor accepts as image content."""
+
+
+@dataclass(frozen=True)
+class Media:
+    """An image carried to the model with a tool result (from `view_image`).
+
+    The store records everything but `data`: a resumed run reads the file again
+    (and checks `source_sha256`) rather than keeping megabytes per step.
+
+    Attributes:
+        media_type: One of `IMAGE_MEDIA_TYPES`.
+        data: The bytes the model is sent (already within every vendor's limits);
+            empty when the message was read back from the store.
+        path: The workspace path it came from.
+        source_sha256: Hex SHA-256 of the file as it was read.
+        width: Width in pixels of what is sent.
+        height: Height in pixels of what is sent.
+    """
+
+    media_type: str
+    data: bytes = field(default=b"", repr=False)
+    path: str = ""
+    source_sha256: str = ""
+    width: int = 0
+    height: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything but the bytes (what the store keeps)."""
+        return {"media_type": self.media_type, "path": self.path,
+                "source_sha256": self.source_sha256, "width": self.width,
+                "height": self.height, "bytes": len(self.data)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Media:
+        return Media(media_type=str(data.get("media_type", "")), path=str(data.get("path", "")),
+                     source_sha256=str(data.get("source_sha256", "")),
+                     width=int(data.get("width", 0)), height=int(data.get("height", 0)))
+
+    def placeholder(self) -> str:
+        """What a model is told when the bytes are not at hand."""
+        return (f"[image {self.path} ({self.media_type}) is not available any more; call"
+                " view_image again to see it]")
 
 
 def escape_surrogates(text: str) -> str:
@@ -100,12 +146,14 @@ class ToolResult:
         name: The tool's name.
         output: The text the model sees.
         is_error: True when the call failed or was refused.
+        media: Images the model sees with the text (from `view_image`).
     """
 
     call_id: str
     name: str
     output: str
     is_error: bool = False
+    media: tuple[Media, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -128,6 +176,7 @@ class Message:
         tool_call_id: For a tool message, the call it answers.
         name: For a tool message, the tool's name.
         is_error: For a tool message, whether it reports a failure or refusal.
+        media: For a tool message, the images that came with it.
     """
 
     role: Role
@@ -136,6 +185,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     is_error: bool = False
+    media: tuple[Media, ...] = ()
 
     @staticmethod
     def system(text: str) -> Message:
@@ -152,7 +202,8 @@ class Message:
     @staticmethod
     def tool(result: ToolResult) -> Message:
         return Message(
-            Role.TOOL, result.output, (), result.call_id, result.name, result.is_error
+            Role.TOOL, result.output, (), result.call_id, result.name, result.is_error,
+            result.media,
         )
 
 
@@ -178,11 +229,23 @@ class Usage:
     reasoning_tokens: int | None = None
     server_tool_requests: int | None = None
 
-    def billed_tokens(self) -> int:
-        """Tokens to draw from a token budget: the total, else the sum of known parts."""
-        if self.total_tokens is not None:
-            return self.total_tokens
-        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+    def billed_tokens(self, cache_read_weight: float = 1.0) -> int:
+        """Tokens to draw from a token budget, counted as the vendor bills them.
+
+        Fresh input (cache writes included) and output count whole; a token read from
+        the prompt cache counts `cache_read_weight` of one (vendors bill cache reads at
+        a fraction of the input price). Without a prompt/completion split the reported
+        total is drawn as it is.
+
+        Args:
+            cache_read_weight: What one cached token counts for (1.0: as a fresh one).
+        """
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return self.total_tokens or 0
+        prompt = self.prompt_tokens or 0
+        cached = min(self.cache_read_tokens or 0, prompt)
+        weighted = prompt - cached + cached * cache_read_weight
+        return int(round(weighted)) + (self.completion_tokens or 0)
 
     def to_json(self) -> dict[str, int | None]:
         return {

@@ -185,7 +185,7 @@ def _document(criterion: VerifyCriterion, workspace: Workspace) -> GateResult:
     try:
         check = check_document(workspace, criterion.path, text=criterion.text,
                                regex=criterion.regex, page=criterion.page,
-                               sheet=criterion.sheet)
+                               sheet=criterion.sheet, timeout=criterion.timeout_seconds)
     except MissingExtra as exc:
         return GateResult(name, False, None, str(exc))
     return GateResult(name, check.passed, None, check.detail)

@@ -32,10 +32,12 @@ def test_requires_python_matches_the_contract() -> None:
 def test_default_dependencies_are_pinned_and_hold_no_optional_library() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = [re.split(r"[<>=;\[ ]", d)[0].lower() for d in project["dependencies"]]
-    assert names == ["typer", "rich", "tomli-w", "psutil", "httpx", "truststore", "pywin32"]
+    assert names == ["typer", "rich", "tomli-w", "pydantic", "psutil", "httpx", "truststore",
+                     "pywin32"]
     assert all(">=" in d for d in project["dependencies"])
     extras = project["optional-dependencies"]
-    for extra in ("media", "xlsx", "docx", "pptx", "pdf", "barcode", "documents"):
+    for extra in ("media", "xlsx", "docx", "pptx", "pdf", "barcode", "documents", "otel"):
         assert extra in extras
-    optional = {"openpyxl", "python-docx", "python-pptx", "pypdf", "fpdf2", "zxing-cpp", "mcp"}
+    optional = {"openpyxl", "python-docx", "python-pptx", "pypdf", "fpdf2", "zxing-cpp", "mcp",
+                "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"}
     assert not optional & set(names)

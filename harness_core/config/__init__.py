@@ -1,26 +1,40 @@
-"""io.toml: four scopes, `${env:}`/`${file:}` substitution, a strict schema, and the
-projection of the merged result onto the library's typed objects.
+"""io.toml: four scopes, `${env:}`/`${file:}` substitution, one schema declared as
+pydantic models, the projection of the merged result onto the library's typed objects,
+and the assembly of a run from it.
 
 This is the only place in `harness_core` that deals with the environment, and it
 reads it only from the mapping its caller passes (the CLI passes `os.environ`).
 Nothing here discovers or loads a configuration on its own: `load` is the caller's
-call, made once before a run.
+call, made once before a run. Pydantic is imported by `load` (and the schema
+functions), never by importing this package.
 """
 
-from harness_core.config._load import load
-from harness_core.config._project import Config, RunSettings
-from harness_core.config._schema import schema_keys
+from harness_core.config._assemble import (
+    RunAssembly,
+    assemble_run,
+    build_run_spec,
+    check_runnable,
+)
+from harness_core.config._config import Config, RunSettings
+from harness_core.config._load import json_schema, load, schema_keys
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
+from harness_core.config._toml import starter_config
 
 __all__ = [
     "Config",
     "ConfigFile",
+    "RunAssembly",
     "RunSettings",
     "Scope",
     "ShownValue",
+    "assemble_run",
+    "build_run_spec",
+    "check_runnable",
     "discover",
+    "json_schema",
     "load",
     "render",
     "schema_keys",
+    "starter_config",
 ]

@@ -5,25 +5,26 @@ file (and scope) at fault; the first problem found stops the load. Merging: tabl
 merge key by key and the higher scope wins a scalar or a plain array; an array of
 tables (`[[contract.verify]]`, `[[mcp]]`, `[[provider.fallback]]`) is replaced
 wholesale by the highest scope that sets it; the `[policy]` rule lists are not merged
-at all, every scope keeps its own. This module never writes anything and reads the
-environment only from the mapping passed in.
+at all, every scope keeps its own. The pydantic models are imported inside `load`, so
+naming `Config` or `discover` costs no pydantic. This module never writes anything and
+reads the environment only from the mapping passed in.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_core.config._project import Config, project
-from harness_core.config._schema import RULE_KEYS, Node, annotate, check_shape
+from harness_core.config._config import Config
 from harness_core.config._scopes import ConfigFile, discover
 from harness_core.config._substitute import Substituter
+from harness_core.config._tree import Node
 from harness_core.errors import ConfigError
 
-__all__ = ["load", "merge", "parse_file"]
+__all__ = ["json_schema", "load", "merge", "parse_file", "schema_keys"]
 
 _POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
@@ -69,7 +70,13 @@ def merge(low: Mapping[str, Node], high: Mapping[str, Node]) -> dict[str, Node]:
     return out
 
 
-def load(workspace: Path, *, config_file: Path | None = None, env: Mapping[str, str]) -> Config:
+def load(
+    workspace: Path,
+    *,
+    config_file: Path | None = None,
+    env: Mapping[str, str],
+    tables: Collection[str] | None = None,
+) -> Config:
     """Discover, read, check and merge the four scopes and project them onto types.
 
     The caller reads the configuration once, before a run; nothing in `harness_core`
@@ -80,6 +87,10 @@ def load(workspace: Path, *, config_file: Path | None = None, env: Mapping[str, 
         config_file: The `--config FILE` flag (replaces the project scope's file).
         env: The environment: substitutions, `IO_SYSTEM_CONFIG`, `XDG_CONFIG_HOME`,
             `XDG_STATE_HOME`, `HOME`, `IO_STORE`. The CLI passes `os.environ`.
+        tables: Resolve and project only these top-level tables (e.g. ``("store",)``
+            for a command that only reads the store, so an unset `${env:...}` for a
+            provider key does not stop it). The other tables are still checked for
+            unknown keys and wrong types, and project as if absent. None: all.
 
     Returns:
         The validated configuration.
@@ -89,18 +100,43 @@ def load(workspace: Path, *, config_file: Path | None = None, env: Mapping[str, 
             TOML, an unknown key, a wrong type, a failed substitution, a value out of
             range, a missing required key. Messages never contain a substituted value.
     """
+    from harness_core.config._model import RULE_KEYS
+    from harness_core.config._project import project
+    from harness_core.config._validate import check_file, validate_merged
+
     files = discover(workspace, config_file=config_file, env=env)
     subst = Substituter(env)
     merged: dict[str, Node] = {}
     rule_sets: list[tuple[ConfigFile, dict[str, Node]]] = []
     for cf in files:
-        raw = parse_file(cf)
-        check_shape(raw, cf)
-        tree = annotate(raw, cf, subst)
+        tree = check_file(parse_file(cf), cf, subst, tables)
         policy = tree.get("policy")
         if isinstance(policy, dict):
             rules = {k: policy.pop(k) for k in RULE_KEYS if k in policy}
             if rules:
                 rule_sets.append((cf, rules))
         merged = merge(merged, tree)
-    return project(workspace, files, merged, rule_sets, frozenset(subst.secrets), env)
+    model = validate_merged(merged)
+    return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env)
+
+
+def schema_keys() -> frozenset[str]:
+    """Every key io.toml accepts, dotted; operator-chosen names read ``*``.
+
+    Arrays of tables contribute their item keys (``contract.verify.command``).
+    """
+    from harness_core.config._fields import schema_keys as keys
+
+    return keys()
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of io.toml, from the models (what `io config schema` prints).
+
+    Editors that read JSON Schema for TOML (Taplo, Even Better TOML) use it for
+    completion and checking; point them at it with a `#:schema ./io.schema.json`
+    comment or their settings.
+    """
+    from harness_core.config._fields import json_schema as schema
+
+    return schema()

@@ -1,43 +1,54 @@
-"""Projection: merged, annotated io.toml trees onto the typed objects the library runs on.
+"""Projection: the merged, validated io.toml onto the typed objects the library runs on.
 
 The typed API is the authority. Every key lands in a type that exists without the
 file (`Policy`, `SandboxConfig`, `Budget`, `TaskContract`, `ProviderConfig`,
 `PriceTable`, `Toolchain`, `WebAccess`, `McpServerConfig`, `AgentDef`, `RunSettings`),
-so a file can say nothing the typed API cannot. This module does no I/O beyond
-resolving paths, and reads the environment only from the mapping it is given.
+so a file can say nothing the typed API cannot. Keys that are required only together
+(a provider's `model` unless it is scripted, a gate's `command`) are checked here,
+after the scopes merged, naming the file that set the table. This module does no I/O
+beyond resolving paths, and reads the environment only from the mapping it is given.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
-from harness_core.config._schema import RULE_KEYS, SCHEMA, Node, Sourced, dotted
+from harness_core.config._config import Config, RunSettings
+from harness_core.config._model import (
+    RULE_KEYS,
+    AgentsTable,
+    AgentTable,
+    BudgetTable,
+    ContractTable,
+    GitTable,
+    IoToml,
+    McpTable,
+    PolicyTable,
+    PricesTable,
+    ProviderEntry,
+    ProviderTable,
+    RunTable,
+    SandboxTable,
+    VerifyTable,
+    WebTable,
+)
 from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
+from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.mcp._config import McpServerConfig
-from harness_core.policy import (
-    PROTECTED_WRITE_PATTERNS,
-    ActKind,
-    ApprovalMode,
-    Effect,
-    Policy,
-    Rule,
-    Tier,
-)
+from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
 from harness_core.policy._patterns import compile_path
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
-from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
+from harness_core.sandbox import SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
-from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
 from harness_core.tools._git import GitSettings
 from harness_core.verification import (
@@ -47,175 +58,68 @@ from harness_core.verification import (
     require_gate_extras,
 )
 
-__all__ = ["Config", "RunSettings", "project"]
+__all__ = ["project", "store_path", "store_url"]
 
-DEFAULT_CONTEXT_TOKENS = 120_000
-"""What the model sees at most when `[context] max_tokens` is not set (a size most current
-models take); the store keeps everything whatever this is."""
+T = TypeVar("T")
 
-
-@dataclass(frozen=True)
-class RunSettings:
-    """The `[run]` table: loop mechanics that are not budgets.
-
-    Attributes:
-        output_cap_bytes: Bytes of a tool's output the model sees; the rest is cut
-            and the cut is stated. 16 KiB is about 4k tokens, enough for a failing
-            test's traceback without one `cat` flooding the context.
-        exec_timeout_seconds: Default timeout of one `exec` call; the process group
-            is killed when it passes.
-        stall_window: The same tool call this many times in a row (or calls repeating
-            while the workspace stays still for this many steps) stops the run.
-    """
-
-    output_cap_bytes: int = 16_384
-    exec_timeout_seconds: float = 120.0
-    stall_window: int = 4
+def _ceil(value: int | bool) -> int | None:
+    return None if value is False else int(value)
 
 
-@dataclass(frozen=True)
-class Config:
-    """A loaded, validated io.toml (four scopes merged), projected onto typed objects.
-
-    Read once, by the caller, before a run: nothing re-reads it, so a file the agent
-    writes during a run cannot widen that run's boundary.
-
-    Attributes:
-        files: The scope files that were read, lowest precedence first.
-        policy: Rules of every scope (each tagged with its scope as layer), the tier and
-            approval of the highest scope that set them, the store as a protected path.
-        sandbox: The `[sandbox]` table.
-        budget: The `[budget]` table.
-        contract: The `[contract]` table with its `[[contract.verify]]` gates.
-        provider: The `[provider]` table with fallbacks and `[web]`; None when absent.
-        prices: The `[prices]` table; None when absent.
-        toolchain: The `[toolchain]` overrides (None fields: not overridden).
-        context_max_tokens: `[context] max_tokens`: what the model sees at most.
-        web: The `[web]` table; None when absent.
-        mcp: The `[[mcp]]` servers, in file order.
-        agents: The `[agents.NAME]` definitions by name.
-        agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
-        templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
-        template_dirs: Where `io run --template` looks, in order: `templates_dir` (or the
-            workspace's `.io/templates/`), then the user scope's `templates/`.
-        store_path: Where the store lives: env `IO_STORE`, else `[store] path`, else
-            `$XDG_STATE_HOME/io/state.db`, else `$HOME/.local/state/io/state.db`.
-        store_url: A PostgreSQL store (`IO_STORE=postgresql://…` or `[store] url`); when
-            set it is the store and `store_path` is unused.
-        run: The `[run]` table.
-        telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
-            variables); None when export is off.
-        git: The `[git]` table: who the git built-ins commit as, how long git may take.
-        secrets: Every value a substitution produced and every credential value
-            (`api_key`, `[[mcp]] env`): what `redact` removes.
-    """
-
-    files: tuple[ConfigFile, ...] = ()
-    policy: Policy = field(default_factory=Policy)
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
-    budget: Budget = field(default_factory=Budget)
-    contract: TaskContract = field(default_factory=TaskContract)
-    provider: ProviderConfig | None = None
-    prices: PriceTable | None = None
-    toolchain: Toolchain = field(default_factory=Toolchain)
-    context_max_tokens: int | None = None  # set to DEFAULT_CONTEXT_TOKENS when loaded
-    web: WebAccess | None = None
-    mcp: tuple[McpServerConfig, ...] = ()
-    agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
-    agent_limits: AgentLimits = field(default_factory=AgentLimits)
-    templates_dir: Path | None = None
-    template_dirs: tuple[Path, ...] = ()
-    store_path: Path = Path("state.db")
-    store_url: str | None = None
-    run: RunSettings = field(default_factory=RunSettings)
-    telemetry: TelemetryConfig | None = None
-    git: GitSettings = field(default_factory=GitSettings)
-    secrets: frozenset[str] = field(default=frozenset(), repr=False)
-    _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
-
-    def show(self) -> list[ShownValue]:
-        """Every value a file set, with its scope and file; secrets are ``***``.
-
-        Policy rule lists appear once per scope that set them, because every
-        scope's rules are kept.
-        """
-        return list(self._shown)
-
-    def redact(self, text: str) -> str:
-        """`text` with every secret replaced by ``***``."""
-        return redact(text, self.secrets)
-
-    def __repr__(self) -> str:
-        # Redacted: a substituted secret can sit inside any string (a base_url, a goal).
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
-        return self.redact(f"Config({shown})")
+def _ceil_f(value: float | bool) -> float | None:
+    return None if value is False else float(value)
 
 
-class _Table:
-    """Read access to one merged table, for projection."""
-
-    def __init__(self, node: Mapping[str, Node], path: tuple[str | int, ...] = ()) -> None:
-        self.node = node
-        self.path = path
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self.node.get(key)
-        return value.value if isinstance(value, Sourced) else default
-
-    def key(self, key: str) -> str:
-        return dotted((*self.path, key))
-
-    def sub(self, key: str) -> _Table | None:
-        value = self.node.get(key)
-        return _Table(value, (*self.path, key)) if isinstance(value, dict) else None
-
-    def subs(self) -> list[tuple[str, _Table]]:
-        return [
-            (k, _Table(v, (*self.path, k))) for k, v in self.node.items() if isinstance(v, dict)
-        ]
-
-    def items(self, key: str) -> list[_Table]:
-        value = self.node.get(key)
-        if not isinstance(value, Sourced):
-            return []
-        return [_Table(item, (*self.path, key, i)) for i, item in enumerate(value.value)]
-
-    def origin(self) -> ConfigFile | None:
-        found: list[ConfigFile] = []
-        _origins(self.node, found)
-        return max(found, key=lambda cf: cf.scope.rank) if found else None
-
-    def required(self, key: str, why: str = "") -> Any:
-        value = self.get(key)
-        if value is None:
-            origin = self.origin()
-            where = f" (set in {origin.describe()})" if origin else ""
-            raise ConfigError(f"missing key '{self.key(key)}'{why}{where}")
-        return value
+def _node_at(tree: Mapping[str, Node], path: tuple[str | int, ...]) -> Node | None:
+    node: Any = tree
+    for part in path:
+        if isinstance(node, Sourced) and isinstance(node.value, list) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return None
+    return node if isinstance(node, dict | Sourced) else None
 
 
-def _origins(node: Mapping[str, Node] | Sourced, out: list[ConfigFile]) -> None:
+def _origin(node: Node | None) -> ConfigFile | None:
+    found: list[ConfigFile] = []
+    _origins(node, found)
+    return max(found, key=lambda cf: cf.scope.rank) if found else None
+
+
+def _origins(node: Node | None, out: list[ConfigFile]) -> None:
     if isinstance(node, Sourced):
         out.append(node.origin)
-    else:
+    elif node is not None:
         for child in node.values():
             _origins(child, out)
 
 
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
+class _Required:
+    """Required keys are checked after the merge; the message names the table's file."""
+
+    def __init__(self, tree: Mapping[str, Node]) -> None:
+        self.tree = tree
+
+    def __call__(self, value: T | None, path: tuple[str | int, ...], key: str, why: str = "") -> T:
+        if value is not None:
+            return value
+        origin = _origin(_node_at(self.tree, path))
+        where = f" (set in {origin.describe()})" if origin else ""
+        raise ConfigError(f"missing key '{dotted((*path, key))}'{why}{where}")
 
 
 def _policy(
     rule_sets: Sequence[tuple[ConfigFile, Mapping[str, Node]]],
-    merged: _Table,
+    table: PolicyTable,
     protected: tuple[str, ...],
     secrets: frozenset[str],
 ) -> Policy:
     rules: list[Rule] = []
-    for cf, table in rule_sets:
+    for cf, found in rule_sets:
         for key in RULE_KEYS:
-            node = table.get(key)
+            node = found.get(key)
             if not isinstance(node, Sourced):
                 continue
             effect, kind = key.split("_")
@@ -227,175 +131,181 @@ def _policy(
                     raise ConfigError(
                         f"'policy.{key}[{index}]' in {cf.describe()}: {message}"
                     ) from exc
-    return Policy(
-        tier=Tier(merged.get("tier", Tier.WORKSPACE_WRITE.value)),
-        rules=tuple(rules),
-        approval=ApprovalMode(merged.get("approval", ApprovalMode.ASK.value)),
-        protected=protected,
-    )
+    return Policy(tier=table.tier, rules=tuple(rules), approval=table.approval,
+                  protected=protected)
 
 
-def _sandbox(t: _Table) -> SandboxConfig:
-    base, limits = SandboxConfig(), SandboxLimits()
+def _sandbox(t: SandboxTable) -> SandboxConfig:
     return SandboxConfig(
-        backend=BackendChoice(t.get("backend", base.backend.value)),
+        backend=t.backend,
         limits=SandboxLimits(
-            memory_mb=t.get("memory_mb", limits.memory_mb),
-            cpu_seconds=t.get("cpu_seconds", limits.cpu_seconds),
-            wall_seconds=_float(t.get("wall_seconds", limits.wall_seconds)),
-            max_processes=t.get("max_processes", limits.max_processes),
-            open_files=t.get("open_files", limits.open_files),
+            memory_mb=_ceil(t.memory_mb),
+            cpu_seconds=_ceil(t.cpu_seconds),
+            wall_seconds=_ceil_f(t.wall_seconds),
+            max_processes=_ceil(t.max_processes),
+            open_files=_ceil(t.open_files),
         ),
-        network=t.get("network", base.network),
-        commands=t.get("commands", base.commands),
-        env_allow=t.get("env_allow", base.env_allow),
-        read_paths=t.get("read_paths", base.read_paths),
+        network=t.network,
+        commands=t.commands,
+        env_allow=tuple(t.env_allow),
+        read_paths=tuple(t.read_paths),
     )
 
 
-def _budget(t: _Table) -> Budget:
-    base = Budget()
+def _budget(t: BudgetTable) -> Budget:
     return Budget(
-        max_steps=t.get("max_steps", base.max_steps),
-        max_tokens=t.get("max_tokens", base.max_tokens),
-        max_cost_usd=_float(t.get("max_cost_usd", base.max_cost_usd)),
-        wall_seconds=_float(t.get("wall_seconds", base.wall_seconds)),
+        max_steps=_ceil(t.max_steps),
+        max_tokens=_ceil(t.max_tokens),
+        max_cost_usd=_ceil_f(t.max_cost_usd),
+        wall_seconds=_ceil_f(t.wall_seconds),
+        cache_read_weight=float(t.cache_read_weight),
     )
 
 
-def _document_gate(item: _Table, timeout: float) -> VerifyCriterion:
-    path = item.required("path", ' (a gate of kind "document_contains" names a document)')
-    text, regex = item.get("text"), item.get("regex")
-    if (text is None) == (regex is None):
+def _document_gate(item: VerifyTable, path: tuple[str | int, ...], required: _Required
+                   ) -> VerifyCriterion:
+    document = required(item.path, path, "path",
+                        ' (a gate of kind "document_contains" names a document)')
+    if (item.text is None) == (item.regex is None):
         raise ConfigError('a gate of kind "document_contains" takes exactly one of `text` and'
-                          " `regex`")
-    if regex is not None:
+                          f" `regex` ('{dotted(path)}')")
+    if item.regex is not None:
         try:
-            re.compile(regex)
+            re.compile(item.regex)
         except re.error as exc:
-            raise ConfigError(f"document_contains: invalid regex {regex!r}: {exc}") from exc
-    criterion = VerifyCriterion(kind=CriterionKind.DOCUMENT_CONTAINS, path=path, text=text,
-                                regex=regex, page=item.get("page"), sheet=item.get("sheet"),
-                                timeout_seconds=timeout)
+            raise ConfigError(f"'{dotted((*path, 'regex'))}': invalid regex: {exc}") from exc
+    criterion = VerifyCriterion(kind=CriterionKind.DOCUMENT_CONTAINS, path=document,
+                                text=item.text, regex=item.regex, page=item.page,
+                                sheet=item.sheet, timeout_seconds=float(item.timeout_seconds))
     require_gate_extras(criterion)
     return criterion
 
 
-def _contract(t: _Table) -> TaskContract:
+def _contract(t: ContractTable, required: _Required) -> TaskContract:
     gates: list[VerifyCriterion] = []
-    default_timeout = VerifyCriterion().timeout_seconds
-    for item in t.items("verify"):
-        kind = CriterionKind(item.get("kind", CriterionKind.COMMAND.value))
-        command = item.get("command", "")
-        if kind is CriterionKind.COMMAND:
-            command = item.required("command", ' (a gate of kind "command" runs a command)')
-        timeout = float(item.get("timeout_seconds", default_timeout))
-        if kind is CriterionKind.DOCUMENT_CONTAINS:
-            gates.append(_document_gate(item, timeout))
+    for index, item in enumerate(t.verify):
+        if item.kind is CriterionKind.DOCUMENT_CONTAINS:
+            gates.append(_document_gate(item, ("contract", "verify", index), required))
             continue
-        inputs = item.get("inputs")
-        gates.append(VerifyCriterion(
-            kind=kind, command=command, timeout_seconds=timeout,
-            inputs=None if inputs is None else tuple(_input_patterns(item, inputs)),
-            editable=bool(item.get("editable", False))))
-    return TaskContract(
-        goal=t.get("goal", ""), constraints=t.get("constraints", ()), verify=tuple(gates)
-    )
+        command = item.command or ""
+        if item.kind is CriterionKind.COMMAND:
+            command = required(item.command, ("contract", "verify", index), "command",
+                               ' (a gate of kind "command" runs a command)')
+        path = ("contract", "verify", index)
+        inputs = None if item.inputs is None else _input_patterns(item.inputs, path, required)
+        gates.append(VerifyCriterion(kind=item.kind, command=command,
+                                     timeout_seconds=float(item.timeout_seconds),
+                                     inputs=inputs, editable=item.editable))
+    return TaskContract(goal=t.goal, constraints=tuple(t.constraints), verify=tuple(gates))
 
 
-def _input_patterns(item: _Table, patterns: Sequence[str]) -> list[str]:
+def _input_patterns(
+    patterns: Sequence[str], path: tuple[str | int, ...], required: _Required
+) -> tuple[str, ...]:
     """`inputs` of a gate, each checked as a path pattern (a mistake names the key)."""
     for pattern in patterns:
         try:
             compile_path(pattern)
         except PolicyError as exc:
-            origin = item.origin()
+            origin = _origin(_node_at(required.tree, path))
             where = f" (set in {origin.describe()})" if origin else ""
-            raise ConfigError(f"'{item.key('inputs')}': {exc.message}{where}",
+            raise ConfigError(f"'{dotted((*path, 'inputs'))}': {exc.message}{where}",
                               hint=exc.hint) from exc
-    return list(patterns)
+    return tuple(patterns)
 
 
 def _one_provider(
-    t: _Table, web: WebAccess | None, fallback: tuple[ProviderConfig, ...]
+    t: ProviderEntry,
+    path: tuple[str | int, ...],
+    required: _Required,
+    web: WebAccess | None,
+    fallback: tuple[ProviderConfig, ...],
 ) -> ProviderConfig:
-    base = ProviderConfig()
-    kind = t.required("kind")
+    kind = required(t.kind, path, "kind")
+    script: Path | None
     if kind == "scripted":
-        script: Path | None = t.required("script", ' (kind "scripted" replays a script)')
-        model = t.get("model", "scripted")
+        script = required(t.script, path, "script", ' (kind "scripted" replays a script)')
+        model = t.model or "scripted"
     else:
-        script = t.get("script")
-        model = t.required("model", f' (kind "{kind}" needs a model)')
+        script = t.script
+        model = required(t.model, path, "model", f' (kind "{kind}" needs a model)')
     return ProviderConfig(
         kind=kind,
         model=model,
-        api_key=t.get("api_key"),
-        base_url=t.get("base_url"),
-        max_tokens=t.get("max_tokens", base.max_tokens),
+        api_key=t.api_key,
+        base_url=t.base_url,
+        max_tokens=t.max_tokens,
         script=script,
-        stream=t.get("stream", base.stream),
-        timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
-        max_retries=t.get("max_retries", base.max_retries),
+        stream=t.stream,
+        timeout_seconds=float(t.timeout_seconds),
+        max_retries=t.max_retries,
         fallback=fallback,
         web=web,
-        ca_bundle=t.get("ca_bundle"),
-        system_role=t.get("system_role", base.system_role),
-        previous_response_id=t.get("previous_response_id", base.previous_response_id),
+        ca_bundle=t.ca_bundle,
+        system_role=t.system_role,
+        previous_response_id=t.previous_response_id,
     )
 
 
-def _provider(t: _Table | None, web: WebAccess | None) -> ProviderConfig | None:
+def _provider(
+    t: ProviderTable | None, required: _Required, web: WebAccess | None
+) -> ProviderConfig | None:
     if t is None:
         return None
-    fallback = tuple(_one_provider(item, web, ()) for item in t.items("fallback"))
-    return _one_provider(t, web, fallback)
+    fallback = tuple(
+        _one_provider(item, ("provider", "fallback", i), required, web, ())
+        for i, item in enumerate(t.fallback)
+    )
+    return _one_provider(t, ("provider",), required, web, fallback)
 
 
-def _prices(t: _Table | None) -> PriceTable | None:
+def _prices(t: PricesTable | None, required: _Required) -> PriceTable | None:
     if t is None:
         return None
-    as_of = t.required("as_of", " (prices go stale: say when they were true)")
+    as_of = required(t.as_of, ("prices",), "as_of", " (prices go stale: say when they were true)")
     models: dict[str, ModelPrice] = {}
-    for name, entry in (t.sub("models") or _Table({})).subs():
+    for name, entry in t.models.items():
+        path = ("prices", "models", name)
         models[name] = ModelPrice(
-            input_per_mtok=float(entry.required("input_per_mtok")),
-            output_per_mtok=float(entry.required("output_per_mtok")),
-            cache_read_per_mtok=_float(entry.get("cache_read_per_mtok")),
-            cache_write_per_mtok=_float(entry.get("cache_write_per_mtok")),
+            input_per_mtok=float(required(entry.input_per_mtok, path, "input_per_mtok")),
+            output_per_mtok=float(required(entry.output_per_mtok, path, "output_per_mtok")),
+            cache_read_per_mtok=entry.cache_read_per_mtok,
+            cache_write_per_mtok=entry.cache_write_per_mtok,
         )
     return PriceTable(as_of=as_of, models=models)
 
 
-def _web(t: _Table | None) -> WebAccess | None:
+def _web(t: WebTable | None) -> WebAccess | None:
     if t is None:
         return None
     return WebAccess(
-        search=t.get("search", False),
-        fetch=t.get("fetch", False),
-        allowed_domains=t.get("allowed_domains", ()),
-        blocked_domains=t.get("blocked_domains", ()),
-        max_uses=t.get("max_uses"),
+        search=t.search,
+        fetch=t.fetch,
+        allowed_domains=tuple(t.allowed_domains),
+        blocked_domains=tuple(t.blocked_domains),
+        max_uses=t.max_uses,
     )
 
 
-def _mcp(root: _Table) -> tuple[McpServerConfig, ...]:
+def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Required
+         ) -> tuple[McpServerConfig, ...]:
     servers: list[McpServerConfig] = []
     seen: set[str] = set()
-    for item in root.items("mcp"):
-        name = item.required("name")
+    for index, item in enumerate(items):
+        path = ("mcp", index)
+        name = required(item.name, path, "name")
         if name in seen:
-            origin = item.origin()
+            origin = _origin(_node_at(tree, path))
             where = f" in {origin.describe()}" if origin else ""
             raise ConfigError(f"two [[mcp]] servers are named {name!r}{where}")
         seen.add(name)
         servers.append(
             McpServerConfig(
                 name=name,
-                command=item.required("command"),
-                args=item.get("args", ()),
-                env=dict(item.get("env", {})),
-                cwd=item.get("cwd"),
+                command=required(item.command, path, "command"),
+                args=tuple(item.args),
+                env=dict(item.env),
+                cwd=item.cwd,
             )
         )
     return tuple(servers)
@@ -409,36 +319,39 @@ def _template_dirs(
     return (first,) if user is None or user == first else (first, user)
 
 
-def _agent_limits(t: _Table | None) -> AgentLimits:
-    if t is None:
-        return AgentLimits()
-    default = AgentLimits()
-    return AgentLimits(max_depth=t.get("max_depth", default.max_depth),
-                       max_children=t.get("max_children", default.max_children),
-                       parallel=t.get("parallel", default.parallel))
+def _git(t: GitTable) -> GitSettings:
+    name, email = t.author_name, t.author_email
+    if t.author is not None:
+        found = re.fullmatch(r"\s*([^<>]*?)\s*<([^<>]+)>\s*", t.author)
+        if found is None or not found.group(1):
+            raise ConfigError(f"'git.author' must read 'Name <email>', not {t.author!r}")
+        name, email = name or found.group(1), email or found.group(2)
+    return GitSettings(author_name=name, author_email=email,
+                       timeout_seconds=float(t.timeout_seconds), history_depth=t.history_depth)
 
 
-def _agents(t: _Table | None) -> dict[str, AgentDef]:
-    if t is None:
-        return {}
-    agents: dict[str, AgentDef] = {}
-    for name, entry in t.subs():
-        agents[name] = AgentDef(
+def _agent_limits(t: AgentsTable) -> AgentLimits:
+    return AgentLimits(max_depth=t.max_depth, max_children=t.max_children, parallel=t.parallel)
+
+
+def _agents(agents: Mapping[str, AgentTable]) -> dict[str, AgentDef]:
+    return {
+        name: AgentDef(
             name=name,
-            model=entry.get("model"),
-            role=entry.get("role"),
-            deny_write=entry.get("deny_write", ()),
-            deny_net=entry.get("deny_net", ()),
+            model=entry.model,
+            role=entry.role,
+            deny_write=tuple(entry.deny_write),
+            deny_net=tuple(entry.deny_net),
         )
-    return agents
+        for name, entry in agents.items()
+    }
 
 
-def _run(t: _Table) -> RunSettings:
-    base = RunSettings()
+def _run(t: RunTable) -> RunSettings:
     return RunSettings(
-        output_cap_bytes=t.get("output_cap_bytes", base.output_cap_bytes),
-        exec_timeout_seconds=float(t.get("exec_timeout_seconds", base.exec_timeout_seconds)),
-        stall_window=t.get("stall_window", base.stall_window),
+        output_cap_bytes=t.output_cap_bytes,
+        exec_timeout_seconds=float(t.exec_timeout_seconds),
+        stall_window=t.stall_window,
     )
 
 
@@ -532,7 +445,7 @@ def _shown(
     values = list(flatten(merged, secrets))
     for _cf, rules in rule_sets:
         values += flatten({"policy": dict(rules)}, secrets)
-    order = {name: index for index, name in enumerate(SCHEMA.fields)}
+    order = {name: index for index, name in enumerate(IoToml.model_fields)}
     values.sort(key=lambda v: order.get(v.key.split(".", 1)[0].split("[", 1)[0], len(order)))
     return tuple(values)
 
@@ -540,6 +453,7 @@ def _shown(
 def project(
     workspace: Path,
     files: tuple[ConfigFile, ...],
+    model: IoToml,
     merged: Mapping[str, Node],
     rule_sets: Sequence[tuple[ConfigFile, Mapping[str, Node]]],
     substituted: frozenset[str],
@@ -550,6 +464,7 @@ def project(
     Args:
         workspace: The workspace root (the store inside it becomes protected).
         files: The scope files read, lowest precedence first.
+        model: The merged tree validated as one model (defaults filled in).
         merged: The merged annotated tree, policy rule lists removed.
         rule_sets: Each scope file with its own `[policy]` rule lists.
         substituted: Every value a substitution produced.
@@ -561,57 +476,47 @@ def project(
     """
     credentials: set[str] = set()
     _credentials(merged, credentials)
-    root = _Table(merged)
-    sub = {name: root.sub(name) for name in SCHEMA.fields}
-    telemetry_table = sub["telemetry"]
+    set_keys = model.telemetry.model_fields_set
     telemetry, header_values = telemetry_config(
-        {k: telemetry_table.get(k) for k in ("otlp_endpoint", "include_content", "headers",
-                                            "service_name", "timeout_seconds")
-         if telemetry_table is not None and telemetry_table.get(k) is not None}, env)
+        {key: getattr(model.telemetry, key) for key in set_keys}, env
+    )
     secrets = frozenset(substituted | credentials | header_values)
-
-    def table(name: str) -> _Table:
-        return sub[name] or _Table({}, (name,))
-
-    web = _web(sub["web"])
-    store_table = sub["store"]
-    store = store_path(store_table.get("path") if store_table else None, env)
-    url = store_url(store_table.get("url") if store_table else None, env)
+    required = _Required(merged)
+    budget, prices = _budget(model.budget), _prices(model.prices, required)
+    if budget.max_cost_usd is not None and prices is None:
+        # Checked at load, so every command that loads [budget] refuses it (#10).
+        raise ConfigError(
+            "[budget] max_cost_usd needs a [prices] table (with as_of) to derive costs from",
+            hint="add [prices] with the models you use, or set max_cost_usd = false",
+        )
+    web = _web(model.web)
+    store = store_path(model.store.path, env)
+    url = store_url(model.store.url, env)
     protected = _protected(workspace, store, files)
+    toolchain = model.toolchain
     return Config(
         files=files,
-        policy=_policy(rule_sets, table("policy"), protected, secrets),
-        sandbox=_sandbox(table("sandbox")),
-        budget=_budget(table("budget")),
-        contract=_contract(table("contract")),
-        provider=_provider(sub["provider"], web),
-        prices=_prices(sub["prices"]),
-        toolchain=_toolchain(table("toolchain")),
-        context_max_tokens=table("context").get("max_tokens", DEFAULT_CONTEXT_TOKENS),
+        policy=_policy(rule_sets, model.policy, protected, secrets),
+        sandbox=_sandbox(model.sandbox),
+        budget=budget,
+        contract=_contract(model.contract, required),
+        provider=_provider(model.provider, required, web),
+        prices=prices,
+        toolchain=Toolchain(test=toolchain.test, build=toolchain.build, lint=toolchain.lint),
+        context_max_tokens=model.context.max_tokens,
         web=web,
-        mcp=_mcp(root),
-        agents=_agents(sub["agents"]),
-        agent_limits=_agent_limits(sub["agents"]),
-        templates_dir=table("templates").get("dir"),
-        template_dirs=_template_dirs(workspace, table("templates").get("dir"), env),
+        mcp=_mcp(model.mcp, merged, required),
+        agents=_agents(model.agents.__pydantic_extra__ or {}),
+        agent_limits=_agent_limits(model.agents),
+        templates_dir=model.templates.dir,
+        template_dirs=_template_dirs(workspace, model.templates.dir, env),
         store_path=store,
         store_url=url,
-        run=_run(table("run")),
+        run=_run(model.run),
         telemetry=telemetry,
-        git=_git(table("git")),
+        git=_git(model.git),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
+        _merged=merged,
+        _rules=tuple(rule_sets),
     )
-
-
-def _git(t: _Table) -> GitSettings:
-    base = GitSettings()
-    return GitSettings(
-        author_name=t.get("author_name"), author_email=t.get("author_email"),
-        timeout_seconds=float(t.get("timeout_seconds", base.timeout_seconds)),
-        history_depth=int(t.get("history_depth", base.history_depth)),
-    )
-
-
-def _toolchain(t: _Table) -> Toolchain:
-    return Toolchain(test=t.get("test"), build=t.get("build"), lint=t.get("lint"))

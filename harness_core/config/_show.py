@@ -10,11 +10,12 @@ import datetime as dt
 import json
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from harness_core.config._schema import Node, Sourced, dotted
 from harness_core.config._scopes import Scope
+from harness_core.config._tree import Node, Sourced, dotted
 
 __all__ = ["MIN_SCRUB_LENGTH", "REDACTED", "ShownValue", "flatten", "redact", "render"]
 
@@ -73,6 +74,8 @@ def _jsonable(value: Any, secrets: Collection[str]) -> Any:
         return redact(str(value), secrets)
     if isinstance(value, dt.date):
         return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
     if isinstance(value, tuple | list):
         return [_jsonable(v, secrets) for v in value]
     if isinstance(value, Mapping):
@@ -101,6 +104,8 @@ def _flatten(
 
 
 def _leaf(node: Sourced, secrets: Collection[str]) -> Any:
+    if node.ceiling and node.value is False:
+        return None  # "no ceiling"
     if not node.secret:
         return _jsonable(node.value, secrets)
     if isinstance(node.value, Mapping):

@@ -5,6 +5,7 @@ library) is imported on the tool's first call, and availability is a module look
 """
 
 from harness_core.documents._contains import DocumentCheck, check_document, document_text
+from harness_core.documents._media import reload_media
 from harness_core.documents._registry import (
     EXTRA_MODULES,
     TOOL_EXTRAS,
@@ -32,6 +33,7 @@ __all__ = [
     "extra_for_suffix",
     "install_command",
     "is_installed",
+    "reload_media",
     "require_extra",
     "unavailable_tools",
 ]

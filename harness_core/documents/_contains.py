@@ -29,10 +29,11 @@ class DocumentCheck:
     detail: str
 
 
-def _page_text(data: bytes, page: int | None) -> str:
-    from harness_core.documents._pdf import extract_pages
+def _page_text(data: bytes, page: int | None, timeout: float | None) -> str:
+    from harness_core.documents._pdf import PDF_READ_SECONDS, extract_pages
 
-    _, pages = extract_pages(data, None if page is None else [page - 1])
+    _, pages = extract_pages(data, None if page is None else [page - 1],
+                             timeout or PDF_READ_SECONDS)
     if page is not None and not pages:
         raise ToolError(f"the PDF has no page {page}")
     return "\n".join(p["text"] for p in pages)
@@ -50,7 +51,8 @@ def _slide_text(data: bytes, page: int | None) -> str:
 
 
 def document_text(
-    data: bytes, path: str, *, page: int | None = None, sheet: str | None = None
+    data: bytes, path: str, *, page: int | None = None, sheet: str | None = None,
+    timeout: float | None = None,
 ) -> str:
     """The text of a document by its suffix (.xlsx/.xlsm, .docx, .pptx, .pdf).
 
@@ -59,6 +61,7 @@ def document_text(
         path: Its name (the suffix picks the format).
         page: A 1-based page (PDF) or slide (pptx).
         sheet: A sheet name (xlsx).
+        timeout: Seconds PDF extraction may take (default `PDF_READ_SECONDS`).
 
     Raises:
         MissingExtra: The format's extra is not installed.
@@ -69,7 +72,7 @@ def document_text(
         raise ToolError(f"{path} is not a document this gate reads (xlsx, docx, pptx, pdf)")
     require_extra(extra, f"document_contains on {path}")
     if extra == "pdf":
-        return _page_text(data, page)
+        return _page_text(data, page, timeout)
     if extra == "pptx":
         return _slide_text(data, page)
     if extra == "xlsx":
@@ -83,7 +86,7 @@ def document_text(
 
 def check_document(
     workspace: Workspace, path: str, *, text: str | None = None, regex: str | None = None,
-    page: int | None = None, sheet: str | None = None,
+    page: int | None = None, sheet: str | None = None, timeout: float | None = None,
 ) -> DocumentCheck:
     """Whether the document at `path` contains `text` (or matches `regex`).
 
@@ -94,7 +97,7 @@ def check_document(
     """
     try:
         data = workspace.read_bytes(workspace.resolve(path))
-        content = document_text(data, path, page=page, sheet=sheet)
+        content = document_text(data, path, page=page, sheet=sheet, timeout=timeout)
     except MissingExtra:
         raise
     except (WorkspaceError, ToolError) as exc:

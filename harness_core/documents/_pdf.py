@@ -21,7 +21,7 @@ from harness_core.tools._support import bounded, req_str
 __all__ = ["PDF_READ_SECONDS", "PdfUnreadable", "extract_pages", "parse_pages", "read"]
 
 PDF_READ_SECONDS = 60.0
-"""Seconds one extraction may take (a 100-page PDF takes ~1 s here: bench/README.md)."""
+"""Seconds one extraction may take (a 100-page PDF costs ~1.5 s of CPU: bench/README.md)."""
 
 _WORKER = Path(__file__).with_name("_pdf_worker.py")
 

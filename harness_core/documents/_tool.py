@@ -21,7 +21,7 @@ from harness_core.documents._registry import (
 from harness_core.documents._specs import DOCUMENT_SPECS
 from harness_core.errors import HarnessError, MissingExtra
 from harness_core.messages import ToolSpec
-from harness_core.tools import Tool, Toolbox, ToolContext, ToolOutcome
+from harness_core.tools import PauseRequested, Tool, Toolbox, ToolContext, ToolOutcome
 
 __all__ = ["DocumentTool", "default_toolbox", "document_tools", "unavailable_tools"]
 
@@ -48,8 +48,8 @@ class DocumentTool:
             return ToolOutcome(str(MissingExtra(name, TOOL_EXTRAS[name])), is_error=True)
         try:
             return self._load()(args, ctx)
-        except HarnessError:
-            raise
+        except (HarnessError, PauseRequested):
+            raise  # typed errors and the gate's pause for an approval pass through
         except zipfile.BadZipFile as exc:
             return ToolOutcome(f"{name}: not a valid {_kind(name)} file ({exc})", is_error=True)
         # Third-party parsers raise anything on a malformed document (KeyError, lxml

@@ -63,29 +63,51 @@ def _bounds(ws: Any, cell_range: str | None) -> tuple[int, int, int, int]:
     return (ws.min_column or 1, ws.min_row or 1, ws.max_column, ws.max_row)
 
 
-def _read_sheet(
-    ws: Any, ws_values: Any, cell_range: str | None, max_rows: int
-) -> dict[str, Any]:
+def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any]:
+    """One pass over the stored cells: values, and formulas as written (no results)."""
+    from openpyxl.utils import get_column_letter
+
     min_col, min_row, max_col, max_row = _bounds(ws, cell_range)
     last = min(max_row, min_row + max_rows - 1)
+    letters = [get_column_letter(c) for c in range(min_col, max_col + 1)]
     rows: list[list[Any]] = []
     formulas: dict[str, str] = {}
-    value_rows = ws_values.iter_rows(min_row=min_row, max_row=last, min_col=min_col,
-                                     max_col=max_col, values_only=True) if ws_values else None
-    for cells in ws.iter_rows(min_row=min_row, max_row=last, min_col=min_col, max_col=max_col):
-        cached = next(value_rows) if value_rows is not None else None
+    spots: list[tuple[int, int]] = []
+    for r, cells in enumerate(ws.iter_rows(min_row=min_row, max_row=last, min_col=min_col,
+                                           max_col=max_col)):
         row: list[Any] = []
         for i, cell in enumerate(cells):
             value = cell.value
-            if getattr(cell, "data_type", None) == "f":
-                formulas[f"{cell.column_letter}{cell.row}"] = str(value)
-                value = cached[i] if cached is not None and i < len(cached) else None
+            if cell.data_type == "f":
+                formulas[f"{letters[i]}{min_row + r}"] = str(value)
+                spots.append((r, i))
+                value = None  # filled with the cached result by `_fill_cached`
             row.append(_json_value(value))
         rows.append(row)
+    return {"name": ws.title, "first_row": min_row, "first_column": min_col, "rows": rows,
+            "formulas": formulas, "truncated": max_row > last,
+            "_spots": spots, "_bounds": (min_col, min_row, max_col, last)}
+
+
+def _fill_cached(ws_values: Any, sheet: dict[str, Any]) -> None:
+    """Put each formula's cached result (a second pass, over the values) in its place."""
+    min_col, min_row, max_col, last = sheet["_bounds"]
+    wanted: dict[int, list[int]] = {}
+    for r, i in sheet["_spots"]:
+        wanted.setdefault(r, []).append(i)
+    for r, values in enumerate(ws_values.iter_rows(min_row=min_row, max_row=last,
+                                                   min_col=min_col, max_col=max_col,
+                                                   values_only=True)):
+        for i in wanted.get(r, ()):
+            sheet["rows"][r][i] = _json_value(values[i]) if i < len(values) else None
+
+
+def _finish(sheet: dict[str, Any]) -> dict[str, Any]:
+    del sheet["_spots"], sheet["_bounds"]
+    rows = sheet["rows"]
     while rows and all(v is None for v in rows[-1]):
         rows.pop()
-    return {"name": ws.title, "first_row": min_row, "first_column": min_col, "rows": rows,
-            "formulas": formulas, "truncated": max_row > last}
+    return sheet
 
 
 def _sheet_block(sheet: dict[str, Any]) -> str:
@@ -94,15 +116,16 @@ def _sheet_block(sheet: dict[str, Any]) -> str:
     lines = [f"== sheet {sheet['name']} =="]
     first_col = sheet["first_column"]
     formulas = sheet["formulas"]
+    width = max((len(r) for r in sheet["rows"]), default=0)
+    letters = [get_column_letter(first_col + i) for i in range(width)]
     for offset, row in enumerate(sheet["rows"]):
         number = sheet["first_row"] + offset
-        cells: list[str] = []
-        for i, value in enumerate(row):
-            ref = f"{get_column_letter(first_col + i)}{number}"
-            text = _shown(value)
-            if ref in formulas:
-                text = f"{formulas[ref]} → {text}" if text else formulas[ref]
-            cells.append(text)
+        cells = [_shown(value) for value in row]
+        if formulas:
+            for i, text in enumerate(cells):
+                ref = f"{letters[i]}{number}"
+                if ref in formulas:
+                    cells[i] = f"{formulas[ref]} → {text}" if text else formulas[ref]
         if any(cells):
             lines.append(f"{number}: " + " | ".join(cells))
     if sheet["truncated"]:
@@ -119,17 +142,16 @@ def _read_book(
         names = list(book.sheetnames)
         if sheet is not None and sheet not in names:
             raise LookupError(f"no sheet {sheet!r}; sheets: {', '.join(names)}")
-        chosen = [sheet] if sheet is not None else names
         out: list[dict[str, Any]] = []
-        for name in chosen:
+        for name in [sheet] if sheet is not None else names:
             ws = book[name]
             if not hasattr(ws, "iter_rows"):
                 continue  # a chart sheet has no cells
-            result = _read_sheet(ws, None, cell_range, max_rows)
-            if result["formulas"]:
+            result = _read_sheet(ws, cell_range, max_rows)
+            if result["_spots"]:
                 values = values or _load(data, values=True)
-                result = _read_sheet(ws, values[name], cell_range, max_rows)
-            out.append(result)
+                _fill_cached(values[name], result)
+            out.append(_finish(result))
         return names, out
     finally:
         book.close()

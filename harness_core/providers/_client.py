@@ -19,8 +19,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import httpx
-
+from harness_core.providers._httpx import httpx
 from harness_core.providers._tls import ssl_context
 
 __all__ = ["describe_failure", "has_http2", "make_client", "proxy_mounts", "timeouts"]

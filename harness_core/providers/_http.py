@@ -20,11 +20,9 @@ from __future__ import annotations
 import json
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
-
-import httpx
 
 from harness_core.clock import Clock
 from harness_core.errors import ConfigError, ProviderError
@@ -37,6 +35,7 @@ from harness_core.providers._base import (
 )
 from harness_core.providers._client import describe_failure, make_client, timeouts
 from harness_core.providers._config import ProviderConfig
+from harness_core.providers._httpx import httpx
 from harness_core.providers._redact import Redactor, one_line
 from harness_core.providers._retry import (
     RetryPolicy,
@@ -106,6 +105,7 @@ class HttpProvider(ABC):
             env, ca_bundles=bundles, timeout_seconds=config.timeout_seconds
         )
         self._fragments: dict[int, tuple[Message, Any]] = {}
+        self._joined: tuple[tuple[Message, ...], str] | None = None
         self.last_attempts: tuple[ProviderAttempt, ...] = ()
 
     def __repr__(self) -> str:
@@ -272,6 +272,28 @@ class HttpProvider(ABC):
         value = encode(message)
         self._fragments[id(message)] = (message, value)
         return value
+
+    def joined(
+        self, messages: tuple[Message, ...], fragments: Callable[[Message], Iterable[str]]
+    ) -> str:
+        """The comma-joined JSON fragments of `messages` (without the brackets).
+
+        When the messages extend those of the previous call (the usual step: two or three
+        new messages at the end), the previous text is reused and only the new messages
+        are joined on, so a step's cost stays flat however long the run grows; the
+        prefix is compared by identity in C (`tuple ==`), not message by message.
+        """
+        head, rest = "", messages
+        previous = self._joined
+        if previous is not None:
+            done, text = previous
+            if len(messages) >= len(done) and messages[: len(done)] == done:
+                head, rest = text, messages[len(done) :]
+        parts = [fragment for message in rest for fragment in fragments(message)]
+        if parts:
+            head = head + "," + ",".join(parts) if head else ",".join(parts)
+        self._joined = (messages, head)
+        return head
 
     def _prune(self, messages: tuple[Message, ...]) -> None:
         """Forget fragments of messages the latest request no longer holds."""

@@ -20,7 +20,7 @@ from harness_core.providers._base import Provider, WebAccess
 from harness_core.providers._config import ProviderConfig
 
 if TYPE_CHECKING:
-    import httpx
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["PROVIDER_KINDS", "build_provider", "validate_web"]
 

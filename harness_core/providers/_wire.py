@@ -6,13 +6,24 @@ body, reported counts, and the time-to-first-token mark. No I/O.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 from harness_core.clock import Clock
 from harness_core.errors import ProviderError
+from harness_core.messages import Media, Message
 
-__all__ = ["WIRE_JSON", "StreamClock", "json_object", "opt_int", "tool_arguments"]
+__all__ = [
+    "WIRE_JSON",
+    "StreamClock",
+    "base64_text",
+    "data_url",
+    "json_object",
+    "media_text",
+    "opt_int",
+    "tool_arguments",
+]
 
 WIRE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 """How request bodies are encoded: compact UTF-8 JSON."""
@@ -78,3 +89,20 @@ def json_object(text: str | bytes, what: str) -> dict[str, Any]:
             f"{what}: a 200 answer of the wrong shape: not a JSON object", retryable=False
         )
     return data
+
+
+def media_text(message: Message) -> tuple[str, tuple[Media, ...]]:
+    """A tool message's text and the images it carries with their bytes; an image read
+    back without its bytes is named in the text instead."""
+    missing = [m.placeholder() for m in message.media if not m.data]
+    text = "\n".join([message.content, *missing]) if missing else message.content
+    return text, tuple(m for m in message.media if m.data)
+
+
+def base64_text(media: Media) -> str:
+    return base64.b64encode(media.data).decode("ascii")
+
+
+def data_url(media: Media) -> str:
+    """The image as a ``data:`` URL (OpenAI's ``image_url``)."""
+    return f"data:{media.media_type};base64,{base64_text(media)}"

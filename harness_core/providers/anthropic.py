@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
@@ -30,7 +28,17 @@ from harness_core.providers._config import ProviderConfig
 from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
 from harness_core.providers._sse import SSEEvent
-from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
+from harness_core.providers._wire import (
+    WIRE_JSON,
+    StreamClock,
+    base64_text,
+    media_text,
+    opt_int,
+    tool_arguments,
+)
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["AnthropicProvider"]
 
@@ -71,6 +79,8 @@ class AnthropicProvider(HttpProvider):
     ) -> None:
         validate_web("anthropic", config.web)
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
+        self._turns: tuple[tuple[Message, ...], str, tuple[str, list[str]] | None] | None = None
+        self._system: tuple[tuple[Message, ...], str] | None = None
 
     def _check_web(self, request: CompletionRequest) -> None:
         validate_web("anthropic", request.web)
@@ -85,7 +95,7 @@ class AnthropicProvider(HttpProvider):
         return headers
 
     def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
-        system = system_text(request.messages)
+        system = self._system_text(request.messages)
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -104,22 +114,48 @@ class AnthropicProvider(HttpProvider):
             body["stream"] = True
         return body
 
+    def _system_text(self, messages: tuple[Message, ...]) -> str:
+        """`system_text`, extended from the previous request's when this one extends it."""
+        previous = self._system
+        if previous is not None:
+            done, text = previous
+            if len(messages) >= len(done) and messages[: len(done)] == done:
+                more = system_text(messages[len(done) :])
+                text = text + "\n\n" + more if text and more else text or more
+                self._system = (messages, text)
+                return text
+        text = system_text(messages)
+        self._system = (messages, text)
+        return text
+
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
         # The same turns as `wire_messages`, from each message's blocks encoded once.
-        turns: list[tuple[str, list[str]]] = []
-        for message in messages:
+        # Consecutive messages of one role merge into one turn, so only the last turn
+        # can still grow: the turns before it are kept as text between steps, and a
+        # request that extends the previous one encodes only its new messages.
+        closed, last, rest = "", None, messages
+        previous = self._turns
+        if previous is not None:
+            done, done_closed, done_last = previous
+            if len(messages) >= len(done) and messages[: len(done)] == done:
+                closed, rest = done_closed, messages[len(done) :]
+                last = (done_last[0], list(done_last[1])) if done_last is not None else None
+        for message in rest:
             if message.role is Role.SYSTEM:
                 continue
             role, blocks = self.encoded(message, _encode_blocks)
             if not blocks:
                 continue
-            if turns and turns[-1][0] == role:
-                turns[-1][1].extend(blocks)
-            else:
-                turns.append((role, list(blocks)))
-        return "[" + ",".join(
-            f'{{"role":"{role}","content":[{",".join(blocks)}]}}' for role, blocks in turns
-        ) + "]"
+            if last is not None and last[0] == role:
+                last[1].extend(blocks)
+                continue
+            if last is not None:
+                closed = closed + "," + _turn_json(*last) if closed else _turn_json(*last)
+            last = (role, list(blocks))
+        self._turns = (messages, closed, last)
+        if last is None:
+            return "[" + closed + "]"
+        return "[" + (closed + "," if closed else "") + _turn_json(*last) + "]"
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -209,6 +245,10 @@ def system_text(messages: tuple[Message, ...]) -> str:
     return "\n\n".join(m.content for m in messages if m.role is Role.SYSTEM and m.content)
 
 
+def _turn_json(role: str, blocks: list[str]) -> str:
+    return f'{{"role":"{role}","content":[{",".join(blocks)}]}}'
+
+
 def _encode_blocks(message: Message) -> tuple[str, tuple[str, ...]]:
     role, blocks = _blocks(message)
     return role, tuple(WIRE_JSON.encode(block) for block in blocks)
@@ -217,8 +257,16 @@ def _encode_blocks(message: Message) -> tuple[str, tuple[str, ...]]:
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if message.role is Role.TOOL:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-        if message.content:
-            block["content"] = message.content
+        text, images = media_text(message)
+        if images:
+            # Anthropic takes images inside the tool result, as base64 image blocks.
+            parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            parts.extend({"type": "image", "source": {
+                "type": "base64", "media_type": m.media_type, "data": base64_text(m)}}
+                for m in images)
+            block["content"] = parts
+        elif text:
+            block["content"] = text
         if message.is_error:
             block["is_error"] = True
         return "user", [block]

@@ -13,12 +13,10 @@ import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
-from harness_core.messages import Message, Role, ToolCall, Usage
+from harness_core.messages import Media, Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
     Citation,
     CompletionRequest,
@@ -31,7 +29,17 @@ from harness_core.providers._http import HttpProvider
 from harness_core.providers._registry import validate_web
 from harness_core.providers._retry import is_retryable_status
 from harness_core.providers._sse import SSEEvent
-from harness_core.providers._wire import WIRE_JSON, StreamClock, opt_int, tool_arguments
+from harness_core.providers._wire import (
+    WIRE_JSON,
+    StreamClock,
+    data_url,
+    media_text,
+    opt_int,
+    tool_arguments,
+)
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["OpenAIProvider"]
 
@@ -73,6 +81,7 @@ class OpenAIProvider(HttpProvider):
         validate_web(self.name, config.web)
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._url_text = self._base_url + "/chat/completions"
+        self._encoded_prefix: tuple[tuple[Message, ...], str, tuple[Media, ...]] | None = None
         self._tokens_field = (
             "max_completion_tokens" if _OPENAI_HOST in self._base_url else "max_tokens"
         )
@@ -117,8 +126,32 @@ class OpenAIProvider(HttpProvider):
         body["web_search_options"] = options
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
+        # A tool message carries only text, so the images of a run of tool results go
+        # in one user message after it (`image_turn`). The text of the previous
+        # request is kept (without an image turn it still owed) and extended when this
+        # request extends that one, so a step's cost stays flat as the run grows.
+        head, rest = "", messages
+        pending: tuple[Media, ...] = ()
+        previous = self._encoded_prefix
+        if previous is not None:
+            done, done_head, done_pending = previous
+            if len(messages) >= len(done) and messages[: len(done)] == done:
+                head, pending, rest = done_head, done_pending, messages[len(done) :]
         encode = self._encode_message
-        return "[" + ",".join(self.encoded(m, encode) for m in messages) + "]"
+        parts: list[str] = [head] if head else []
+        waiting: list[Media] = list(pending)
+        for message in rest:
+            if waiting and message.role is not Role.TOOL:
+                parts.append(WIRE_JSON.encode(image_turn(waiting)))
+                waiting = []
+            parts.append(self.encoded(message, encode))
+            if message.media:
+                waiting.extend(media_text(message)[1])
+        head = ",".join(parts)
+        self._encoded_prefix = (messages, head, tuple(waiting))
+        if waiting:
+            return "[" + head + ("," if head else "") + WIRE_JSON.encode(image_turn(waiting)) + "]"
+        return "[" + head + "]"
 
     def _encode_message(self, message: Message) -> str:
         return WIRE_JSON.encode(wire_message(message, self.config.system_role))
@@ -205,15 +238,39 @@ class OpenAIProvider(HttpProvider):
 def wire_messages(
     messages: tuple[Message, ...], system_role: str = "system"
 ) -> list[dict[str, Any]]:
-    """The Chat Completions ``messages`` list for a conversation."""
-    return [wire_message(message, system_role) for message in messages]
+    """The Chat Completions ``messages`` list for a conversation.
+
+    A tool message can carry only text, so the images of a run of tool results follow
+    it as one user message of ``image_url`` parts (data URLs).
+    """
+    out: list[dict[str, Any]] = []
+    pending: list[Media] = []
+    for message in messages:
+        if pending and message.role is not Role.TOOL:
+            out.append(image_turn(pending))
+            pending = []
+        out.append(wire_message(message, system_role))
+        if message.media:
+            pending.extend(media_text(message)[1])
+    if pending:
+        out.append(image_turn(pending))
+    return out
+
+
+def image_turn(images: list[Media]) -> dict[str, Any]:
+    """The user message that shows the model the images of the tool results before it."""
+    names = ", ".join(m.path for m in images)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": f"Image(s) from view_image: {names}"}]
+    parts.extend({"type": "image_url", "image_url": {"url": data_url(m)}} for m in images)
+    return {"role": "user", "content": parts}
 
 
 def wire_message(message: Message, system_role: str = "system") -> dict[str, Any]:
     """One message in Chat Completions' shape; a system message takes `system_role`
     (``developer`` for models that refuse ``system``)."""
     if message.role is Role.TOOL:
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        return {"role": "tool", "tool_call_id": message.tool_call_id,
+                "content": media_text(message)[0]}
     if message.role is Role.SYSTEM:
         return {"role": system_role, "content": message.content}
     if message.role is not Role.ASSISTANT:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role
@@ -41,7 +39,10 @@ from harness_core.providers._responses_stream import (
     turn_key,
 )
 from harness_core.providers._sse import SSEEvent
-from harness_core.providers._wire import WIRE_JSON, StreamClock
+from harness_core.providers._wire import WIRE_JSON, StreamClock, data_url, media_text
+
+if TYPE_CHECKING:
+    from harness_core.providers._httpx import httpx
 
 __all__ = ["OpenAIResponsesProvider"]
 
@@ -142,11 +143,11 @@ class OpenAIResponsesProvider(HttpProvider):
         return body
 
     def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        encode = self._encode
-        parts: list[str] = []
-        for message in messages[self._start :]:
-            parts.extend(self.encoded(message, encode))
-        return "[" + ",".join(parts) + "]"
+        return "[" + self.joined(messages[self._start :], self._fragments_of) + "]"
+
+    def _fragments_of(self, message: Message) -> tuple[str, ...]:
+        fragments: tuple[str, ...] = self.encoded(message, self._encode)
+        return fragments
 
     def _encode(self, message: Message) -> tuple[str, ...]:
         items = wire_items(message, self.config.system_role)
@@ -236,13 +237,17 @@ def web_search_tool(web: WebAccess) -> dict[str, Any]:
 def wire_items(message: Message, system_role: str = "system") -> list[dict[str, Any]]:
     """The Responses ``input`` items of one message (reasoning items not included)."""
     if message.role is Role.TOOL:
-        return [
-            {
-                "type": "function_call_output",
-                "call_id": message.tool_call_id,
-                "output": message.content,
-            }
+        text, images = media_text(message)
+        output: list[dict[str, Any]] = [
+            {"type": "function_call_output", "call_id": message.tool_call_id, "output": text}
         ]
+        if images:
+            # The images follow the output as a user message of input_image parts.
+            parts: list[dict[str, Any]] = [{"type": "input_text", "text": "Image(s) from"
+                                            f" view_image: {', '.join(m.path for m in images)}"}]
+            parts.extend({"type": "input_image", "image_url": data_url(m)} for m in images)
+            output.append({"type": "message", "role": "user", "content": parts})
+        return output
     if message.role is Role.SYSTEM:
         return [{"type": "message", "role": system_role, "content": message.content}]
     if message.role is Role.USER:

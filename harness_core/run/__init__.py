@@ -29,6 +29,7 @@ _EXPORTS = {
     "resume_tree_from_stored_policy": "harness_core.run._entry",
     "resume_tree_with_answer": "harness_core.run._entry",
     "run_tree": "harness_core.run._entry",
+    "sweep_leftovers": "harness_core.run._sweep",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -56,10 +57,12 @@ if TYPE_CHECKING:
     from harness_core.run._loop import INTERRUPTED_OBSERVATION, Runner
     from harness_core.run._progress import Progress
     from harness_core.run._spec import RunOutcome, RunSpec
+    from harness_core.run._sweep import sweep_leftovers
 
     __all__ = [  # noqa: F811 - the same list, for type checkers
         "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
         "GateInputs", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
         "build_launchers", "gate_inputs", "protect_gate_inputs", "resume_tree",
         "resume_tree_from_stored_policy", "resume_tree_with_answer", "run_tree",
+        "sweep_leftovers",
     ]

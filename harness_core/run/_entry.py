@@ -8,11 +8,10 @@ provider, the approver and the responder given here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from harness_core.clock import Clock
 from harness_core.events import EventSink
-from harness_core.policy import Approver, Policy
+from harness_core.policy import Approver
 from harness_core.providers import Provider
 from harness_core.run._loop import Runner
 from harness_core.run._spec import RunOutcome, RunSpec
@@ -106,11 +105,8 @@ def resume_tree_from_stored_policy(
         RunNotFound: No such run.
         UsageError: As `resume_tree`.
     """
-    record = store.run(root_run_id)
     runner = _runner(store, provider, clock, on_event, approver, responder, toolbox, new_id)
-    runner._stored_policy = True
-    stored = replace(spec, policy=Policy.from_json(record.policy))
-    return runner.resume(root_run_id, stored, approve=approve, answer=answer)
+    return runner.resume(root_run_id, spec, approve=approve, answer=answer, stored_policy=True)
 
 
 def resume_tree_with_answer(

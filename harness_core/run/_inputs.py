@@ -20,9 +20,10 @@ they were untouched and, if not, which files changed. This module never runs a g
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,6 +51,11 @@ thousands of ``*_test.go`` files) the policy layer still refuses every write, an
 fingerprint still notices one that got through."""
 _CACHE = re.compile(r"(?:^|/)(?:__pycache__|\.pytest_cache|\.mypy_cache|\.ruff_cache)/|\.py[co]$")
 """Caches a test runner writes beside its inputs: not inputs, never fingerprinted."""
+_PRUNED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox",
+                     ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+"""Directories never walked for inputs: the repository, dependencies, caches. Writes
+under them are still refused by the policy when a pattern covers them; they are only
+not fingerprinted (a `node_modules` holds thousands of ``*.test.js`` files)."""
 _MAX_FINGERPRINT_FILES = 100_000
 """Files walked when fingerprinting (the workspace walk's own default)."""
 
@@ -229,11 +235,23 @@ def _union(patterns: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{compile_path(p).pattern})" for p in patterns), re.DOTALL)
 
 
-def _walk(workspace: Workspace) -> Iterable[str]:
-    try:
-        yield from workspace.walk_files("", max_files=_MAX_FINGERPRINT_FILES)
-    except WorkspaceError:
-        return
+def _walk(workspace: Workspace) -> Iterator[str]:
+    """Regular files under the root (links not followed), dependency and cache
+    directories pruned, at most `_MAX_FINGERPRINT_FILES`."""
+    root = str(workspace.root)
+    count = 0
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _PRUNED
+                         and not os.path.islink(os.path.join(directory, d)))
+        rel_dir = os.path.relpath(directory, root)
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            if os.path.islink(path):
+                continue
+            count += 1
+            if count > _MAX_FINGERPRINT_FILES:
+                return
+            yield name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
 
 
 def fingerprint_inputs(workspace: Workspace, patterns: Sequence[str]) -> dict[str, str]:

@@ -29,6 +29,7 @@ from harness_core.sandbox import (
     SandboxConfig,
     SandboxSpec,
     Selected,
+    activate_ledger,
     launcher,
     select,
 )
@@ -58,14 +59,20 @@ class Launchers:
     commands_sandboxed: bool
     egress: EgressProxy | None = None
 
-    def attach(self, gate: Gate, store_path: Path | None) -> None:
+    def attach(self, gate: Gate, store: Store | None) -> None:
         """Let the egress proxy decide through `gate`, recording each refusal.
 
-        Refusals are written through a connection of their own (`store_path`), since
-        the proxy answers from its own threads.
+        Refusals are written through a connection of their own (`store.reopen()`),
+        since the proxy answers from its own threads.
         """
         if self.egress is not None:
-            self.egress.set_decide(_recording_decider(gate, store_path))
+            self.egress.set_decide(_recording_decider(gate, store))
+
+    def note_run(self, run_id: str, store: Store) -> None:
+        """Name the run these launchers start commands for, and its store (for a sweep)."""
+        from harness_core.run._sweep import store_key
+
+        activate_ledger().note_run(run_id, store_key(store))
 
     def close(self) -> None:
         """Stop the egress proxy, if there is one."""
@@ -82,7 +89,7 @@ def _policy_decider(policy: Policy) -> Callable[[str, int], tuple[bool, str]]:
 
 
 def _recording_decider(
-    gate: Gate, store_path: Path | None
+    gate: Gate, store: Store | None
 ) -> Callable[[str, int], tuple[bool, str]]:
     lock = threading.Lock()
     stores: list[Store] = []
@@ -90,8 +97,8 @@ def _recording_decider(
     def decide(host: str, port: int) -> tuple[bool, str]:
         act = Act.net(f"{host}:{port}")
         with lock:
-            if store_path is not None and not stores:
-                stores.append(Store(store_path))
+            if store is not None and not stores:
+                stores.append(store.reopen())
             decision = gate.decide_unattended(
                 act, by="egress proxy", store=stores[0] if stores else None
             )
@@ -158,6 +165,7 @@ def build_launchers(spec: RunSpec) -> Launchers:
             commands; or the floor was selected for a policy with net rules.
     """
     config = spec.sandbox
+    activate_ledger()
     selected = select(config, env=spec.env, secrets=spec.provider_keys)
     _refuse_unconfined_net(selected, spec)
     egress = None

@@ -22,13 +22,12 @@ from typing import Any
 
 import psutil
 
-from harness_core.agents import roster_description, spawn_refusal
 from harness_core.clock import Clock, SystemClock
-from harness_core.documents import default_toolbox
+from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
-from harness_core.policy import Approver
+from harness_core.policy import Approver, Policy
 from harness_core.providers import (
     CompletionRequest,
     CompletionResponse,
@@ -46,13 +45,13 @@ from harness_core.run._inputs import (
 from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
-from harness_core.run._spawn import run_spawns
+from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
-from harness_core.run._tree import SpawnTool, TreeBudget, TreeContext
+from harness_core.run._tree import TreeContext, root_tree, with_spawn
 from harness_core.shell import HandleRegistry
 from harness_core.store import RunStatus, Store, VerificationRecord
 from harness_core.store._tree import TreePlace
-from harness_core.tools import PauseRequested, Toolbox, ToolContext, ToolOutcome
+from harness_core.tools import PauseRequested, RunServices, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
 
@@ -169,7 +168,7 @@ class Runner:
         settings = spec.settings_json()
         settings["gate_inputs"] = baseline_json(spec.workspace, inputs)
         launchers = build_launchers(spec)
-        self._plan_tree(spec)
+        plan_tree(self.provider, spec, is_root=self._tree is None)
         run_id = self._create(spec, launchers, settings=settings)
         return self._drive(run_id, spec, launchers, resumed=False, approve=None, answer=None)
 
@@ -183,9 +182,12 @@ class Runner:
         settings: dict[str, Any] | None = None,
     ) -> str:
         run_id = self._new_id()
+        if settings is None:  # a child: its gates' inputs are fingerprinted when it starts
+            settings = spec.settings_json()
+            settings["gate_inputs"] = baseline_json(spec.workspace, gate_inputs(spec))
         self.store.create_run(
             run_id, goal=spec.contract.goal, workspace=str(spec.workspace.root),
-            model=spec.model, settings=settings or spec.settings_json(), policy=spec.policy.to_json(),
+            model=spec.model, settings=settings, policy=spec.policy.to_json(),
             sandbox=_sandbox_json(launchers), messages=opening_messages(spec),
             session_id=spec.session_id, parent_run_id=parent_run_id or spec.parent_run_id,
             owner_pid=os.getpid(), owner_started=_own_start_time(), tree=place,
@@ -198,18 +200,6 @@ class Runner:
         }))
         return run_id
 
-    def _plan_tree(self, spec: RunSpec) -> None:
-        """Tell a provider that serves a tree from one script (scripted) how spawns go."""
-        plan = getattr(self.provider, "plan_tree", None)
-        if self._tree is not None or not callable(plan):
-            return
-
-        def starts(arguments: object, depth: int, spawned: int) -> bool:
-            return spawn_refusal(arguments, roster=spec.agents, limits=spec.agent_limits,
-                                 depth=depth, spawned=spawned) is None
-
-        plan(starts)
-
     def resume(
         self,
         run_id: str,
@@ -217,15 +207,28 @@ class Runner:
         *,
         approve: bool | None = None,
         answer: str | None = None,
+        stored_policy: bool = False,
     ) -> RunOutcome:
-        """Resume a crashed, interrupted or paused run under `spec`'s policy.
+        """Resume a crashed, interrupted or paused run (a tree: through its root).
+
+        Args:
+            run_id: The run (the root, for a tree).
+            spec: What it runs under now; its policy bounds every child.
+            approve: The operator's decision on a deferred approval the tree waits for.
+            answer: The operator's answer to a question the tree waits for.
+            stored_policy: Run every run of the tree under the policy it recorded
+                instead (`spec.policy` is ignored).
 
         Raises:
             RunNotFound: No such run.
             RunInUse: Another live process drives it.
-            UsageError: A paused run resumed without what it waits for (or with the wrong one).
+            UsageError: A paused run resumed without what it waits for (or with the wrong
+                one), or a child's id (a child is resumed through its root).
         """
         record = self.store.run(run_id)
+        if stored_policy:
+            self._stored_policy = True
+            spec = replace(spec, policy=Policy.from_json(record.policy))
         if record.depth > 0 and self._tree is None:
             raise UsageError(
                 f"run {run_id} is a child in the tree of run {record.root_run_id}; a child is"
@@ -239,7 +242,7 @@ class Runner:
         spec = protect_gate_inputs(spec)
         seq = self.store.acquire_run(run_id, os.getpid(), _own_start_time(), alive=_process_alive)
         launchers = build_launchers(spec)
-        self._plan_tree(spec)
+        plan_tree(self.provider, spec, is_root=self._tree is None)
         self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
                                 _sandbox_json(launchers))
         self.store.mark_orphaned_handles(run_id)
@@ -268,34 +271,34 @@ class Runner:
     ) -> RunOutcome:
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
-        launchers.attach(gate, self.store.path)
+        launchers.attach(gate, self.store)
+        launchers.note_run(run_id, self.store)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
-        ctx.extras["todos"] = self.store
-        ctx.extras["git"] = spec.git
-        if self.responder is not None:
-            ctx.extras["responder"] = self.responder
+        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder)
         context = ContextBudget(spec.context_max_tokens)
-        context.extend(self.store.messages(run_id))
-        tree = self._tree or self._root_tree(run_id, spec, resumed=resumed,
-                                             wall_before=wall_before)
+        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
+        tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
+                                       wall_before=wall_before, stored_policy=self._stored_policy,
+                                       cancel=self._cancel)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree)
         handles: dict[str, Any] = {}
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
-            handles = {"handles": HandleRegistry(
+            registry = HandleRegistry(
                 run_id=run_id, launcher=launchers.commands, workspace=spec.workspace,
-                capture_dir=capture_dir, clock=self.clock, store=self.store)}
-            ctx.extras.update(handles)
+                capture_dir=capture_dir, clock=self.clock, store=self.store)
+            handles = {"handles": registry}
+            ctx.services.handles = registry
             handles.update(self._open_extras(drive))
             drive.toolbox = self.toolbox
             if spec.mcp:
                 handles["mcp"] = self._start_mcp(drive)
-            drive.toolbox = _with_spawn(drive.toolbox, spec)
+            drive.toolbox = with_spawn(drive.toolbox, spec)
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
         except KeyboardInterrupt:
@@ -310,24 +313,6 @@ class Runner:
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome
-
-    def _root_tree(
-        self, run_id: str, spec: RunSpec, *, resumed: bool, wall_before: float
-    ) -> TreeContext:
-        """The tree a root run starts (or, resumed, what its tree has drawn so far)."""
-        budget = TreeBudget()
-        if resumed:
-            budget.steps, budget.tokens = self.store.tree_usage(run_id)
-            if spec.cost_of is not None and spec.budget.max_cost_usd is not None:
-                for record in self.store.tree_runs(run_id):
-                    for step in self.store.steps(record.run_id):
-                        cost = spec.cost_of(step.model_served or spec.model,
-                                            Usage.from_json(step.usage))
-                        budget.cost += cost or 0.0
-        if spec.budget.wall_seconds is not None:
-            budget.deadline = self.clock.monotonic() + spec.budget.wall_seconds - wall_before
-        return TreeContext(root_run_id=run_id, depth=0, budget=budget, web=spec.web,
-                           stored_policy=self._stored_policy, cancel=self._cancel)
 
     def _start_mcp(self, drive: _Drive) -> Any:
         """Start the run's MCP servers (each start checked by the gate) and offer their
@@ -365,8 +350,9 @@ class Runner:
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
             if last is not None and last.state.get("done") and last.state.get("verified") is None:
-                if self._verify(drive, last.step_index):
-                    return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+                ended = self._done(drive, last.step_index)
+                if ended is not None:
+                    return ended
         try:
             while True:
                 self._boundary(drive, step)
@@ -375,15 +361,16 @@ class Runner:
                     self._check_budget(drive, step)
                     response = self._complete(drive, step)
                     calls = response.tool_calls
-                    tokens = response.usage.billed_tokens()
+                    tokens = response.usage.billed_tokens(drive.spec.budget.cache_read_weight)
                     self._draw_cost(drive, response.model or drive.spec.model, response.usage,
                                     fresh=True)
                 else:
-                    calls = tuple(ToolCall.from_json(c) for c in recorded.tool_calls)
-                    tokens = _billed(recorded.usage)
+                    calls = recorded.tool_calls
+                    tokens = recorded.usage.billed_tokens(
+                        drive.spec.budget.cache_read_weight)
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
-                                    Usage.from_json(recorded.usage))
+                                    recorded.usage)
                 drive.gate.step = step
                 self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
                 pause, approve, answer = None, None, None
@@ -399,8 +386,9 @@ class Runner:
                 drive.tokens_used += tokens
                 drive.tree.budget.add(tokens=tokens)
                 self._emit(Event(EventKind.CHECKPOINT, drive.run_id, {"step": step}))
-                if done and self._verify(drive, step):
-                    return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+                ended = self._done(drive, step) if done else None
+                if ended is not None:
+                    return ended
                 step += 1
         except _Stop as stop:
             return self._end(drive, stop)
@@ -408,6 +396,9 @@ class Runner:
     def _boundary(self, drive: _Drive, step: int) -> None:
         if self._cancel.is_set():
             raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator")
+        if self._tree is not None and self.store.interrupt_pending(self._tree.root_run_id):
+            raise _Stop(RunStatus.INTERRUPTED,
+                        "interrupted by the operator (io interrupt of the tree's root)")
         if not self.store.has_inbox(drive.run_id):
             return
         for kind, body in self.store.take_inbox(drive.run_id, step):
@@ -442,7 +433,7 @@ class Runner:
         for record in self.store.steps(drive.run_id):
             if record.step_index < before_step:
                 self._draw_cost(drive, record.model_served or drive.spec.model,
-                                Usage.from_json(record.usage))
+                                record.usage)
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
@@ -535,6 +526,8 @@ class Runner:
                 held = run_spawns(self, drive, step, list(enumerate(calls))[index:end],
                                   pause=pause, approve=approve, answer=answer)
                 if held is not None:
+                    if held.status is RunStatus.INTERRUPTED and self._tree is None:
+                        self.store.consume_interrupt(drive.run_id, step)
                     raise _Stop(held.status, held.reason, held.pause)
                 index = end
                 continue
@@ -632,7 +625,7 @@ class Runner:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
-                            outcome.is_error)
+                            outcome.is_error, outcome.media)
         edits = outcome.data.get("edits", []) if outcome.data else []
         for edit in edits:
             drive.changed.add(str(edit.get("path")))
@@ -647,6 +640,16 @@ class Runner:
             "is_error": outcome.is_error,
             "refused": outcome.refused.to_json() if outcome.refused else None,
         }))
+
+    def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
+        """The model says it is done: run the gates. A root that fails one goes on (the
+        failure is its next observation); a child ends, and its parent sees the verdict."""
+        if self._verify(drive, step):
+            return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+        if self._tree is None:
+            return None
+        return self._end(drive, _Stop(RunStatus.FAILED,
+                                      "done, but a gate failed (the parent decides what next)"))
 
     def _verify(self, drive: _Drive, step: int) -> bool:
         contract = drive.spec.contract
@@ -727,13 +730,6 @@ class Runner:
         return outcome
 
 
-def _billed(usage: dict[str, int | None]) -> int:
-    total = usage.get("total_tokens")
-    if total is not None:
-        return total
-    return (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
-
-
 _MAX_PAUSE_TURNS = 8
 """Continuations of one `pause_turn` step before the step is taken as it stands."""
 
@@ -766,14 +762,6 @@ def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
     out = launchers.selected.to_json()
     out["commands_sandboxed"] = launchers.commands_sandboxed
     return out
-
-
-def _with_spawn(toolbox: Toolbox, spec: RunSpec) -> Toolbox:
-    """`toolbox` with `spawn_agent`, its description naming the roster."""
-    combined = toolbox.with_tools(())
-    if "spawn_agent" not in combined.names():
-        combined.add(SpawnTool(roster_description(spec.agents)), builtin=True)
-    return combined
 
 
 def _close_extras(extras: dict[str, Any]) -> None:

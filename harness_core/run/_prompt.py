@@ -25,13 +25,18 @@ def opening_messages(spec: RunSpec) -> list[Message]:
         lines.extend(f"- {s.name}: {s.description} ({s.path})" for s in spec.skills)
     tc = spec.toolchain
     if tc.ecosystem:
-        lines.append(f"Detected project: {tc.ecosystem}.")
+        manager = f" ({tc.package_manager})" if tc.package_manager else ""
+        lines.append(f"Detected project: {tc.ecosystem}{manager}.")
     for label, command in (("test", tc.test), ("build", tc.build), ("lint", tc.lint)):
         if command:
             lines.append(f"Conventional {label} command: {command}")
     if spec.contract.verify:
         gates = ", ".join(c.command or c.kind.value for c in spec.contract.verify)
         lines.append(f"Verification gates: {gates}")
+        if any(not c.editable for c in spec.contract.verify):
+            lines.append("The files those gates depend on (tests and their configuration)"
+                         " are write-protected: make the gates pass by changing the code"
+                         " they check, not the gates.")
     goal = spec.contract.goal
     if spec.contract.constraints:
         goal += "\n\nConstraints:\n" + "\n".join(f"- {c}" for c in spec.contract.constraints)

@@ -39,7 +39,7 @@ from harness_core.tools import ToolOutcome
 if TYPE_CHECKING:
     from harness_core.run._loop import Runner, _Drive
 
-__all__ = ["Held", "run_spawns"]
+__all__ = ["Held", "plan_tree", "run_spawns"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,7 @@ def run_spawns(
     entries = {e.call_index: e for e in store.ledger(drive.run_id, step)}
     spawned = store.count_children(drive.run_id)
     jobs: list[_Job] = []
+    stalled: Held | None = None
     for index, call in items:
         entry = entries.get(index)
         if entry is not None and entry.has_observation:
@@ -114,8 +115,32 @@ def run_spawns(
                 continue
         runner._observe(drive, step, index, call, ToolOutcome(
             refusal, is_error=True, data={"spawn_refused": refusal}))
+        stalled = stalled or _stalled(runner, drive, call)
     _execute(runner, drive, jobs)
-    return _settle(runner, drive, step, jobs)
+    return _settle(runner, drive, step, jobs) or stalled
+
+
+def _stalled(runner: Runner, drive: _Drive, call: ToolCall) -> Held | None:
+    """The stall detector sees spawns too: a parent respawning one child is a stall."""
+    reason = drive.progress.observe(call.key())
+    if reason is None:
+        return None
+    runner._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": reason}))
+    return Held(RunStatus.STOPPED, reason)
+
+
+def plan_tree(provider: Provider, spec: RunSpec, *, is_root: bool) -> None:
+    """Tell a provider that serves a whole tree from one script (scripted) which
+    `spawn_agent` calls will start a child, so it can split the script statically."""
+    plan = getattr(provider, "plan_tree", None)
+    if not is_root or not callable(plan):
+        return
+
+    def starts(arguments: object, depth: int, spawned: int) -> bool:
+        return spawn_refusal(arguments, roster=spec.agents, limits=spec.agent_limits,
+                             depth=depth, spawned=spawned) is None
+
+    plan(starts)
 
 
 def _provider_for(runner: Runner, step: int, index: int) -> Provider:
@@ -234,6 +259,7 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
             "verified": outcome.verified}))
         runner._observe(drive, step, job.index, job.call,
                         child_observation(outcome, job.agent, job.final))
+        held = held or _stalled(runner, drive, job.call)
     if interrupted:
         return Held(RunStatus.INTERRUPTED, "interrupted while children ran")
     return held

@@ -17,6 +17,7 @@ from harness_core.sandbox import SandboxConfig
 from harness_core.store import RunStatus, VerificationRecord
 from harness_core.templates import Skill
 from harness_core.toolchain import Toolchain
+from harness_core.tools import DEFAULT_OUTPUT_CAP
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
@@ -72,9 +73,9 @@ class RunSpec:
     max_tokens: int = 4096
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     context_max_tokens: int | None = None
-    output_cap: int = 32_000
+    output_cap: int = DEFAULT_OUTPUT_CAP
     exec_timeout: float = 120.0
-    stall_window: int = 8
+    stall_window: int = 4
     toolchain: Toolchain = field(default_factory=Toolchain)
     env: Mapping[str, str] = field(default_factory=lambda: {})
     web: WebAccess | None = None

@@ -14,16 +14,16 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness_core.agents import AgentDef
+from harness_core.agents import AgentDef, roster_description
+from harness_core.clock import Clock
 from harness_core.messages import ToolSpec
 from harness_core.policy import Approver, Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
 from harness_core.run._spec import RunOutcome, RunSpec
-from harness_core.store import RunRecord, RunStatus
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.store import RunRecord, RunStatus, Store
+from harness_core.tools import Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Answer, Responder
-from harness_core.verification import TaskContract
 
 __all__ = [
     "SpawnTool",
@@ -31,6 +31,8 @@ __all__ = [
     "TreeContext",
     "child_observation",
     "child_spec",
+    "root_tree",
+    "with_spawn",
 ]
 
 
@@ -135,7 +137,9 @@ def child_spec(
     """The spec a child runs under: `parent.policy.contain(agent.narrow(parent.policy))`.
 
     Allows intersect and denies union, so nothing a definition says (or fails to say)
-    can widen the parent's boundary. On a resume under the stored policy, `record`'s
+    can widen the parent's boundary. The child keeps the tree's constraints and
+    verification gates (it runs them once when it says it is done). On a resume under
+    the stored policy, `record`'s
     policy is used as recorded; a resumed child whose definition is gone is held to its
     recorded policy inside the parent's.
     """
@@ -149,7 +153,7 @@ def child_spec(
         policy = parent.policy
     return replace(
         parent,
-        contract=TaskContract(goal=goal, constraints=parent.contract.constraints),
+        contract=replace(parent.contract, goal=goal),
         policy=policy,
         model=agent.model if agent is not None and agent.model else parent.model,
         web=tree.web,
@@ -196,3 +200,31 @@ class SerialResponder:
     def answer(self, question: str) -> Answer | None:
         with self._lock:
             return self._inner.answer(question)
+
+
+def root_tree(
+    store: Store, clock: Clock, run_id: str, spec: RunSpec, *, resumed: bool,
+    wall_before: float, stored_policy: bool, cancel: threading.Event,
+) -> TreeContext:
+    """The tree a root run starts (or, resumed, what its tree has drawn so far)."""
+    budget = TreeBudget()
+    if resumed:
+        budget.steps, budget.tokens = store.tree_usage(run_id)
+        if spec.cost_of is not None and spec.budget.max_cost_usd is not None:
+            for record in store.tree_runs(run_id):
+                for step in store.steps(record.run_id):
+                    cost = spec.cost_of(step.model_served or spec.model,
+                                        step.usage)
+                    budget.cost += cost or 0.0
+    if spec.budget.wall_seconds is not None:
+        budget.deadline = clock.monotonic() + spec.budget.wall_seconds - wall_before
+    return TreeContext(root_run_id=run_id, depth=0, budget=budget, web=spec.web,
+                       stored_policy=stored_policy, cancel=cancel)
+
+
+def with_spawn(toolbox: Toolbox, spec: RunSpec) -> Toolbox:
+    """`toolbox` with `spawn_agent`, its description naming the roster."""
+    combined = toolbox.with_tools(())
+    if "spawn_agent" not in combined.names():
+        combined.add(SpawnTool(roster_description(spec.agents)), builtin=True)
+    return combined

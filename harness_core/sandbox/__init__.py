@@ -22,6 +22,9 @@ from harness_core.sandbox._base import (
 
 _LAZY = {
     "EgressProxy": "harness_core.sandbox._proxy",
+    "Swept": "harness_core.sandbox._ledger",
+    "activate_ledger": "harness_core.sandbox._ledger",
+    "sweep": "harness_core.sandbox._ledger",
     "CommandResult": "harness_core.sandbox._run",
     "run_command": "harness_core.sandbox._run",
     "launcher": "harness_core.sandbox._select",
@@ -39,9 +42,12 @@ __all__ = [
     "SandboxLimits",
     "SandboxSpec",
     "Selected",
+    "Swept",
+    "activate_ledger",
     "launcher",
     "run_command",
     "select",
+    "sweep",
 ]
 
 
@@ -53,6 +59,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from harness_core.sandbox._ledger import Swept, activate_ledger, sweep
     from harness_core.sandbox._proxy import EgressProxy
     from harness_core.sandbox._run import CommandResult, run_command
     from harness_core.sandbox._select import launcher, select

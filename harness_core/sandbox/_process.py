@@ -35,6 +35,7 @@ import psutil
 from harness_core.errors import HarnessError, SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
+from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger
 
 __all__ = [
     "DEFAULT_ENV_NAMES",
@@ -269,7 +270,11 @@ class PosixLauncher:
         return self._selected
 
     def _environment(self) -> dict[str, str]:
-        return scrub_env(self.spec.env, self.spec.env_allow)
+        env = scrub_env(self.spec.env, self.spec.env_allow)
+        ledger = current_ledger()
+        if ledger is not None:
+            env[TOKEN_VARIABLE] = ledger.token
+        return env
 
     def _wrap(self, request: LaunchRequest, program: str, env: dict[str, str]) -> Launch:
         return Launch(argv=list(request.argv), executable=program, env=env)
@@ -324,6 +329,9 @@ class PosixLauncher:
         run = _Run(cgroup, launch.on_finish)
         with self._lock:
             self._runs[process.pid] = run
+        ledger = current_ledger()
+        if ledger is not None:
+            ledger.add(process.pid, cgroup.path if cgroup is not None else None)
         try:
             self._admit(process, launch, cgroup)
         except BaseException:
@@ -362,6 +370,9 @@ class PosixLauncher:
             run = self._runs.pop(process.pid, None)
         if run is not None:
             self._release(run)
+            ledger = current_ledger()
+            if ledger is not None:
+                ledger.remove(process.pid)
 
     @staticmethod
     def _release(run: _Run) -> None:

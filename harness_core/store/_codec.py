@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness_core.messages import Message, Role, ToolCall
+from harness_core.messages import Media, Message, Role, ToolCall
 
 __all__ = ["dumps", "loads", "message_from_json", "message_to_json"]
 
@@ -41,6 +41,9 @@ def message_to_json(message: Message) -> dict[str, Any]:
         out["name"] = message.name
     if message.is_error:
         out["is_error"] = True
+    if message.media:
+        # A hash and the path, never the image bytes (megabytes a step otherwise).
+        out["media"] = [m.to_json() for m in message.media]
     return out
 
 
@@ -53,4 +56,5 @@ def message_from_json(data: dict[str, Any]) -> Message:
         tool_call_id=data.get("tool_call_id"),
         name=data.get("name"),
         is_error=bool(data.get("is_error", False)),
+        media=tuple(Media.from_json(m) for m in data.get("media", ()) if isinstance(m, dict)),
     )

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from harness_core.messages import ToolCall, Usage
+
 __all__ = [
     "CheckpointRecord",
     "LedgerEntry",
@@ -71,15 +73,27 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class StepRecord:
-    """A committed completion: the assistant's text and the calls it asked for."""
+    """A committed completion: the assistant's text and the calls it asked for.
+
+    Attributes:
+        step_index: The step.
+        created_at: When it was committed (ISO 8601, UTC).
+        text: The assistant's text.
+        tool_calls: The calls it asked for, in order.
+        provider: Which provider answered (None before one was recorded).
+        model_served: The model that served it, as the vendor reported it.
+        usage: The token counts as reported (a field the vendor left out is None).
+        latency_ms: The harness's wall clock around the call.
+        ttft_ms: Time to the first streamed token (None when nothing streamed).
+    """
 
     step_index: int
     created_at: str
     text: str
-    tool_calls: list[dict[str, Any]]
+    tool_calls: tuple[ToolCall, ...]
     provider: str | None
     model_served: str | None
-    usage: dict[str, int | None]
+    usage: Usage
     latency_ms: float | None
     ttft_ms: float | None
 

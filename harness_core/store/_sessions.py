@@ -151,6 +151,9 @@ class SessionQueries(StoreParts):
         Raises:
             UsageError: No such session (or the prefix is ambiguous).
         """
+        if not session_id.strip():
+            raise UsageError("a session id must not be empty",
+                             hint="`io session list` lists recorded sessions")
         escaped = session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._session_read(
             _SELECT_SESSIONS + " WHERE s.session_id = ? OR s.session_id LIKE ? ESCAPE '\\'"

@@ -28,7 +28,7 @@ from harness_core.errors import (
     StoreDamaged,
     StoreUnavailable,
 )
-from harness_core.messages import Message, ToolCall, ToolResult, escape_surrogates
+from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.store._batches import BATCH_SCHEMA_SQL, BatchQueries
 from harness_core.store._check import (
     StoreReport,
@@ -59,6 +59,7 @@ from harness_core.store._schema import (
 )
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
 from harness_core.store._spend import SpendQueries
+from harness_core.store._sweeps import SWEEP_SCHEMA_SQL, SweepQueries
 from harness_core.store._todos import PLAN_SCHEMA_SQL, PlanQueries
 from harness_core.store._tree import (
     RUN_COLUMNS,
@@ -82,7 +83,8 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0007_store_id", ""),  # the row itself is written by `_migrate`, on every backend
     ("0008_agent_trees", TREE_SCHEMA_SQL),
     ("0009_runner_host", RUNNER_HOST_SQL),
-    ("0010_batches", BATCH_SCHEMA_SQL),
+    ("0010_sweeps", SWEEP_SCHEMA_SQL),
+    ("0011_batches", BATCH_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -144,7 +146,7 @@ def _disk_is_full(path: Path) -> bool:
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
-            BatchQueries,
+            BatchQueries, SweepQueries,
             TreeQueries):
     """The run store.
 
@@ -320,8 +322,31 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             raise _translate(exc, "reading", self.path) from exc
 
     def reopen(self) -> Store:
-        """Another connection to the same store, for another thread (a parallel child)."""
-        return Store(self._opened_with)
+        """Another connection to this store, for another thread (a parallel child).
+
+        The store was checked and migrated when this one opened it, so the twin only
+        connects: re-running the file self-check while other connections write (and
+        checkpoint the WAL) could read a header ahead of the file's size.
+
+        Raises:
+            StateError: The connection cannot be made.
+        """
+        twin = Store.__new__(Store)
+        twin._opened_with = self._opened_with
+        twin.backend, twin.location, twin.path = self.backend, self.location, self.path
+        if self.backend == "postgresql":
+            from harness_core.store._postgres import PgConnection
+
+            twin._conn = PgConnection(str(self._opened_with))  # type: ignore[assignment]
+            return twin
+        try:
+            twin._conn = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000,
+                                         isolation_level=None, check_same_thread=False)
+            twin._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            twin._conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.Error as exc:
+            raise _translate(exc, "opening", self.path) from exc
+        return twin
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -396,7 +421,10 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         return run_record(rows[0])
 
     def find_run(self, prefix: str) -> RunRecord:
-        """The run whose id is `prefix` or uniquely starts with it."""
+        """The run whose id is `prefix` or uniquely starts with it (an empty prefix names
+        no run, however few the store holds)."""
+        if not prefix.strip():
+            raise RunNotFound(prefix)
         rows = self._query(
             _RUN_BY_PREFIX,
             (prefix, prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%", prefix),
@@ -913,7 +941,8 @@ def _step_record(r: tuple[Any, ...]) -> StepRecord:
     usage_keys = ("prompt_tokens", "completion_tokens", "total_tokens", "cache_read_tokens",
                   "cache_write_tokens", "reasoning_tokens", "server_tool_requests")
     return StepRecord(
-        step_index=r[0], created_at=r[1], text=r[2], tool_calls=loads(r[3]), provider=r[4],
-        model_served=r[5], usage=dict(zip(usage_keys, r[6:13], strict=True)),
+        step_index=r[0], created_at=r[1], text=r[2],
+        tool_calls=tuple(ToolCall.from_json(c) for c in loads(r[3])), provider=r[4],
+        model_served=r[5], usage=Usage(**dict(zip(usage_keys, r[6:13], strict=True))),
         latency_ms=r[13], ttft_ms=r[14],
     )

@@ -102,6 +102,23 @@ class TreeQueries(StoreParts):
             " ORDER BY CASE WHEN depth = 0 THEN 0 ELSE 1 END, created_at, run_id", (root_run_id, root_run_id))
         return [run_record(r) for r in rows]
 
+    def interrupt_pending(self, run_id: str) -> bool:
+        """Whether an `io interrupt` for `run_id` waits, unconsumed (read, not taken: a
+        tree's children stop on their root's interrupt, which the root takes itself)."""
+        return bool(self._tree_read(
+            "SELECT 1 FROM run_inbox WHERE run_id = ? AND consumed_step IS NULL"
+            " AND kind = 'interrupt' LIMIT 1", (run_id,)))
+
+    def consume_interrupt(self, run_id: str, step: int) -> None:
+        """Mark `run_id`'s pending interrupts taken at `step` (the root, once its tree
+        stopped on one), leaving any steer for the next step."""
+        try:
+            with self._tx() as conn:
+                conn.execute("UPDATE run_inbox SET consumed_step = ? WHERE run_id = ?"
+                             " AND consumed_step IS NULL AND kind = 'interrupt'", (step, run_id))
+        except sqlite3.Error as exc:
+            raise StateError(f"store failed while writing the inbox: {exc}") from exc
+
     def tree_usage(self, root_run_id: str) -> tuple[int, int]:
         """(steps, billed tokens) recorded so far by every run of the tree."""
         row = self._tree_read(

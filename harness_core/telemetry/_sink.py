@@ -2,8 +2,9 @@
 
 Driven only by events, so the loop knows nothing of telemetry. Spans:
 
-- ``invoke_agent io`` per run (a child run is a child span of its parent's open tool call,
-  or of its parent's run span);
+- ``invoke_agent io`` per run; a spawned child's run span sits under an
+  ``execute_tool spawn_agent`` span in its parent's step (children run in the same
+  process, through the same event sink);
 - ``io.step`` per step, ``chat MODEL`` per model call inside it (GenAI semantic
   conventions: ``gen_ai.system``, ``gen_ai.request.model``, ``gen_ai.response.model``,
   ``gen_ai.usage.input_tokens``/``output_tokens``), ``execute_tool NAME`` per tool call;
@@ -187,9 +188,30 @@ def _run_started(sink: TelemetrySink, event: Event, now: int) -> None:
     }
     if sink.config.include_content:
         attrs["io.run.goal"] = sink._content(d.get("goal", ""))
-    parent_span = sink._innermost(parent) if parent is not None else None
+    parent_span = None
+    if parent is not None:  # a spawned child: under a span for the parent's spawn_agent call
+        parent_span = sink._start("execute_tool spawn_agent", parent.step or parent.span, now, {
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "spawn_agent",
+            "io.step.index": parent.step_index, "io.child_run.id": event.run_id})
+        parent.tools[f"spawn:{event.run_id}"] = parent_span
     sink._runs[event.run_id] = _RunSpans(
         sink._start("invoke_agent io", parent_span, now, attrs), mark=now)
+
+
+def _spawn(sink: TelemetrySink, event: Event, now: int) -> None:
+    d = event.data
+    if "status" not in d:  # the start: the child's own run_started opened the span
+        return
+    parent = sink._runs.get(event.run_id)
+    span = parent.tools.pop(f"spawn:{d.get('child_run_id')}", None) if parent else None
+    if span is None:
+        return
+    span.set_attribute("io.child_run.status", str(d.get("status")))
+    if d.get("status") in _FAILED:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_status(Status(StatusCode.ERROR, "the child run failed"))
+    span.end(end_time=now)
 
 
 def _step_started(sink: TelemetrySink, event: Event, now: int) -> None:
@@ -338,4 +360,5 @@ _HANDLERS: dict[str, Callable[[TelemetrySink, Event, int], None]] = {
     "stall": _note,
     "warning": _note,
     "run_finished": _run_finished,
+    "spawn": _spawn,
 }

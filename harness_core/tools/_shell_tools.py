@@ -4,7 +4,7 @@
 handle. Both go through `harness_core.shell.prepare` — the same lexer, refusal set and
 per-act checks — before anything starts, and both report a refusal as a `Refusal`
 (the construct and its column, or the act, rule and layer), never as an exception.
-The handle registry is a run service found in ``ctx.extras["handles"]``; without one
+The handle registry is a run service found in ``ctx.services.handles``; without one
 (`io tool` outside a run) the handle tools say so. An orphaned handle is answered
 from its record and never signalled.
 """
@@ -89,8 +89,8 @@ def _prepared(line: str, ctx: ToolContext) -> RunPlan | ToolOutcome:
 
 
 def _registry(ctx: ToolContext, tool: str) -> HandleRegistry | ToolOutcome:
-    registry = ctx.extras.get("handles")
-    if isinstance(registry, HandleRegistry):
+    registry = ctx.services.handles
+    if registry is not None:
         return registry
     return ToolOutcome(
         f"{tool}: process handles need a run (they live and die with it); use `shell` for "
@@ -137,12 +137,13 @@ class Shell:
         except SandboxUnavailable as exc:
             return ToolOutcome(f"shell: the sandbox could not start the line: {exc}",
                                is_error=True, changed=True)
-        return _result_outcome(result, timeout)
+        return _result_outcome(result, timeout, ctx.launcher.selected.backend.value)
 
 
-def _result_outcome(result: LineResult, timeout: float) -> ToolOutcome:
+def _result_outcome(result: LineResult, timeout: float, sandbox: str) -> ToolOutcome:
     stdout, stderr = _text(result.stdout, "stdout"), _text(result.stderr, "stderr")
     data: dict[str, Any] = {
+        "sandbox": sandbox,
         "exit_status": result.exit_status,
         "stdout": stdout,
         "stderr": stderr,

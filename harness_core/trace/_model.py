@@ -36,6 +36,7 @@ class CallView:
         exit_status: A command's exit status, when the tool ran one.
         sandbox: The sandbox backend that ran the command, when the tool ran one.
         refused: The policy refusal (act or construct, reason, rule, layer), if refused.
+        child_run_id: The run a `spawn_agent` call started.
     """
 
     step: int
@@ -49,6 +50,7 @@ class CallView:
     exit_status: int | None = None
     sandbox: str | None = None
     refused: dict[str, Any] | None = None
+    child_run_id: str | None = None
 
     @property
     def is_truncated(self) -> bool:

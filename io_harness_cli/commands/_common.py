@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -21,7 +21,8 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error
 from io_harness_cli.output import error
 
 if TYPE_CHECKING:
-    from harness_core import Answer, Approver, Config, Provider, Responder, RunSpec, Store
+    from harness_core import Answer, Approver, Config, Policy, Responder, RunAssembly, Store
+    from io_harness_cli.commands._drive import EventOutput
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -38,21 +39,92 @@ T = TypeVar("T")
 
 
 def run_app(app: typer.Typer) -> None:
-    """Run the Typer app; the only place where an unexpected exception is caught."""
+    """Run the Typer app; the only place where an unexpected exception is caught.
+
+    Typer runs without its own error printing, so every way a command line can be wrong
+    (bytes that are not UTF-8, an unknown option, a number out of range, an empty id)
+    ends the same way: one `io: error:` line, a hint, exit 2, never a traceback.
+    """
     from harness_core import HarnessError
 
     _escape_unencodable_output()
     try:
-        app(prog_name="io")
+        check_argv(sys.argv[1:])
+        code = app(prog_name="io", standalone_mode=False)
     except HarnessError as exc:
         error(exc.message, exc.hint)
         sys.exit(int(exit_code_for_error(exc)))
-    except KeyboardInterrupt:
+    except typer.TyperException as exc:
+        sys.exit(_click_failure(exc))
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(int(ExitCode.INTERRUPTED))
     except Exception:  # the one outermost frame: anything else is a bug
         sys.stderr.write("io: internal error (this is a bug in io):\n")
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_failure(exc: typer.TyperException) -> int:
+    """Print a command-line parsing failure as one line and return its exit code."""
+    code = int(getattr(exc, "exit_code", ExitCode.USAGE))
+    format_message = getattr(exc, "format_message", None)
+    text = str(format_message()) if callable(format_message) else str(exc)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `io` or `io config` alone: the help
+        sys.stderr.write(text + "\n")
+        return code
+    ctx = getattr(exc, "ctx", None)
+    where = getattr(ctx, "command_path", None) or "io"
+    error(" ".join(text.split()), f"see `{where} --help`")
+    return code
+
+
+def check_argv(argv: list[str]) -> None:
+    """Refuse command-line arguments that are not UTF-8 text.
+
+    Raises:
+        UsageError: An argument holds bytes that are not UTF-8 (Python hands them over
+            as lone surrogates); the message says which one.
+    """
+    from harness_core import UsageError
+
+    for position, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            raise UsageError(f"argument {position} ({shown[:60]!r}) is not valid UTF-8 text",
+                             hint="pass text encoded as UTF-8") from None
+
+
+def read_stdin_text(what: str) -> str:
+    """Standard input read whole and decoded as UTF-8.
+
+    Raises:
+        UsageError: It is not UTF-8 text.
+    """
+    from harness_core import UsageError
+
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} read from stdin is not valid UTF-8 text (byte"
+                         f" {exc.start})", hint="pass text encoded as UTF-8") from None
+
+
+def id_arg(value: str | None) -> str | None:
+    """Typer callback for an id (a run, a session, a turn): not empty, no whitespace or
+    control characters, so `io resume ""` is a usage error and never matches every run."""
+    if value is None:  # an optional id left out
+        return None
+    if not value.strip():
+        raise typer.BadParameter("must not be empty (`io runs` and `io session list` list ids)")
+    if len(value) > 200 or any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise typer.BadParameter(f"{value[:40]!r} is not an id")
+    return value
 
 
 def _escape_unencodable_output() -> None:
@@ -89,101 +161,45 @@ def workspace_path(workspace: Path | None) -> Path:
     return path.resolve()
 
 
-def load_config(workspace: Path, config: Path | None) -> Config:
+STORE_ONLY = ("store",)
+"""The tables a command that only reads or writes the store resolves."""
+STORE_AND_PRICES = ("store", "prices")
+"""The tables a command that reports recorded costs resolves."""
+
+
+def load_config(workspace: Path, config: Path | None,
+                tables: tuple[str, ...] | None = None) -> Config:
+    """Load io.toml once; `tables` limits what is resolved (see `load_config`)."""
     from harness_core import load_config as load
 
-    return load(workspace, config_file=config, env=environment())
+    return load(workspace, config_file=config, env=environment(), tables=tables)
 
 
 def open_store(config: Config) -> Store:
-    from harness_core import Store
+    """Open the store, then kill and record what dead `io` processes left running."""
+    from harness_core import Store, sweep_leftovers
+    from io_harness_cli.output import say
 
-    return Store(config.store_url or config.store_path)
-
-
-def build_spec(config: Config, workspace: Path, goal: str) -> RunSpec:
-    """Project the loaded config onto a `RunSpec` for `goal` in `workspace`."""
-    from dataclasses import replace
-
-    from harness_core import RunSpec, Workspace, discover_skills, survey_toolchain
-
-    ws = Workspace(workspace)
-    contract = replace(config.contract, goal=goal)
-    provider = config.provider
-    settings = config.run
-    env = environment()
-    return RunSpec(
-        workspace=ws,
-        contract=contract,
-        policy=config.policy,
-        budget=config.budget,
-        model=provider.model if provider is not None else "",
-        max_tokens=provider.max_tokens if provider is not None else 4096,
-        sandbox=config.sandbox,
-        context_max_tokens=config.context_max_tokens,
-        output_cap=settings.output_cap_bytes,
-        exec_timeout=settings.exec_timeout_seconds,
-        stall_window=settings.stall_window,
-        toolchain=survey_toolchain(ws, config.toolchain).effective,
-        env=env,
-        web=config.web,
-        protected_paths=_store_paths(config, workspace),
-        mcp=tuple(config.mcp),
-        cost_of=_cost_function(config),
-        store_path=config.store_path.resolve(),
-        provider_keys=provider_keys(config, env),
-        git=config.git,
-        agents=config.agents,
-        agent_limits=config.agent_limits,
-        skills=discover_skills(workspace),
-    )
+    store = Store(config.store_url or config.store_path)
+    for swept in sweep_leftovers(store):
+        names = ", ".join(f"{k['pid']} ({k['name']})" for k in swept.killed)
+        say(f"io: swept what io process {swept.owner_pid} left running after it died: {names}")
+    return store
 
 
-PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
-"""Environment variables the providers read a key from when `api_key` is unset."""
+def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
+             interactive: bool, out: EventOutput, policy: Policy | None = None,
+             new_id: Callable[[], str] | None = None) -> RunAssembly:
+    """The one run builder (`assemble_run`), with terminal approver and responder that
+    hold the live view still while they prompt."""
+    from harness_core import assemble_run
 
-
-def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
-    """Every provider credential this process holds: configured keys and key variables."""
-    keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
-    provider = config.provider
-    if provider is not None:
-        keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
-    return tuple(dict.fromkeys(keys))
-
-
-def _cost_function(config: Config) -> Callable[[str, Any], float | None] | None:
-    """Price a completion from `[prices]`; `max_cost_usd` without prices is a config error."""
-    from harness_core import ConfigError
-
-    prices = config.prices
-    if config.budget.max_cost_usd is not None and prices is None:
-        raise ConfigError("[budget] max_cost_usd needs a [prices] table (with as_of) to derive"
-                          " costs from", hint="add [prices] with the models you use")
-    if prices is None:
-        return None
-
-    def cost_of(model: str, usage: Any) -> float | None:
-        price = prices.price_for(model)
-        return price.cost_of(usage) if price is not None else None
-
-    return cost_of
-
-
-def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
-    store = config.store_path.resolve()
-    return tuple(str(Path(str(store) + suffix)) for suffix in ("", "-wal", "-shm")
-                 if str(store).startswith(str(workspace) + os.sep))
-
-
-def build_provider(config: Config) -> Provider:
-    from harness_core import ConfigError, SystemClock
-    from harness_core import build_provider as build
-
-    if config.provider is None:
-        raise ConfigError("no [provider] is configured",
-                          hint="add a [provider] table to io.toml (kind = \"scripted\" works offline)")
-    return build(config.provider, env=environment(), clock=SystemClock())
+    run = assemble_run(config, workspace, goal, store=store, env=environment(),
+                       on_event=out, approver=make_approver(interactive, out.hold),
+                       responder=make_responder(interactive, out.hold), policy=policy,
+                       new_id=new_id)
+    out.configure(config)
+    return run
 
 
 Hold = Callable[[], AbstractContextManager[None]]

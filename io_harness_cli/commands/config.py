@@ -1,29 +1,41 @@
-"""`io config show` and `io config check`."""
+"""`io config show|check|schema|init`: the merged io.toml, its validation, its JSON
+Schema, and a commented starter file."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
-    from harness_core import Config
+    from harness_core import RunSpec
 
-app = typer.Typer(help="Show or check the merged io.toml.", no_args_is_help=True,
+app = typer.Typer(help="Show, check or start io.toml; print its JSON Schema.",
+                  no_args_is_help=True,
                   add_completion=False)
 
 
 @app.command("show")
-def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False
+def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: JsonOpt = False,
+         toml: Annotated[bool, typer.Option(
+             "--toml", help="Write the merged config as TOML (secrets as ***).")] = False,
          ) -> None:
     """Print the merged configuration, each value with the scope it came from."""
+    from harness_core import UsageError
     from io_harness_cli.commands._common import load_config, workspace_path
     from io_harness_cli.output import write_json
 
+    if toml and json_out:
+        raise UsageError("--toml and --json exclude each other")
     cfg = load_config(workspace_path(workspace), config)
+    if toml:
+        import sys
+
+        sys.stdout.write(cfg.to_toml())
+        return
     rows = cfg.show()
     trust = _trust_store(cfg)
     if json_out:
@@ -58,31 +70,69 @@ def _text(value: object) -> str:
 
 @app.command("check")
 def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
-    """Validate the configuration; exit 2 with a clear message on the first problem."""
-    from io_harness_cli.commands._common import load_config, workspace_path
+    """Validate the configuration exactly as `io run` does; exit 2 on the first problem."""
+    from harness_core import check_runnable
+    from io_harness_cli.commands._common import environment, load_config, workspace_path
     from io_harness_cli.output import say
 
-    cfg = load_config(workspace_path(workspace), config)
-    if cfg.provider is not None:
-        from io_harness_cli.commands._common import build_provider
-
-        build_provider(cfg).close()  # keys present, web declarations the vendors can carry
-    _print_gate_inputs(cfg, workspace_path(workspace))
+    ws = workspace_path(workspace)
+    cfg = load_config(ws, config)
+    spec = check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
+    _print_gate_inputs(spec)
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     say(f"io: config ok ({files})")
 
 
-def _print_gate_inputs(cfg: Config, root: Path) -> None:
+def _print_gate_inputs(spec: RunSpec) -> None:
     """Each verification gate and the inputs `io run` will protect (or watch, if editable)."""
     import sys
 
     from harness_core import gate_inputs
-    from io_harness_cli.commands._common import build_spec
-
-    spec = build_spec(cfg, root, "io config check")
     for number, gate in enumerate(gate_inputs(spec), 1):
         how = "inferred" if gate.inferred else "from io.toml"
         mode = "editable by the agent" if gate.editable else "write-protected for the run"
         sys.stdout.write(f"gate {number}: {gate.criterion}\n")
         sys.stdout.write(f"  inputs ({how}, {mode}): "
                          f"{', '.join(gate.patterns) if gate.patterns else '(none)'}\n")
+
+
+@app.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of io.toml (for Taplo / Even Better TOML completion)."""
+    import json
+    import sys
+
+    from harness_core import config_json_schema
+
+    sys.stdout.write(json.dumps(config_json_schema(), indent=2) + "\n")
+
+
+@app.command("init")
+def init(
+    workspace: WorkspaceOpt = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Where to write (default: <workspace>/io.toml).",
+        dir_okay=False)] = None,
+) -> None:
+    """Write a commented starter io.toml for the detected toolchain (never overwrites)."""
+    import os
+
+    from harness_core import UsageError, starter_config
+    from io_harness_cli.commands._common import workspace_path
+    from io_harness_cli.output import say
+
+    ws = workspace_path(workspace)
+    target = output if output is not None else ws / "io.toml"
+    text = starter_config(ws)
+    try:
+        # O_EXCL: an existing file (or a link planted there) is never replaced.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise UsageError(f"{target} already exists; io config init never overwrites",
+                         hint="move it away, or pass --output FILE") from None
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    say(f"io: wrote {target}; check it with: io config check"
+        + (f" -c {target}" if output is not None else ""))

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 
 def resume(
     run_id: Annotated[str, typer.Argument(
-        help="The run to resume (a unique prefix works); for a tree, the root's id.")],
+        help="The run to resume (a unique prefix works); for a tree, the root's id.",
+        callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -31,20 +32,8 @@ def resume(
     out = EventOutput(json_out)
 
     def body() -> object:
-        from harness_core import (
-            Store,
-            UsageError,
-            resume_tree,
-            resume_tree_from_stored_policy,
-        )
-        from io_harness_cli.commands._common import (
-            build_provider,
-            build_spec,
-            load_config,
-            make_approver,
-            make_responder,
-            workspace_path,
-        )
+        from harness_core import Store, UsageError
+        from io_harness_cli.commands._common import assemble, load_config, workspace_path
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
@@ -58,18 +47,13 @@ def resume(
             if ws_hint is None:
                 ws = workspace_path(ws)
                 cfg = load_config(ws, config)
-            spec = build_spec(cfg, ws, record.goal)
-            provider = build_provider(cfg)
-            try:
-                out.configure(cfg)
-                decision = True if approve else (False if deny else None)
-                resume_fn = resume_tree_from_stored_policy if stored_policy else resume_tree
-                return resume_fn(store, provider, record.run_id, spec, approve=decision,
-                                 answer=answer, on_event=out,
-                                 approver=make_approver(not json_out, out.hold),
-                                 responder=make_responder(not json_out, out.hold))
-            finally:
-                provider.close()
+            decision = True if approve else (False if deny else None)
+            with assemble(cfg, ws, record.goal, store, interactive=not json_out,
+                          out=out) as run:
+                # A tree resumes through its root: the answer or approval reaches the run
+                # that waits, and --stored-policy applies to every run of the tree.
+                return run.runner.resume(record.run_id, run.spec, approve=decision,
+                                         answer=answer, stored_policy=stored_policy)
         finally:
             store.close()
 

@@ -42,13 +42,10 @@ def run(
     copy: list[Path] = []
 
     def body() -> object:
-        from harness_core import Runner, UsageError
+        from harness_core import UsageError
         from io_harness_cli.commands._common import (
-            build_provider,
-            build_spec,
+            assemble,
             load_config,
-            make_approver,
-            make_responder,
             open_store,
             workspace_path,
         )
@@ -64,18 +61,12 @@ def run(
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
         if narrow is not None:
             cfg = _narrowed(cfg, narrow)
-        spec = build_spec(cfg, ws, text)
-        provider = build_provider(cfg)
         store = open_store(cfg)
         try:
-            out.configure(cfg)
-            runner = Runner(store, provider, on_event=out,
-                            approver=make_approver(not json_out, out.hold),
-                            responder=make_responder(not json_out, out.hold),
-                            new_id=None if run_id is None else (lambda: run_id))
-            return runner.start(spec)
+            with assemble(cfg, ws, text, store, interactive=not json_out, out=out,
+                          new_id=None if run_id is None else (lambda: run_id)) as run:
+                return run.runner.start(run.spec)
         finally:
-            provider.close()
             store.close()
 
     from io_harness_cli.commands._drive import exit_with
@@ -114,7 +105,9 @@ def _goal(tokens: list[str], default: str, template: str | None, dirs: tuple[Pat
         raise UsageError(f"io run takes one GOAL, got {len(tokens)} words",
                          hint='quote the goal: io run "fix the failing test"')
     if tokens == ["-"]:
-        return sys.stdin.read()
+        from io_harness_cli.commands._common import read_stdin_text
+
+        return read_stdin_text("the goal")
     return tokens[0] if tokens else default
 
 

@@ -13,14 +13,20 @@ def runs(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs.", min=1,
+                                       max=100_000)] = 20,
 ) -> None:
     """List recent runs, newest first."""
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._common import (
+        STORE_ONLY,
+        load_config,
+        open_store,
+        workspace_path,
+    )
     from io_harness_cli.exit_codes import exit_code_for_status
     from io_harness_cli.output import write_json
 
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, STORE_ONLY)
     store = open_store(cfg)
     try:
         records = store.list_runs(limit)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, SessionTree, Store, TurnRecord
@@ -21,14 +21,16 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Conversations whose turns are runs, in an append-only tree.",
                   no_args_is_help=True, add_completion=False)
 
-SessionArg = Annotated[str, typer.Argument(help="The session (a unique prefix works).")]
+SessionArg = Annotated[str, typer.Argument(help="The session (a unique prefix works).",
+                                           callback=id_arg)]
 MessageArg = Annotated[str, typer.Argument(help="The message for the agent; `-` reads stdin.")]
 
 
-def _open(workspace: Path | None, config: Path | None) -> tuple[Config, Store]:
+def _open(workspace: Path | None, config: Path | None,
+          tables: tuple[str, ...] | None = None) -> tuple[Config, Store]:
     from io_harness_cli.commands._common import load_config, open_store, workspace_path
 
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, tables)
     return cfg, open_store(cfg)
 
 
@@ -41,11 +43,11 @@ def new(
 ) -> None:
     """Start a session in the workspace; prints its id on stdout."""
     from harness_core import Session
-    from io_harness_cli.commands._common import workspace_path
+    from io_harness_cli.commands._common import STORE_ONLY, workspace_path
     from io_harness_cli.output import say, write_json
 
     ws = workspace_path(workspace)
-    _, store = _open(ws, config)
+    _, store = _open(ws, config, STORE_ONLY)
     try:
         session = Session.new(store, workspace=ws, title=title)
     finally:
@@ -63,8 +65,8 @@ def turn(
     session_id: SessionArg,
     message: MessageArg,
     from_turn: Annotated[str | None, typer.Option(
-        "--from", help="Branch from this turn (its number or run id) instead of the latest."
-    )] = None,
+        "--from", help="Branch from this turn (its number or run id) instead of the latest.",
+        callback=id_arg)] = None,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -78,7 +80,8 @@ def branch(
     session_id: SessionArg,
     message: MessageArg,
     from_turn: Annotated[str, typer.Option(
-        "--from", help="The earlier turn to branch from (its number or run id).")],
+        "--from", help="The earlier turn to branch from (its number or run id).",
+        callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -94,17 +97,15 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
     out = EventOutput(json_out)
 
     def body() -> Any:
-        from harness_core import Runner, Session, UsageError
+        from harness_core import Session, UsageError
         from io_harness_cli.commands._common import (
-            build_provider,
-            build_spec,
+            assemble,
             load_config,
-            make_approver,
-            make_responder,
+            read_stdin_text,
             workspace_path,
         )
 
-        text = sys.stdin.read() if message == "-" else message
+        text = read_stdin_text("the message") if message == "-" else message
         if not text.strip():
             raise UsageError("the message is empty", hint="give the agent something to do")
         ws_hint = workspace_path(workspace) if workspace is not None else None
@@ -114,16 +115,8 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
             ws = ws_hint or workspace_path(Path(session.record.workspace))
             if ws_hint is None:
                 cfg = load_config(ws, config)
-            spec = build_spec(cfg, ws, text)
-            provider = build_provider(cfg)
-            try:
-                out.configure(cfg)
-                runner = Runner(store, provider, on_event=out,
-                                approver=make_approver(not json_out, out.hold),
-                                responder=make_responder(not json_out, out.hold))
-                return session.turn(runner, spec, from_turn=from_turn)
-            finally:
-                provider.close()
+            with assemble(cfg, ws, text, store, interactive=not json_out, out=out) as run:
+                return session.turn(run.runner, run.spec, from_turn=from_turn)
         finally:
             store.close()
 
@@ -135,13 +128,15 @@ def list_(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.")] = 50,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.", min=1,
+                                       max=100_000)] = 50,
 ) -> None:
     """List sessions, newest first."""
     from harness_core import Session
+    from io_harness_cli.commands._common import STORE_ONLY
     from io_harness_cli.output import write_json
 
-    _, store = _open(workspace, config)
+    _, store = _open(workspace, config, STORE_ONLY)
     try:
         records = Session.list(store, limit)
     finally:
@@ -167,9 +162,10 @@ def show(
 ) -> None:
     """Show the session's turns as a tree (branches indented under their turn)."""
     from harness_core import Session
+    from io_harness_cli.commands._common import STORE_ONLY
     from io_harness_cli.output import use_color, write_json
 
-    _, store = _open(workspace, config)
+    _, store = _open(workspace, config, STORE_ONLY)
     try:
         tree = Session.open(store, session_id).tree()
     finally:

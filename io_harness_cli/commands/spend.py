@@ -36,18 +36,32 @@ def spend(
     until: Annotated[str | None, typer.Option(
         "--until", help="Up to this ISO timestamp (exclusive), or through this whole date.",
     )] = None,
+    tree: Annotated[bool, typer.Option(
+        "--tree", help="With --by run: roll every tree of runs up into its root's row.")]
+    = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Tokens and derived cost by model, run, session, day or runner; unpriced calls are counted."""
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted."""
+    from io_harness_cli.commands._common import (
+        STORE_AND_PRICES,
+        load_config,
+        open_store,
+        workspace_path,
+    )
     from io_harness_cli.output import say, use_color, write_json
 
     group = _by(by)
+    if tree:
+        from harness_core import UsageError
+
+        if group not in ("run", "tree"):
+            raise UsageError("--tree rolls runs up into their tree's root: use it with --by run")
+        group = "tree"
     lower = _bound(since, "--since", end_of_day=False)
     upper = _bound(until, "--until", end_of_day=True)
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
         raw = store.spend_rows(lower, upper)

@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, WorkspaceOpt, id_arg
 
 
 def steer(
-    run_id: Annotated[str, typer.Argument(help="The run in flight.")],
+    run_id: Annotated[str, typer.Argument(help="The run in flight.", callback=id_arg)],
     text: Annotated[str, typer.Argument(help="The message for the model.")],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
@@ -24,7 +24,7 @@ def steer(
 
 
 def interrupt(
-    run_id: Annotated[str, typer.Argument(help="The run in flight.")],
+    run_id: Annotated[str, typer.Argument(help="The run in flight.", callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -35,12 +35,17 @@ def interrupt(
 def _post(run_id: str, kind: str, body: dict[str, str], workspace: object, config: object) -> None:
     from pathlib import Path
 
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._common import (
+        STORE_ONLY,
+        load_config,
+        open_store,
+        workspace_path,
+    )
     from io_harness_cli.output import say
 
     assert workspace is None or isinstance(workspace, Path)
     assert config is None or isinstance(config, Path)
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, STORE_ONLY)
     store = open_store(cfg)
     try:
         record = store.find_run(run_id)

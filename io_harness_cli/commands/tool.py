@@ -62,11 +62,12 @@ def tool(
         ToolContext,
         UsageError,
         build_launchers,
+        build_run_spec,
         default_toolbox,
         protect_gate_inputs,
     )
     from io_harness_cli.commands._common import (
-        build_spec,
+        environment,
         fail,
         load_config,
         make_approver,
@@ -84,7 +85,7 @@ def tool(
             raise UsageError("--args must be a JSON object, e.g. '{\"path\": \"README.md\"}'")
         ws = workspace_path(workspace)
         cfg = load_config(ws, config)
-        spec: RunSpec = protect_gate_inputs(build_spec(cfg, ws, "io tool"))
+        spec: RunSpec = protect_gate_inputs(build_run_spec(cfg, ws, "io tool", env=environment()))
         toolbox = default_toolbox()
         install = toolbox.unavailable(name)
         if install is not None:
@@ -98,13 +99,13 @@ def tool(
         ctx = ToolContext(workspace=spec.workspace, gate=gate, launcher=launchers.commands,
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
-        ctx.extras["git"] = spec.git
+        ctx.services.git = spec.git
         store = open_store(cfg) if name.startswith("shell_") else None
         registry = None
         capture = Path(tempfile.mkdtemp(prefix="io-tool-"))
         if store is not None:
             registry = _tool_handles(store, ctx, capture)
-            ctx.extras["handles"] = registry
+            ctx.services.handles = registry
         try:
             outcome = toolbox.call(ToolCall("io-tool", name, parsed), ctx)
         except ApprovalPending as pending:

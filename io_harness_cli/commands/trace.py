@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, Store
 
 
 def trace(
-    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).")],
+    run_id: Annotated[str, typer.Argument(help="The run (a unique prefix works).",
+                                          callback=id_arg)],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
@@ -31,14 +32,19 @@ def trace(
 ) -> None:
     """Show what RUN_ID did: each step, each call and its observation, each refusal."""
     from harness_core import UsageError
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._common import (
+        STORE_AND_PRICES,
+        load_config,
+        open_store,
+        workspace_path,
+    )
     from io_harness_cli.output import say, write_json
 
     if output is not None and not html:
         raise UsageError("--output is for --html", hint="add --html, or drop --output")
     if html and (plan or json_out):
         raise UsageError("--html cannot be combined with --plan or --json")
-    cfg = load_config(workspace_path(workspace), config)
+    cfg = load_config(workspace_path(workspace), config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
         record = store.find_run(run_id)
@@ -82,7 +88,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         })
     steps = [{
         "step": s.step_index, "created_at": s.created_at, "text": s.text,
-        "provider": s.provider, "model": s.model_served, "usage": s.usage,
+        "provider": s.provider, "model": s.model_served, "usage": s.usage.to_json(),
         "latency_ms": s.latency_ms, "ttft_ms": s.ttft_ms, "calls": calls.get(s.step_index, []),
     } for s in store.steps(run_id)]
     verifications = store.verifications(run_id)

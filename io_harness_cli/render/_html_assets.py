@@ -43,7 +43,9 @@ meter { width:140px; height:10px; }
 .refusal { color:var(--red); } .approval { color:var(--amber); }
 .badge { display:inline-block; padding:0 6px; border-radius:8px; font-size:12px;
   border:1px solid currentColor; font-weight:400; }
-details > summary { cursor:pointer; color:var(--muted); }
+details > summary, .toggle { cursor:pointer; color:var(--muted); }
+.toggle::before { content:"▸ "; } .toggle[aria-expanded=true]::before { content:"▾ "; }
+.fold { margin-left:4px; }
 .plan ul { margin:2px 0; padding-left:20px; } .plan li.done { text-decoration:line-through;
   color:var(--muted); } .plan li.in_progress { font-weight:600; }
 pre.diff .add { color:var(--green); } pre.diff .del { color:var(--red); }
@@ -78,10 +80,16 @@ SCRIPT = """
     if (f.q && text(row).indexOf(f.q) < 0) { return false; }
     return true;
   }
+  var filtered = false;
   function apply() {
     var f = { q: q.value.trim().toLowerCase(), refusals: refusals.checked,
               errors: errors.checked, tool: tool.value };
     var active = f.q || f.refusals || f.errors || f.tool;
+    if (!active && !filtered) {
+      shown.textContent = "showing " + all.length + " of " + all.length + " rows";
+      return;
+    }
+    filtered = !!active;
     var visible = 0;
     steps.forEach(function (li) {
       var head = li.querySelector(".step-head");
@@ -108,6 +116,17 @@ SCRIPT = """
   [q, tool].forEach(function (el) { el.addEventListener("input", apply); });
   [refusals, errors].forEach(function (el) { el.addEventListener("change", apply); });
   tool.addEventListener("change", apply);
+  function unfold(event) {
+    var t = event.target;
+    if (!t.classList || !t.classList.contains("toggle")) { return; }
+    if (event.type === "keydown" && event.key !== "Enter" && event.key !== " ") { return; }
+    event.preventDefault();
+    var body = t.nextElementSibling;
+    body.hidden = !body.hidden;
+    t.setAttribute("aria-expanded", body.hidden ? "false" : "true");
+  }
+  document.addEventListener("click", unfold);
+  document.addEventListener("keydown", unfold);
   apply();
 })();
 """

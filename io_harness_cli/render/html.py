@@ -107,7 +107,13 @@ def _tree_nav(traces: Sequence[RunTrace]) -> str:
         f"<code>{e(t.run.run_id)}</code></a> {e(t.run.status.value)} · "
         f"{t.run.steps_used} steps</li>"
         for t in traces)
-    return f'<nav class="tree" aria-label="runs"><h3>Runs in this tree</h3><ul>{items}</ul></nav>'
+    costs = [t.cost.total_usd for t in traces if t.cost.total_usd is not None]
+    unpriced = sum(t.cost.unpriced_calls for t in traces)
+    total = (f"{sum(t.run.tokens_used for t in traces):,} billed tokens, cost "
+             f"{_usd(sum(costs) if costs else None)}"
+             + (f" ({unpriced} calls unpriced{', a floor' if costs else ''})" if unpriced else ""))
+    return (f'<nav class="tree" aria-label="runs"><h3>Runs in this tree</h3><ul>{items}</ul>'
+            f'<p class="note">the whole tree: {len(traces)} runs, {e(total)}</p></nav>')
 
 
 def _run(trace: RunTrace) -> str:
@@ -216,6 +222,7 @@ def _step_head(step: StepView, longest: float) -> str:
     latency = step.latency_ms or 0.0
     head = (
         f'<div class="row ev step-head" data-kind="step"><span class="n">step {step.step}</span>'
+        f'<span class="metric" title="{e(step.created_at)}">{e(step.created_at[11:19])}</span>'
         f'<span class="metric">model <code>{e(step.model or "—")}</code></span>'
         f'<span class="metric" title="harness wall clock around the provider call">latency '
         f'{_num(step.latency_ms, " ms", 1)}</span>'
@@ -240,6 +247,9 @@ def _call_row(call: CallView) -> str:
         bits.append(f'<span class="{cls}">exit {call.exit_status}</span>')
     if call.sandbox:
         bits.append(f'<span class="metric">sandbox {e(call.sandbox)}</span>')
+    if call.child_run_id:
+        bits.append(f'child run <a href="#run-{e(call.child_run_id)}">'
+                    f"<code>{e(call.child_run_id)}</code></a>")
     if call.refused:
         r = call.refused
         bits.append(f'<span class="refusal">refused: {e(r.get("reason"))} [rule'
@@ -251,13 +261,18 @@ def _call_row(call: CallView) -> str:
     out = ""
     if call.output is not None:
         more = f", cut from {call.output_chars:,}" if call.is_truncated else ""
-        out = (f"<details><summary>output ({len(call.output):,} characters{more})</summary>"
-               f"<pre>{e(call.output)}</pre></details>")
+        out = _fold(f"output ({len(call.output):,} characters{more})", e(call.output))
     flags = _attrs(kind="call", tool=call.name, error="1" if call.is_error else "",
                    refused="1" if call.refused else "")
     return (f'<div class="row ev call"{flags}>→ {" · ".join(bits)}'
-            f"<details><summary>arguments</summary><pre>{e(_cut(args, 8000))}</pre></details>"
-            f"{out}</div>")
+            f"{_fold('arguments', e(_cut(args, 8000)))}{out}</div>")
+
+
+def _fold(label: str, body: str) -> str:
+    """A folded block: its text is in the page (search finds it) but not laid out until
+    opened. Thousands of `<details>` made a 1,000-step page twice as slow to open."""
+    return (f'<div class="fold"><span class="toggle" role="button" tabindex="0"'
+            f' aria-expanded="false">{e(label)}</span><pre hidden>{body}</pre></div>')
 
 
 def _policy_row(event: Any) -> str:

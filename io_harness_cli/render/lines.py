@@ -88,14 +88,25 @@ _FORMATS: dict[str, Callable[[dict[str, Any], str], list[Line]]] = {
     "plan": lambda d, _r: [(f"  plan: {brief(d)}", "")],
     "stall": lambda d, _r: [(f"  stall: {brief(d)}", STYLE_BAD)],
     "warning": lambda d, _r: [(f"  warning: {brief(d)}", STYLE_ASK)],
+    "spawn": lambda d, _r: [(
+        f"  ↳ child {d.get('child_run_id')} "
+        + (f"ended: {d.get('status')} after {d.get('steps')} steps" if d.get("status")
+           else f"started (depth {d.get('depth')}, agent {d.get('agent') or '-'})"),
+        STYLE_BAD if d.get("status") in ("failed", "errored") else STYLE_STEP)],
     "checkpoint": lambda d, _r: [(f"  checkpoint step {d.get('step')}", STYLE_DIM)],
 }
 
 
-def lines_for(event: Event) -> list[Line]:
-    """The trace lines of `event` (none for kinds without a line, such as `token`)."""
+def lines_for(event: Event, root: str | None = None) -> list[Line]:
+    """The trace lines of `event` (none for kinds without a line, such as `token`).
+
+    A line of a run other than `root` (a child of a tree) starts with the child's id.
+    """
     fmt = _FORMATS.get(event.kind.value)
-    return fmt(event.data, event.run_id) if fmt is not None else []
+    lines = fmt(event.data, event.run_id) if fmt is not None else []
+    if root is not None and event.run_id != root:
+        lines = [(f"[{event.run_id[:8]}] {text}", style) for text, style in lines]
+    return lines
 
 
 class PlainTrace:
@@ -106,8 +117,10 @@ class PlainTrace:
                                                       sys.stderr.flush()))
         self._start = time.monotonic()
         self._tokens = False
+        self._root: str | None = None
 
     def __call__(self, event: Event) -> None:
+        self._root = self._root or event.run_id
         if event.kind.value == "token":
             if not self._tokens:
                 sys.stderr.write("  (provisional) ")
@@ -115,7 +128,7 @@ class PlainTrace:
             sys.stderr.write(str(event.data.get("text", "")))
             sys.stderr.flush()
             return
-        for text, style in lines_for(event):
+        for text, style in lines_for(event, self._root):
             if self._tokens:
                 self._write("", "")
                 self._tokens = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ class PanelState:
     """What the panel shows, folded from the run's events."""
 
     run_id: str = ""
+    current: str = ""
     started: float = field(default_factory=time.monotonic)
     step: int | None = None
     tokens: int = 0
@@ -51,7 +52,8 @@ class PanelState:
     def fold(self, event: Event) -> None:
         """Take one event into the state."""
         kind, d = event.kind.value, event.data
-        self.run_id = event.run_id
+        self.run_id = self.run_id or event.run_id  # the root: a tree's children report too
+        self.current = event.run_id
         if kind == "step_started":
             self.step = d.get("step")
             self._run(f"model (step {self.step})")
@@ -119,6 +121,8 @@ class _Panel:
             (f"step {s.step if s.step is not None else '-'}", "bold"),
             f" · {now - s.started:.1f}s elapsed · tokens {s.tokens:,} · {s.cost_text()}")
         rows: list[RenderableType] = [head]
+        if s.current and s.current != s.run_id:
+            rows.append(Text(f"in child run {s.current}", style="cyan"))
         if s.running is not None:
             self.spinner.update(text=Text(f"running {s.running}  ({now - s.running_since:.1f}s)"))
             rows.append(self.spinner)
@@ -157,10 +161,14 @@ class LiveTrace:
         from rich.text import Text
 
         first_token = event.kind.value == "token" and not self.state.provisional
-        self.state.fold(event)
-        for text, style in lines_for(event):
-            self._console.print(Text(f"[{time.monotonic() - self._start:7.2f}s] {text}",
-                                     style=style))
+        # Hold the live display's own lock while printing: its refresh thread must not
+        # redraw the panel between a line's rendering and its writing, or the panel's
+        # last shape is wrong and a border is left behind in the scrollback.
+        with self._live._lock if self._live is not None else nullcontext():
+            self.state.fold(event)
+            for text, style in lines_for(event, self.state.run_id):
+                self._console.print(Text(f"[{time.monotonic() - self._start:7.2f}s] {text}",
+                                         style=style))
         if self._live is None:
             self._begin()
         elif event.kind.value in _REDRAW or first_token:

@@ -771,12 +771,15 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.fake
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
+        # Stamped before the body is parsed: a long conversation's JSON takes the fake
+        # milliseconds to decode, which is the fake's time, not the client's.
+        arrived = time.perf_counter()
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
             body: Any = json.loads(raw)
         except ValueError:
             body = None
-        request = RecordedRequest(self.path, headers, body)
+        request = RecordedRequest(self.path, headers, body, arrived)
         fake.connections.add((str(self.client_address[0]), int(self.client_address[1])))
         if self.path != PATHS[fake.vendor]:
             fake.requests.append(request)

@@ -231,3 +231,74 @@ def test_a_childs_budget_is_drawn_from_the_parents(tmp_path: Path, ws: Path) -> 
         runs = store.tree_runs(outcome.run_id)
         assert sum(r.steps_used for r in runs) <= 4
         assert outcome.status is RunStatus.STOPPED
+
+
+def test_children_get_the_roots_web_declaration_and_their_definitions_model(
+        tmp_path: Path, ws: Path) -> None:
+    from dataclasses import replace
+
+    from harness_core import WebAccess
+    from tests.integration.agents.tree_helpers import Recording
+
+    web = WebAccess(search=True, allowed_domains=("docs.python.org",), max_uses=2)
+    script = [
+        line("", spawn("look it up", agent="researcher")),
+        line("", spawn("deeper")),
+        line("grandchild done"),
+        line("child done"),
+        line("root done"),
+    ]
+    log: list[tuple[str, object]] = []
+    researcher = AgentDef("researcher", model="m-small", role="Research.")
+    with Store(tmp_path / "state.db") as store:
+        run_tree(store, Recording(provider(tmp_path, script), log),  # type: ignore[arg-type]
+                 replace(spec(ws, agents={"researcher": researcher}), web=web))
+    assert [who for who, _ in log] == ["root", "root/0.0", "root/0.0/0.0", "root/0.0", "root"]
+    assert all(r.web == web for _, r in log)  # type: ignore[attr-defined]
+    models = [r.model for _, r in log]  # type: ignore[attr-defined]
+    assert models == ["m-root", "m-small", "m-small", "m-small", "m-root"]
+    system = log[1][1].messages[0].content  # type: ignore[attr-defined]
+    assert "Your role: Research." in system
+
+
+def test_a_parent_respawning_the_same_child_is_stopped_as_stalled(
+        tmp_path: Path, ws: Path) -> None:
+    from harness_core import AgentLimits
+
+    script: list[dict[str, object]] = []
+    for _ in range(6):
+        script += [line("", spawn("check again")), line("nothing new")]
+    script.append(line("never reached"))
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script),
+                           spec(ws, limits=AgentLimits(max_children=16)))
+        assert outcome.status is RunStatus.STOPPED and "stalled" in outcome.reason
+        assert len(store.tree_runs(outcome.run_id)) < 7
+
+
+def test_a_child_runs_the_trees_gates_once_and_its_parent_sees_the_verdict(
+        tmp_path: Path, ws: Path) -> None:
+    from dataclasses import replace
+
+    from harness_core import TaskContract, VerifyCriterion
+
+    gate = VerifyCriterion(command="test -f ready.txt")
+    script = [
+        line("", spawn("say done too early")),
+        line("child: done"),                     # the gate fails: the child ends, failed
+        line("", spawn("make it ready")),
+        line("", ("write_file", {"path": "ready.txt", "content": "y"})),
+        line("child: ready"),                    # the gate passes
+        line("root done"),
+    ]
+    base = spec(ws)
+    tree_spec = replace(base, contract=TaskContract(goal="lead", verify=(gate,)))
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script), tree_spec)
+        assert outcome.status is RunStatus.FINISHED and outcome.verified is True
+        first, second = _observations(store, outcome.run_id)
+        assert "gates: failed" in first and "ended failed" in first
+        assert "gates: passed" in second and "finished" in second
+        children = store.tree_runs(outcome.run_id)[1:]
+        assert [c.status for c in children] == [RunStatus.FAILED, RunStatus.FINISHED]
+        assert [len(store.verifications(c.run_id)) for c in children] == [1, 1]

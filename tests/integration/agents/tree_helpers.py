@@ -48,3 +48,26 @@ def spec(ws: Path, *, policy: Policy | None = None, agents: Mapping[str, AgentDe
                    budget=budget or Budget(max_steps=100, max_tokens=None, wall_seconds=None),
                    sandbox=SandboxConfig(backend=BackendChoice.OFF), model="m-root",
                    agents=agents, agent_limits=limits or AgentLimits())
+
+
+class Recording:
+    """A scripted provider (and its children's) that keeps every request, in order."""
+
+    name = "scripted"
+
+    def __init__(self, inner: ScriptedProvider, log: list[tuple[str, Any]], who: str = "root"):
+        self.inner, self.log, self.who = inner, log, who
+
+    def plan_tree(self, starts: Any) -> None:
+        self.inner.plan_tree(starts)
+
+    def for_child(self, step: int, call_index: int) -> Recording:
+        return Recording(self.inner.for_child(step, call_index), self.log,
+                         f"{self.who}/{step}.{call_index}")
+
+    def complete(self, request: Any, *, step: int, on_token: Any = None) -> Any:
+        self.log.append((self.who, request))
+        return self.inner.complete(request, step=step, on_token=on_token)
+
+    def close(self) -> None:
+        return None

@@ -156,3 +156,36 @@ def test_a_written_document_is_recorded_as_an_edit(workspace: Path) -> None:
                blocks=[{"type": "paragraph", "text": "hello"}])
     assert out.changed and out.data["edits"][0]["path"] == "out/new.pdf"
     assert out.data["edits"][0]["bytes_after"] == (workspace / "out/new.pdf").stat().st_size
+
+
+def test_io_config_check_refuses_a_document_gate_without_its_extra(workspace: Path) -> None:
+    (workspace / "io.toml").write_text(
+        '[[contract.verify]]\nkind = "document_contains"\npath = "deck.pptx"\ntext = "x"\n')
+    code = ("import sys; sys.modules['pptx'] = None\n"
+            "from io_harness_cli.main import main\n"
+            "sys.argv = ['io', 'config', 'check']\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'io-harness[pptx]'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_every_document_tool_is_a_reserved_builtin_offered_with_its_extra() -> None:
+    from harness_core.documents import TOOL_EXTRAS
+    from harness_core.tools import RESERVED_TOOL_NAMES
+
+    assert set(TOOL_EXTRAS) <= RESERVED_TOOL_NAMES
+    assert set(TOOL_EXTRAS) <= set(default_toolbox().names())
+
+
+def test_an_ask_on_a_document_path_pauses_for_approval(workspace: Path) -> None:
+    from harness_core.tools import PauseRequested
+
+    policy = Policy.from_lists(tier=Tier.READ_ONLY, approval="ask")
+    with pytest.raises(PauseRequested) as paused:
+        call(make_ctx(workspace, policy), "docx_write", path="new.docx",
+             blocks=[{"type": "paragraph", "text": "x"}])
+    assert paused.value.kind == "approval"
+    assert not (workspace / "new.docx").exists()

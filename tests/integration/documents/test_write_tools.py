@@ -53,7 +53,19 @@ def written(tmp_path_factory: pytest.TempPathFactory, office_files: Path,
     office_convert([root / "new.xlsx", root / "edited.xlsx"], _CSV_ALL_SHEETS, root,
                    office_profile)
     office_convert([root / "new.docx"], "txt:Text", root, office_profile)
+    # LibreOffice Draw opens a PDF as drawing objects; its text lands in the .odg.
+    office_convert([root / "new.pdf", root / "stamped.pdf"], "odg", root, office_profile)
     return root
+
+
+def _odg_text(path: Path) -> list[str]:
+    """The text spans of a LibreOffice drawing, in document order."""
+    import re
+    import zipfile
+    from html import unescape
+
+    content = zipfile.ZipFile(path).read("content.xml").decode("utf-8")
+    return [unescape(t) for t in re.findall(r"<text:span[^>]*>([^<]+)", content)]
 
 
 def _pdftotext(path: Path, *, layout: bool = True) -> str:
@@ -147,3 +159,14 @@ def test_pdf_watermark_changes_pixels_at_the_page_centre(written: Path, tmp_path
     changed = sum(1 for a, b in zip(before.crop(box).tobytes(), after.crop(box).tobytes(),
                                     strict=True) if abs(a - b) > 30)
     assert changed > 200, changed
+
+
+def test_pdf_write_and_pdf_watermark_open_in_libreoffice(written: Path) -> None:
+    spans = _odg_text(written / "new.odg")
+    joined = " ".join(spans)
+    for want in ("Inspection Report", "All pumps passed the pressure test.", "Appendix Ωmega"):
+        assert want in joined, spans
+    assert joined.index("Inspection Report") < joined.index("Appendix Ωmega")
+    stamped = _odg_text(written / "stamped.odg")
+    assert any("DRAFT" in span for span in stamped), stamped
+    assert any("Quarterly Report" in span for span in stamped)

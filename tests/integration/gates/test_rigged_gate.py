@@ -106,3 +106,22 @@ def test_config_check_prints_each_gates_inputs(tmp_path: Path) -> None:
     assert "gate 1: python -m pytest -q -p no:cacheprovider" in result.stdout
     assert "tests/**" in result.stdout and "**/conftest.py" in result.stdout
     assert "write-protected" in result.stdout
+
+
+def test_the_rigged_gate_example_is_refused_three_times_then_passes_honestly(
+        tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import REPO
+
+    ws = tmp_path / "rigged-gate"
+    shutil.copytree(REPO / "examples" / "rigged-gate", ws)
+    check = run_io(["config", "check", "-w", str(ws)])
+    assert check.returncode == 0 and "tests/**" in check.stdout, check.stderr
+    result = run_io(["run", "-w", str(ws), "--json"])
+    assert result.returncode == 0, result.stderr
+    assert [r["layer"] for r in _events(result.stdout, "refusal")] == ["gate"] * 3
+    finished = json_lines(result.stdout)[-1]
+    assert finished["gates"][0]["passed"] is True
+    assert finished["gates"][0]["inputs_untouched"] is True
+    assert "a + b" in (ws / "calc.py").read_text()

@@ -186,3 +186,28 @@ def test_the_provider_key_never_reaches_the_exported_bytes(
     if include_content:
         assert any("my key is ***" in s.attributes.get("io.completion.text", "") for s in spans)
     assert os.environ.get("CANARY_KEY") is None  # the key lived only in the child's env
+
+
+def test_a_tree_exports_the_child_run_under_the_parents_spawn_call(
+        tmp_path: Path, receiver: OtlpReceiver) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("", ("spawn_agent", {"goal": "sub task"})),
+        replay_line("", ("exec", {"argv": ["echo", "child"]})),
+        replay_line("child done"),
+        replay_line("root done"),
+    ], toml_extra='[policy]\nallow_exec = ["echo*"]\n\n'
+                  f'[telemetry]\notlp_endpoint = "{receiver.url}"\n')
+    done = run_io(["run", "lead", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    spans = receiver.spans()
+    runs = {s.attributes["io.run.id"]: s for s in spans if s.name == "invoke_agent io"}
+    assert len(runs) == 2
+    [child] = [s for s in runs.values() if s.attributes.get("io.run.parent_id")]
+    root = runs[child.attributes["io.run.parent_id"]]
+    [spawn] = [s for s in spans if s.name == "execute_tool spawn_agent"]
+    assert child.parent_id == spawn.span_id and spawn.trace_id == root.trace_id
+    assert child.trace_id == root.trace_id and root.parent_id == b""
+    [echo] = [s for s in spans if s.name == "execute_tool exec"]
+    child_steps = {s.span_id for s in spans if s.name == "io.step" and s.parent_id == child.span_id}
+    assert echo.parent_id in child_steps
+    assert {r.attributes["io.run.status"] for r in runs.values()} == {"finished"}

@@ -4,6 +4,7 @@ that the page makes no request besides its own file."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,13 @@ def test_hostile_model_text_is_shown_as_text_and_never_runs(
 def test_no_request_leaves_the_page(opened: tuple[Any, list[str]],
                                     page_file: tuple[Path, str]) -> None:
     page, requests = opened
-    page.locator("details").first.click()
+    toggle = page.locator(".ev.call", has_text='"echo"').locator(".toggle").first
+    body = toggle.locator("xpath=following-sibling::pre[1]")
+    assert body.is_hidden()
+    toggle.click()
+    assert body.is_visible() and '"argv"' in body.inner_text()
+    toggle.click()
+    assert body.is_hidden()
     assert requests == [page_file[0].as_uri()]
 
 
@@ -135,3 +142,42 @@ def test_plan_gates_cost_and_changes_are_on_the_page(opened: tuple[Any, list[str
     page.locator("summary", has_text="a.txt").click()
     diff = page.locator("pre.diff").last.inner_text()
     assert "-two" in diff and "+three" in diff
+
+
+def test_html_options_that_do_not_fit_are_usage_errors(tmp_path: Path) -> None:
+    from tests.integration.cli.helpers import make_workspace, replay_line
+
+    ws = make_workspace(tmp_path / "w", [replay_line("done")])
+    assert run_io(["run", "goal", "-w", str(ws)]).returncode == 0
+    run_id = json.loads(run_io(["runs", "-w", str(ws), "--json"]).stdout.splitlines()[0])["run_id"]
+    for args, message in ((["-o", "x.html"], "--output is for --html"),
+                          (["--html", "--json"], "cannot be combined"),
+                          (["--html", "--plan"], "cannot be combined")):
+        done = run_io(["trace", run_id, "-w", str(ws), *args])
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+    missing = run_io(["trace", "nosuchrun", "-w", str(ws), "--html"])
+    assert missing.returncode == 2 and not list(tmp_path.glob("**/io-trace-*.html"))
+    page = run_io(["trace", run_id, "-w", str(ws), "--html", "-o", "-"])
+    assert page.returncode == 0 and page.stdout.startswith("<!doctype html>")
+    assert page.stdout.rstrip().endswith("</html>")
+
+
+def test_the_page_of_a_root_holds_its_whole_tree(tmp_path: Path) -> None:
+    from tests.integration.cli.helpers import make_workspace, replay_line
+
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("", ("spawn_agent", {"goal": "sub <task>"})),
+        replay_line("child done"),
+        replay_line("root done"),
+    ])
+    done = run_io(["run", "lead", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    root = json.loads(done.stdout.splitlines()[-1])["run_id"]
+    page = run_io(["trace", root, "-w", str(ws), "--html", "-o", "-"]).stdout
+    assert page.count('<section class="run"') == 2
+    assert '<nav class="tree"' in page and "sub &lt;task&gt;" in page
+    sections = page.split('<section class="run"')[1:]
+    assert f'id="run-{root}" data-depth="0"' in sections[0]
+    assert 'data-depth="1"' in sections[1] and f'href="#run-{root}"' in sections[1]
+    child = sections[1].split('id="run-', 1)[1].split('"', 1)[0]
+    assert f'child run <a href="#run-{child}">' in sections[0]  # the spawn call links to it

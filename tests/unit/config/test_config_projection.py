@@ -74,6 +74,7 @@ read_paths = ["~/.config/git"]
 max_steps = 6
 max_tokens = 7
 max_cost_usd = 0.25
+cache_read_weight = 0.25
 wall_seconds = 9
 
 [contract]
@@ -105,6 +106,7 @@ build = "b"
 lint = "l"
 
 [git]
+author = "Someone <someone@example.com>"
 author_name = "Agent"
 author_email = "agent@example.com"
 timeout_seconds = 30
@@ -245,6 +247,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "budget.max_tokens": (lambda c: c.budget.max_tokens, 7),
         "budget.max_cost_usd": (lambda c: c.budget.max_cost_usd, 0.25),
         "budget.wall_seconds": (lambda c: c.budget.wall_seconds, 9.0),
+        "budget.cache_read_weight": (lambda c: c.budget.cache_read_weight, 0.25),
         "contract.goal": (lambda c: c.contract.goal, "the goal"),
         "contract.constraints": (lambda c: c.contract.constraints, ("c1", "c2")),
         "contract.verify.kind": (lambda c: c.contract.verify[0].kind, CriterionKind.COMMAND),
@@ -262,6 +265,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
+        "git.author": (lambda c: c.git.author_name, "Agent"),
         "git.author_name": (lambda c: c.git.author_name, "Agent"),
         "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
         "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
@@ -336,6 +340,7 @@ def test_no_file_gives_the_typed_defaults(tmp_path: Path) -> None:
     assert config.provider is None and config.prices is None and config.web is None
     assert config.policy == Policy()
     assert config.budget.max_steps == 50
+    assert config.budget.max_tokens is None and config.budget.cache_read_weight == 0.1
     assert config.mcp == () and dict(config.agents) == {}
     assert config.show() == []
 

@@ -83,3 +83,34 @@ def test_show_is_json_able(tmp_path: Path) -> None:
     assert values["store.path"] == str(tmp_path / "s.db")
     assert values["budget.max_steps"] is None
     json.dumps([v.to_json() for v in config.show()])
+
+
+def test_to_toml_round_trips_to_the_same_typed_config(tmp_path: Path) -> None:
+    user = tmp_path / "xdg" / "io"
+    user.mkdir(parents=True)
+    (user / "io.toml").write_text('[policy]\ndeny_exec = ["git push*"]\ntier = "read-only"\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "replay.jsonl").write_text("{}\n")
+    (ws / "io.toml").write_text(
+        '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n'
+        '[policy]\nallow_exec = ["pytest*"]\ntier = "full"\n'
+        "[budget]\nmax_steps = false\nmax_tokens = 99\n"
+        '[prices]\nas_of = 2026-01-02\n[prices.models."a.b"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n'
+        '[[contract.verify]]\ncommand = "true"\n[agents]\nparallel = 2\n[agents.rev]\nrole = "r"\n'
+    )
+    env = {"IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path / "home"),
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    first = load(ws, env=env)
+    merged = tmp_path / "merged.toml"
+    merged.write_text(first.to_toml())
+    other = tmp_path / "other"
+    other.mkdir()
+    second = load(other, config_file=merged, env={**env, "XDG_CONFIG_HOME": str(tmp_path / "no")})
+    assert second.budget == first.budget and second.prices == first.prices
+    assert second.provider == first.provider and second.contract == first.contract
+    assert second.agents == first.agents and second.agent_limits == first.agent_limits
+    # One file now holds every scope's rules; order does not decide (a deny always wins).
+    assert {(r.effect, r.kind, r.pattern) for r in second.policy.rules} == {
+        (r.effect, r.kind, r.pattern) for r in first.policy.rules}
+    assert second.policy.tier == first.policy.tier

@@ -24,6 +24,7 @@ from harness_core import (
     select_sandbox,
 )
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxSpec
+from harness_core.tools import DEFAULT_OUTPUT_CAP
 from harness_core.tools._git import GitSettings
 
 
@@ -54,7 +55,7 @@ def call(root: Path, name: str, args: dict[str, Any], *, policy: Policy | None =
                   approver=None, emit=lambda e: None),
         launcher=sandbox_launcher(selected, SandboxSpec(workdir=root)), clock=SystemClock(),
         call_ref=call_ref)
-    ctx.extras["git"] = settings or GitSettings()
+    ctx.services.git = settings or GitSettings()
     return Toolbox.builtins().call(ToolCall("c1", name, args), ctx, resumed=resumed)
 
 
@@ -135,8 +136,8 @@ def test_a_long_diff_is_cut_and_the_cut_is_stated(tmp_path: Path) -> None:
     for i in range(5):
         (root / f"f{i}.txt").write_text("line\n" * 5000)
     out = call(root, "git_diff", {})
-    assert out.data["truncated"] > 0 and out.data["total_bytes"] > 32_000
-    assert "[diff cut at 32000 of" in out.output and "5 file(s) differ" in out.output
+    assert out.data["truncated"] > 0 and out.data["total_bytes"] > DEFAULT_OUTPUT_CAP
+    assert f"[diff cut at {DEFAULT_OUTPUT_CAP} of" in out.output and "5 file(s) differ" in out.output
 
 
 def test_diff_leaves_out_files_the_policy_refuses_reading(tmp_path: Path) -> None:
@@ -226,3 +227,27 @@ def test_git_tools_are_not_exec_acts(tmp_path: Path) -> None:
                     policy=policy).is_error
     refused = call(root, "exec", {"argv": ["git", "status"]}, policy=policy)
     assert refused.refused is not None
+
+
+@pytest.mark.parametrize(("toml", "expected"), [
+    ('author = "io agent <agent@example.com>"', ("io agent", "agent@example.com")),
+    ('author = "io agent <agent@example.com>"\nauthor_email = "other@example.com"',
+     ("io agent", "other@example.com")),
+    ('author_name = "N"\nauthor_email = "e@example.com"', ("N", "e@example.com")),
+    ("", (None, None)),
+])
+def test_the_git_table_sets_the_identity(tmp_path: Path, toml: str,
+                                         expected: tuple[str | None, str | None]) -> None:
+    from harness_core import load_config
+
+    (tmp_path / "io.toml").write_text(f"[git]\n{toml}\n")
+    cfg = load_config(tmp_path, env={"HOME": str(tmp_path)})
+    assert (cfg.git.author_name, cfg.git.author_email) == expected
+
+
+def test_a_malformed_author_is_a_config_error(tmp_path: Path) -> None:
+    from harness_core import ConfigError, load_config
+
+    (tmp_path / "io.toml").write_text('[git]\nauthor = "just a name"\n')
+    with pytest.raises(ConfigError, match="git.author"):
+        load_config(tmp_path, env={"HOME": str(tmp_path)})

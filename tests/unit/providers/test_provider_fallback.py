@@ -236,6 +236,7 @@ def test_httpx_is_imported_when_an_http_provider_is_built_and_never_for_scripted
         "o = p.build_provider(p.ProviderConfig(kind='openai', model='m', api_key='k'),"
         " env={}, clock=SystemClock())\n"
         "assert 'httpx' in sys.modules\n"
+        "assert sys.modules.get('httpx._main') is None, 'the httpx CLI was imported'\n"
         "import httpx\n"
         "assert isinstance(o.client, httpx.Client)\n"
         "o.close()\n"

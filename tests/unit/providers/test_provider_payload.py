@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness_core.messages import Message, ToolCall, ToolResult
+from harness_core.messages import Media, Message, ToolCall, ToolResult
 from harness_core.providers import CompletionRequest
 from harness_core.providers import anthropic as anthropic_wire
 from harness_core.providers import openai as openai_wire
@@ -19,17 +19,23 @@ def _conversation(steps: int) -> list[Message]:
         calls = (ToolCall(f"c{i}", "exec", {"cmd": f"echo {i}"}),
                  ToolCall(f"d{i}", "exec", {}, raw_arguments="{not json"))
         messages.append(Message.assistant(f"step {i}" if i % 2 else "", calls))
-        messages.append(Message.tool(ToolResult(f"c{i}", "exec", f"out {i}")))
+        media = (Media("image/png", b"\x89PNG" + bytes([i]), f"shot{i}.png"),) if i % 2 else ()
+        messages.append(Message.tool(ToolResult(f"c{i}", "exec", f"out {i}", media=media)))
         messages.append(Message.tool(ToolResult(f"d{i}", "exec", "bad", is_error=True)))
         if i == 1:
             messages.append(Message.user("[operator steer] faster"))
+        if i == 2:
+            messages.append(Message.system("a system note in the middle"))
     return messages
 
 
 def _plain(vendor: str, provider: Any, request: CompletionRequest) -> dict[str, Any]:
     body = dict(provider._body(request, stream=True))
     if vendor == "anthropic":
-        _, body["messages"] = anthropic_wire.wire_messages(request.messages)
+        system, body["messages"] = anthropic_wire.wire_messages(request.messages)
+        body.pop("system", None)
+        if system:
+            body["system"] = system
     elif vendor == "openai-responses":
         body["input"] = [i for m in request.messages for i in responses_wire.wire_items(m)]
     else:
@@ -62,3 +68,20 @@ def test_earlier_messages_are_encoded_once_and_forgotten_when_gone(
     for _ in range(2):
         provider.payload(short, stream=False)
     assert len(provider._fragments) <= 2 * 3 + 16
+
+
+def test_a_history_that_changed_in_the_middle_is_encoded_afresh(
+    vendor: str, make_provider: MakeProvider
+) -> None:
+    """An elided observation replaces a message in the middle: the text kept from the
+    previous request must not be reused."""
+    provider = make_provider(vendor, None)
+    messages = _conversation(4)
+    first = CompletionRequest(model="m", messages=tuple(messages), tools=TOOLS)
+    provider.payload(first, stream=True)
+    elided = list(messages)
+    elided[4] = Message.tool(ToolResult("c0", "exec", "[elided]"))
+    elided.append(Message.user("go on"))
+    second = CompletionRequest(model="m", messages=tuple(elided), tools=TOOLS)
+    assert json.loads(provider.payload(second, stream=True)) == _plain(vendor, provider, second)
+    assert json.loads(provider.payload(first, stream=True)) == _plain(vendor, provider, first)

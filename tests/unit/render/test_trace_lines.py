@@ -77,3 +77,23 @@ def test_the_panel_counts_tokens_and_derives_cost_as_a_floor_when_unpriced() -> 
     state.fold(_ev(EventKind.PLAN, items=[{"content": "a", "status": "in_progress"}]))
     assert state.plan == [{"content": "a", "status": "in_progress"}]
     assert PanelState().cost_text() == "cost: no [prices]"
+
+
+def test_the_panel_keeps_the_root_and_names_the_child_it_is_in() -> None:
+    state = PanelState()
+    state.fold(Event(EventKind.RUN_STARTED, "root", {}))
+    state.fold(Event(EventKind.RUN_STARTED, "kid", {"parent_run_id": "root"}))
+    state.fold(Event(EventKind.STEP_STARTED, "kid", {"step": 0}))
+    assert (state.run_id, state.current, state.step) == ("root", "kid", 0)
+
+
+def test_a_childs_lines_carry_its_id_and_spawns_have_lines() -> None:
+    [(text, _)] = lines_for(Event(EventKind.STEP_STARTED, "kid-1234567", {"step": 0}), "root")
+    assert text == "[kid-1234] step 0"
+    [(text, _)] = lines_for(Event(EventKind.STEP_STARTED, "root", {"step": 0}), "root")
+    assert text == "step 0"
+    [(started, _)] = lines_for(_ev(EventKind.SPAWN, child_run_id="kid", depth=1, agent=None))
+    [(ended, style)] = lines_for(_ev(EventKind.SPAWN, child_run_id="kid", status="failed",
+                                     steps=2))
+    assert "child kid started (depth 1" in started
+    assert "child kid ended: failed after 2 steps" in ended and style == "red"

@@ -88,7 +88,7 @@ def test_ledger_keeps_intent_without_observation_until_observed(tmp_path: Path) 
     assert roles == ["system", "user", "assistant", "tool"]
     step = store.step("r1", 0)
     assert step is not None and step.model_served == "m2" and step.ttft_ms is None
-    assert step.usage["prompt_tokens"] is None  # not reported stays None, never 0
+    assert step.usage.prompt_tokens is None  # not reported stays None, never 0
     assert store.integrity_check() == "ok"
     store.close()
 

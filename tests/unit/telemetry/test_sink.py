@@ -25,15 +25,17 @@ def test_a_child_run_is_a_child_span_of_the_parents_spawning_call() -> None:
     sink = TelemetrySink(CONFIG, exporter=memory)
     _feed(sink, "root", EventKind.RUN_STARTED, goal="g", resumed=False)
     _feed(sink, "root", EventKind.STEP_STARTED, step=0)
-    _feed(sink, "root", EventKind.TOOL_CALL, step=0, call_id="c1", name="spawn_agent",
-          arguments={"goal": "sub"})
+    # the order the loop emits: the child's run_started, then the parent's spawn event
     _feed(sink, "kid", EventKind.RUN_STARTED, goal="sub", resumed=False, parent_run_id="root")
+    _feed(sink, "root", EventKind.SPAWN, child_run_id="kid", step=0, call_index=0)
     _feed(sink, "kid", EventKind.STEP_STARTED, step=0)
     _feed(sink, "kid", EventKind.COMPLETION, step=0, model="m-served", request_model="m",
           provider="anthropic", usage={"prompt_tokens": 5, "completion_tokens": 2},
           latency_ms=1.0)
     _feed(sink, "kid", EventKind.CHECKPOINT, step=0)
     _feed(sink, "kid", EventKind.RUN_FINISHED, status="finished", reason="done")
+    _feed(sink, "root", EventKind.SPAWN, child_run_id="kid", step=0, call_index=0,
+          status="finished", steps=1)
     _feed(sink, "root", EventKind.TOOL_RESULT, step=0, call_id="c1", name="spawn_agent",
           output="ok", is_error=False)
     _feed(sink, "root", EventKind.CHECKPOINT, step=0)
@@ -50,6 +52,10 @@ def test_a_child_run_is_a_child_span_of_the_parents_spawning_call() -> None:
     assert chat.attributes["gen_ai.response.model"] == "m-served"
     assert chat.attributes["gen_ai.system"] == "anthropic"
     assert kid.attributes["io.run.parent_id"] == "root"
+    [root_step] = [s for s in memory.get_finished_spans() if s.name == "io.step"
+                   and s.parent is not None and s.parent.span_id == root.context.span_id]
+    assert spawn.parent.span_id == root_step.context.span_id
+    assert spawn.attributes["io.child_run.status"] == "finished"
 
 
 def test_close_ends_what_is_still_open_as_cut_short() -> None:

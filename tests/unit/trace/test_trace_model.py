@@ -114,3 +114,17 @@ def test_a_tree_is_read_parent_first_with_depths(tmp_path: Path) -> None:
         (root, 0), ("child-a", 1), ("grandchild", 2), ("child-b", 1)]
     assert tree[0].children == ("child-a", "child-b")
     assert [t.run.run_id for t in load_tree(store, "child-b")] == ["child-b"]
+
+
+def test_command_calls_carry_their_exit_status_and_the_sandbox_that_ran_them(
+        tmp_path: Path) -> None:
+    store, run_id = _run(tmp_path, [
+        ("", [("shell", {"line": "echo hi"}), ("exec", {"argv": ["false"]})]),
+        ("done", []),
+    ], policy=Policy(rules=(Rule(Effect.ALLOW, ActKind.EXEC, "echo*", layer="test"),
+                            Rule(Effect.ALLOW, ActKind.EXEC, "false*", layer="test"))))
+    trace = load_trace(store, run_id)
+    shell, exec_ = trace.calls
+    assert (shell.exit_status, shell.sandbox, shell.is_error) == (0, "off", False)
+    assert (exec_.exit_status, exec_.sandbox, exec_.is_error) == (1, "off", True)
+    assert trace.commands_ran == 2

@@ -1,0 +1,218 @@
+"""Run assembly: a loaded `Config` → the typed objects of a run → a `Runner`.
+
+The one builder every front end calls: `io run`, `io resume` and `io session turn` go
+through `assemble_run`, and `io config check` goes through `check_runnable`, which runs
+the same preparation (spec, cost pricing, provider) and stops before the run. So a
+configuration `io config check` accepts is one `io run` accepts, and the other way
+round. Nothing here reads the environment except from the mapping passed in, and
+nothing writes to the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness_core.clock import Clock, SystemClock
+from harness_core.config._config import Config
+from harness_core.errors import ConfigError
+from harness_core.events import EventSink
+from harness_core.messages import Usage
+from harness_core.policy import Approver, Policy
+from harness_core.providers import Provider, build_provider
+from harness_core.run import Runner, RunSpec
+from harness_core.store import Store
+from harness_core.templates import discover_skills
+from harness_core.toolchain import survey as survey_toolchain
+from harness_core.tools._plan_tools import Responder
+from harness_core.workspace import Workspace
+
+__all__ = ["RunAssembly", "assemble_run", "build_run_spec", "check_runnable"]
+
+
+@dataclass
+class RunAssembly:
+    """A run ready to drive: its spec and a runner that holds the built provider.
+
+    Attributes:
+        spec: What the run is started (or resumed) with.
+        runner: The runner, over the caller's store and the built provider.
+        provider: The provider the runner calls; `close` closes it.
+    """
+
+    spec: RunSpec
+    runner: Runner
+    provider: Provider
+
+    def close(self) -> None:
+        """Close the provider (the store stays the caller's)."""
+        self.provider.close()
+
+    def __enter__(self) -> RunAssembly:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _cost_function(config: Config) -> Callable[[str, Usage], float | None] | None:
+    prices = config.prices
+    if config.budget.max_cost_usd is not None and prices is None:
+        raise ConfigError(
+            "[budget] max_cost_usd needs a [prices] table (with as_of) to derive costs from",
+            hint="add [prices] with the models you use, or set max_cost_usd = false",
+        )
+    if prices is None:
+        return None
+
+    def cost_of(model: str, usage: Usage) -> float | None:
+        price = prices.price_for(model)
+        return price.cost_of(usage) if price is not None else None
+
+    return cost_of
+
+
+def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
+    store = str(config.store_path.resolve())
+    if not store.startswith(str(workspace) + os.sep):
+        return ()
+    return tuple(store + suffix for suffix in ("", "-wal", "-shm"))
+
+
+def build_run_spec(
+    config: Config, workspace: Path, goal: str, *, env: Mapping[str, str]
+) -> RunSpec:
+    """Project a loaded config onto the `RunSpec` of a run of `goal` in `workspace`.
+
+    Args:
+        config: The loaded configuration.
+        workspace: The workspace root (absolute).
+        goal: The goal of the run (it replaces `[contract] goal`).
+        env: The caller's environment, passed to sandboxed commands after the scrub.
+
+    Returns:
+        The spec; the detected toolchain is overridden by `[toolchain]`.
+
+    Raises:
+        ConfigError: `[budget] max_cost_usd` is set without `[prices]`.
+    """
+    ws = Workspace(workspace)
+    provider = config.provider
+    settings = config.run
+    return RunSpec(
+        workspace=ws,
+        contract=replace(config.contract, goal=goal),
+        policy=config.policy,
+        budget=config.budget,
+        model=provider.model if provider is not None else "",
+        max_tokens=provider.max_tokens if provider is not None else RunSpec.max_tokens,
+        sandbox=config.sandbox,
+        context_max_tokens=config.context_max_tokens,
+        output_cap=settings.output_cap_bytes,
+        exec_timeout=settings.exec_timeout_seconds,
+        stall_window=settings.stall_window,
+        toolchain=survey_toolchain(ws, config.toolchain).effective,
+        env=dict(env),
+        web=config.web,
+        protected_paths=_store_paths(config, workspace),
+        mcp=tuple(config.mcp),
+        cost_of=_cost_function(config),
+        store_path=config.store_path.resolve(),
+        provider_keys=provider_keys(config, env),
+        git=config.git,
+        agents=config.agents,
+        agent_limits=config.agent_limits,
+        skills=discover_skills(workspace),
+    )
+
+
+PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
+"""Environment variables the providers read a key from when `api_key` is unset."""
+
+
+def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Every provider credential this process holds: configured keys and key variables
+    (the sandbox keeps them from every command)."""
+    keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
+    provider = config.provider
+    if provider is not None:
+        keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
+    return tuple(dict.fromkeys(keys))
+
+
+def _prepare(
+    config: Config, workspace: Path, goal: str, env: Mapping[str, str], clock: Clock
+) -> tuple[RunSpec, Provider]:
+    spec = build_run_spec(config, workspace, goal, env=env)
+    if config.provider is None:
+        raise ConfigError(
+            "no [provider] is configured",
+            hint='add a [provider] table to io.toml (kind = "scripted" works offline)',
+        )
+    return spec, build_provider(config.provider, env=env, clock=clock)
+
+
+def check_runnable(config: Config, workspace: Path, *, env: Mapping[str, str]) -> RunSpec:
+    """Everything `assemble_run` checks, without running: what `io config check` runs.
+
+    Builds the spec and the provider (no request is sent) and closes the provider.
+
+    Returns:
+        The spec a run of `[contract] goal` would start with (for reports such as the
+        inputs each gate protects).
+
+    Raises:
+        ConfigError: No `[provider]`, a provider that cannot be built (unknown kind, a
+            missing key, a web declaration its vendor cannot carry), or
+            `max_cost_usd` without `[prices]`.
+    """
+    spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
+    provider.close()
+    return spec
+
+
+def assemble_run(
+    config: Config,
+    workspace: Path,
+    goal: str,
+    *,
+    store: Store,
+    env: Mapping[str, str],
+    clock: Clock | None = None,
+    on_event: EventSink | None = None,
+    approver: Approver | None = None,
+    responder: Responder | None = None,
+    policy: Policy | None = None,
+    new_id: Callable[[], str] | None = None,
+) -> RunAssembly:
+    """Build what a run needs from a loaded config: spec, provider and runner.
+
+    Args:
+        config: The loaded configuration.
+        workspace: The workspace root (absolute).
+        goal: The goal (a turn's message, a resumed run's recorded goal).
+        store: The store the run is recorded in (the caller opens and closes it).
+        env: The caller's environment (provider key fallback, sandboxed commands).
+        clock: Time; the system clock when None.
+        on_event: Where the run's events go.
+        approver: Decides acts that need approval (None: the run pauses).
+        responder: Answers the agent's questions (None: the run pauses).
+        policy: Replaces the configured policy (`io resume --stored-policy`).
+        new_id: Makes the new run's id (`io batch` fixes it in advance); a random id
+            when None.
+
+    Returns:
+        The assembly; close it (or use it as a context manager) to close the provider.
+
+    Raises:
+        ConfigError: Whatever `check_runnable` raises.
+    """
+    clock = clock or SystemClock()
+    spec, provider = _prepare(config, workspace, goal, env, clock)
+    if policy is not None:
+        spec = replace(spec, policy=policy)
+    runner = Runner(store, provider, clock=clock, on_event=on_event, approver=approver,
+                    responder=responder, new_id=new_id)
+    return RunAssembly(spec=spec, runner=runner, provider=provider)

@@ -1,0 +1,279 @@
+"""The process ledger: what each `io` process has running, so a later `io` can end it.
+
+A run's commands die with it when `io` ends normally. After `kill -9` of `io` nothing
+runs its clean-up, so every `io` that starts commands keeps a ledger file (one per
+process, in a private per-user directory) naming itself (pid and start time), the runs
+it drove, a random token, and each live command: its pid with start time (the process
+group it leads has the same id) and its cgroup. Every command's environment carries the
+token (`TOKEN_VARIABLE`), which its descendants inherit.
+
+`sweep` (called when an `io` command opens the store) reads the ledgers of `io`
+processes that are gone (pid dead, or alive with another start time) and kills, never
+touching a reused pid:
+
+- every member of each recorded cgroup (only commands of that run were ever put there),
+  then removes the cgroup;
+- each recorded process whose start time still matches, and the members of its process
+  group (a group id is not reused while the group has members);
+- every process of this user whose environment holds the dead owner's token and that
+  started after the owner: a descendant that left the process group (`setsid`), even
+  without a cgroup.
+
+What survives: a descendant that cleared its environment and left its group and has no
+cgroup (the floor on a host without a writable pids cgroup).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import secrets
+import signal
+import stat
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+__all__ = ["TOKEN_VARIABLE", "Ledger", "Swept", "activate_ledger", "current_ledger", "sweep"]
+
+TOKEN_VARIABLE = "IO_RUN_TOKEN"
+"""Set in every command's environment: the token of the `io` process that started it."""
+
+_SLACK = 0.05
+"""Seconds two readings of one process's start time may differ by."""
+
+
+def ledger_folder() -> Path:
+    """The per-user directory of ledger files (created 0700 when missing)."""
+    folder = Path(tempfile.gettempdir()) / f"io-ledger-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o077:
+        # Someone else made it (or made it open to others): use a fresh private one.
+        folder = Path(tempfile.mkdtemp(prefix=f"io-ledger-{os.getuid()}-"))
+    return folder
+
+
+def _started(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+@dataclass
+class Ledger:
+    """This process's ledger file; every method rewrites it atomically."""
+
+    folder: Path
+    token: str = field(default_factory=lambda: secrets.token_hex(12))
+    runs: list[str] = field(default_factory=lambda: [])
+    stores: list[str] = field(default_factory=lambda: [])
+    _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"io-{os.getpid()}.json"
+
+    def _write(self) -> None:
+        data = {"owner_pid": os.getpid(), "owner_started": _started(os.getpid()),
+                "token": self.token, "runs": self.runs, "stores": self.stores,
+                "entries": list(self._entries.values())}
+        scratch = self.path.with_suffix(".tmp")
+        with contextlib.suppress(OSError):
+            scratch.write_text(json.dumps(data))
+            os.replace(scratch, self.path)
+
+    def note_run(self, run_id: str, store: str) -> None:
+        """Name a run this process drives and its store (what a sweep records against)."""
+        with self._lock:
+            if run_id not in self.runs:
+                self.runs.append(run_id)
+            if store not in self.stores:
+                self.stores.append(store)
+            self._write()
+
+    def add(self, pid: int, cgroup: Path | None) -> None:
+        """Record a command just started (a session leader: its group id is `pid`)."""
+        entry = {"pid": pid, "started": _started(pid), "cgroup": str(cgroup) if cgroup else None}
+        with self._lock:
+            self._entries[pid] = entry
+            self._write()
+
+    def remove(self, pid: int) -> None:
+        """Forget a command that was killed and reaped."""
+        with self._lock:
+            if self._entries.pop(pid, None) is not None:
+                self._write()
+
+
+_active: Ledger | None = None
+_active_lock = threading.Lock()
+
+
+def activate_ledger(folder: Path | None = None) -> Ledger:
+    """Start (once per process) keeping this process's ledger."""
+    global _active
+    with _active_lock:
+        if _active is None:
+            _active = Ledger(folder or ledger_folder())
+            atexit.register(_discard, _active)
+        return _active
+
+
+def _discard(ledger: Ledger) -> None:
+    with contextlib.suppress(OSError):
+        ledger.path.unlink()
+
+
+def current_ledger() -> Ledger | None:
+    """The active ledger, or None when this process keeps none (library use)."""
+    return _active
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What one sweep killed for one dead `io` process."""
+
+    owner_pid: int
+    runs: tuple[str, ...]
+    killed: tuple[dict[str, Any], ...]
+
+
+def _same(pid: int, started: float | None) -> psutil.Process | None:
+    try:
+        process = psutil.Process(pid)
+        if started is not None and abs(process.create_time() - started) <= _SLACK:
+            return process
+    except psutil.Error:
+        pass
+    return None
+
+
+def _describe(process: psutil.Process, why: str) -> dict[str, Any]:
+    try:
+        name = process.name()
+    except psutil.Error:
+        name = "?"
+    return {"pid": process.pid, "name": name, "why": why}
+
+
+def _kill(process: psutil.Process, why: str, out: list[dict[str, Any]]) -> None:
+    if any(k["pid"] == process.pid for k in out):
+        return
+    with contextlib.suppress(psutil.Error):
+        process.kill()
+        out.append(_describe(process, why))
+
+
+def _kill_cgroup(path: Path, out: list[dict[str, Any]]) -> None:
+    procs = path / "cgroup.procs"
+    for _ in range(100):
+        try:
+            pids = [int(x) for x in procs.read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                _kill(psutil.Process(pid), f"member of {path.name}", out)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+def _group(pgid: int, owner_started: float) -> Iterator[psutil.Process]:
+    for process in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getpgid(process.pid) == pgid and process.create_time() >= owner_started:
+                yield process
+
+
+def _tokened(token: str, owner_started: float) -> Iterator[psutil.Process]:
+    needle = f"{TOKEN_VARIABLE}={token}".encode()
+    for process in psutil.process_iter():
+        try:
+            if process.create_time() < owner_started:
+                continue
+            with open(f"/proc/{process.pid}/environ", "rb") as handle:
+                if needle in handle.read().split(b"\0"):
+                    yield process
+        except (OSError, psutil.Error):
+            continue
+
+
+def _sweep_one(data: dict[str, Any]) -> list[dict[str, Any]]:
+    owner_started = float(data.get("owner_started") or 0.0)
+    killed: list[dict[str, Any]] = []
+    for entry in data.get("entries", []):
+        if entry.get("cgroup"):
+            _kill_cgroup(Path(entry["cgroup"]), killed)
+        leader = _same(int(entry["pid"]), entry.get("started"))
+        if leader is not None:
+            _kill(leader, "command", killed)
+        if leader is not None or not psutil.pid_exists(int(entry["pid"])):
+            for member in _group(int(entry["pid"]), owner_started):
+                _kill(member, "process group", killed)
+    token = data.get("token")
+    if isinstance(token, str) and token:
+        for process in _tokened(token, owner_started):
+            _kill(process, f"descendant ({TOKEN_VARIABLE})", killed)
+    return killed
+
+
+def _owner_gone(data: dict[str, Any]) -> bool:
+    pid = int(data.get("owner_pid", 0))
+    if pid == os.getpid():
+        return False
+    return _same(pid, data.get("owner_started")) is None
+
+
+def sweep(
+    folder: Path | None = None,
+    *,
+    store: str | None = None,
+    record: Callable[[Swept], None] | None = None,
+) -> list[Swept]:
+    """Kill what dead `io` processes left running; remove their ledgers.
+
+    Args:
+        folder: The ledger directory (default: this user's).
+        store: Only ledgers of processes that drove runs in this store (or no run at
+            all) are swept; None sweeps every ledger.
+        record: Called with each non-empty result before its ledger is removed.
+
+    Returns:
+        One entry per dead `io` process that had commands left.
+    """
+    folder = folder or ledger_folder()
+    out: list[Swept] = []
+    for path in sorted(folder.glob("io-*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or not _owner_gone(data):
+            continue
+        stores = data.get("stores") or []
+        if store is not None and stores and store not in stores:
+            continue
+        killed = _sweep_one(data)
+        if killed:
+            swept = Swept(int(data.get("owner_pid", 0)), tuple(data.get("runs", [])),
+                          tuple(killed))
+            if record is not None:
+                record(swept)
+            out.append(swept)
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return out
