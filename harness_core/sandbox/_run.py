@@ -49,6 +49,8 @@ class CommandResult:
         stderr: Up to `max_output` bytes of standard error (empty when merged into stdout).
         truncated_bytes: Bytes read beyond the caps and dropped, both streams together.
         timed_out: The wall clock ran out and the tree was killed.
+        stdout_dropped: Of `truncated_bytes`, those of standard output.
+        stderr_dropped: Of `truncated_bytes`, those of standard error.
     """
 
     exit_status: int
@@ -56,6 +58,8 @@ class CommandResult:
     stderr: bytes
     truncated_bytes: int
     timed_out: bool
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
 
 
 def run_command(
@@ -112,6 +116,8 @@ def run_command(
         stdout=bytes(pump.out[1]),
         stderr=bytes(pump.out[2]),
         truncated_bytes=pump.truncated,
+        stdout_dropped=pump.dropped[1],
+        stderr_dropped=pump.dropped[2],
         timed_out=timed_out,
     )
 
@@ -158,6 +164,7 @@ class _Pump:
         self._pending = memoryview(stdin_data)
         self.out: dict[int, bytearray] = {1: bytearray(), 2: bytearray()}
         self.truncated = 0
+        self.dropped: dict[int, int] = {1: 0, 2: 0}
         self._selector = selectors.DefaultSelector()
         self._pidfd = _open_pidfd(process.pid)
         self._streams: dict[int, IO[bytes]] = {}
@@ -226,6 +233,7 @@ class _Pump:
         room = max(0, self._max - len(buffer))
         buffer += chunk[:room]
         self.truncated += len(chunk) - min(room, len(chunk))
+        self.dropped[number] += len(chunk) - min(room, len(chunk))
 
     def _feed(self) -> None:
         stdin = self._process.stdin

@@ -21,7 +21,7 @@ from harness_core.messages import ToolSpec
 from harness_core.policy import Act
 from harness_core.sandbox import CommandResult, LaunchRequest, run_command
 from harness_core.tools._base import ToolContext, ToolOutcome
-from harness_core.tools._support import bounded, refusal_outcome
+from harness_core.tools._support import bounded_bytes, refusal_outcome
 
 __all__ = ["Exec", "run_argv"]
 
@@ -105,9 +105,8 @@ class Exec:
         timed_out = result.timed_out
         status: int | None = None if timed_out else result.exit_status
         half = max(ctx.output_cap // 2, 1)
-        stdout, cut_out = bounded(result.stdout.decode("utf-8", errors="replace"), half)
-        stderr, cut_err = bounded(result.stderr.decode("utf-8", errors="replace"), half)
-        cut_out += result.truncated_bytes
+        stdout, cut_out = bounded_bytes(result.stdout, half, result.stdout_dropped)
+        stderr, cut_err = bounded_bytes(result.stderr, half, result.stderr_dropped)
         head = (f"timed out after {timeout:g}s; the process tree was killed" if timed_out
                 else f"exit status {status}")
         parts = [head]

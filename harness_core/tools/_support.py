@@ -6,6 +6,7 @@ one workspace resolver and checks the act through the run's one gate.
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
 from harness_core.errors import InvalidToolArguments, PathEscape, WorkspaceError
@@ -15,6 +16,7 @@ from harness_core.tools._base import Refusal, ToolContext, ToolOutcome
 
 __all__ = [
     "bounded",
+    "bounded_bytes",
     "gated_path",
     "opt_int",
     "refusal_outcome",
@@ -63,6 +65,23 @@ def bounded(text: str, cap: int) -> tuple[str, int]:
         return text, 0
     cut = len(raw) - cap
     kept = raw[:cap].decode("utf-8", errors="ignore")
+    return kept + f"\n[output truncated: {cut} more bytes not shown]", cut
+
+
+def bounded_bytes(raw: bytes, cap: int, dropped: int = 0) -> tuple[str, int]:
+    """Raw output cut to `cap` bytes and decoded, and how many bytes were not shown.
+
+    The count is the true cut: bytes of `raw` past the cap (a character split by the cap
+    included) plus `dropped`, the bytes the capture never kept. Counting the raw bytes,
+    not a re-encoding of the decoded text, keeps the number right for output that is not
+    UTF-8 (where each bad byte would otherwise count as the three of U+FFFD).
+    """
+    if len(raw) <= cap and not dropped:
+        return raw.decode("utf-8", errors="replace"), 0
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    kept = decoder.decode(raw[:cap], final=False)
+    shown = min(len(raw), cap) - len(decoder.getstate()[0])
+    cut = len(raw) - shown + dropped
     return kept + f"\n[output truncated: {cut} more bytes not shown]", cut
 
 

@@ -34,6 +34,13 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+def _is_own_builtin(tool: Tool) -> bool:
+    """Whether `tool` is io's own implementation (its class defined in harness_core),
+    not a user's tool (nor a subclass of a built-in) that took a reserved name."""
+    module = type(tool).__module__
+    return module == "harness_core" or module.startswith("harness_core.")
+
+
 def _check_args(spec: ToolSpec, args: dict[str, Any]) -> None:
     schema = spec.parameters
     props: dict[str, Any] = schema.get("properties", {})
@@ -65,7 +72,7 @@ class Toolbox:
     ) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
-            self._tools[tool.spec.name] = tool
+            self.add(tool)
         self._unavailable = {k: v for k, v in (unavailable or {}).items()
                              if k not in self._tools}
 
@@ -102,12 +109,25 @@ class Toolbox:
     def add(self, tool: Tool, *, builtin: bool = False) -> None:
         """Register a tool.
 
+        A reserved name may be taken only by io's own implementation of that built-in,
+        however the toolbox is built (the constructor, `add`, `with_tools`), so a custom
+        `read_file` never silently replaces the built-in one and the model is never
+        offered a tool under a built-in's name that does something else.
+
+        Args:
+            tool: The tool.
+            builtin: Kept for callers that register a built-in explicitly; a reserved
+                name is checked the same way with or without it.
+
         Raises:
-            ToolError: The name is reserved or already taken.
+            ToolError: The name is reserved for a built-in, or already taken.
         """
         name = tool.spec.name
-        if not builtin and name in RESERVED_TOOL_NAMES:
-            raise ToolError(f"tool name {name!r} is reserved for a built-in")
+        if name in RESERVED_TOOL_NAMES and not _is_own_builtin(tool):
+            raise ToolError(
+                f"tool name {name!r} is reserved for a built-in; register "
+                f"{type(tool).__name__} under another name", hint="pick a name that is not"
+                " one of io's built-in tools (RESERVED_TOOL_NAMES)")
         if name in self._tools:
             raise ToolError(f"tool name {name!r} is registered twice")
         self._tools[name] = tool
