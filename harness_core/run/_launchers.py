@@ -68,9 +68,11 @@ class Launchers:
         if self.egress is not None:
             self.egress.set_decide(_recording_decider(gate, store))
 
-    def note_run(self, run_id: str) -> None:
-        """Name the run these launchers start commands for (what a sweep records against)."""
-        activate_ledger().note_run(run_id)
+    def note_run(self, run_id: str, store: Store) -> None:
+        """Name the run these launchers start commands for, and its store (for a sweep)."""
+        from harness_core.run._sweep import store_key
+
+        activate_ledger().note_run(run_id, store_key(store))
 
     def close(self) -> None:
         """Stop the egress proxy, if there is one."""

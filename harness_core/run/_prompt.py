@@ -25,7 +25,8 @@ def opening_messages(spec: RunSpec) -> list[Message]:
         lines.extend(f"- {s.name}: {s.description} ({s.path})" for s in spec.skills)
     tc = spec.toolchain
     if tc.ecosystem:
-        lines.append(f"Detected project: {tc.ecosystem}.")
+        manager = f" ({tc.package_manager})" if tc.package_manager else ""
+        lines.append(f"Detected project: {tc.ecosystem}{manager}.")
     for label, command in (("test", tc.test), ("build", tc.build), ("lint", tc.lint)):
         if command:
             lines.append(f"Conventional {label} command: {command}")

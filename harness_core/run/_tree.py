@@ -16,7 +16,7 @@ from typing import Any
 
 from harness_core.agents import AgentDef, roster_description
 from harness_core.clock import Clock
-from harness_core.messages import ToolSpec, Usage
+from harness_core.messages import ToolSpec
 from harness_core.policy import Approver, Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
@@ -214,7 +214,7 @@ def root_tree(
             for record in store.tree_runs(run_id):
                 for step in store.steps(record.run_id):
                     cost = spec.cost_of(step.model_served or spec.model,
-                                        Usage.from_json(step.usage))
+                                        step.usage)
                     budget.cost += cost or 0.0
     if spec.budget.wall_seconds is not None:
         budget.deadline = clock.monotonic() + spec.budget.wall_seconds - wall_before

@@ -31,6 +31,7 @@ import json
 import os
 import secrets
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -53,6 +54,10 @@ def ledger_folder() -> Path:
     """The per-user directory of ledger files (created 0700 when missing)."""
     folder = Path(tempfile.gettempdir()) / f"io-ledger-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o077:
+        # Someone else made it (or made it open to others): use a fresh private one.
+        folder = Path(tempfile.mkdtemp(prefix=f"io-ledger-{os.getuid()}-"))
     return folder
 
 
@@ -70,6 +75,7 @@ class Ledger:
     folder: Path
     token: str = field(default_factory=lambda: secrets.token_hex(12))
     runs: list[str] = field(default_factory=lambda: [])
+    stores: list[str] = field(default_factory=lambda: [])
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -79,18 +85,21 @@ class Ledger:
 
     def _write(self) -> None:
         data = {"owner_pid": os.getpid(), "owner_started": _started(os.getpid()),
-                "token": self.token, "runs": self.runs, "entries": list(self._entries.values())}
+                "token": self.token, "runs": self.runs, "stores": self.stores,
+                "entries": list(self._entries.values())}
         scratch = self.path.with_suffix(".tmp")
         with contextlib.suppress(OSError):
             scratch.write_text(json.dumps(data))
             os.replace(scratch, self.path)
 
-    def note_run(self, run_id: str) -> None:
-        """Name a run this process drives (what a sweep records against)."""
+    def note_run(self, run_id: str, store: str) -> None:
+        """Name a run this process drives and its store (what a sweep records against)."""
         with self._lock:
             if run_id not in self.runs:
                 self.runs.append(run_id)
-                self._write()
+            if store not in self.stores:
+                self.stores.append(store)
+            self._write()
 
     def add(self, pid: int, cgroup: Path | None) -> None:
         """Record a command just started (a session leader: its group id is `pid`)."""
@@ -230,12 +239,17 @@ def _owner_gone(data: dict[str, Any]) -> bool:
 
 
 def sweep(
-    folder: Path | None = None, *, record: Callable[[Swept], None] | None = None
+    folder: Path | None = None,
+    *,
+    store: str | None = None,
+    record: Callable[[Swept], None] | None = None,
 ) -> list[Swept]:
     """Kill what dead `io` processes left running; remove their ledgers.
 
     Args:
         folder: The ledger directory (default: this user's).
+        store: Only ledgers of processes that drove runs in this store (or no run at
+            all) are swept; None sweeps every ledger.
         record: Called with each non-empty result before its ledger is removed.
 
     Returns:
@@ -249,6 +263,9 @@ def sweep(
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict) or not _owner_gone(data):
+            continue
+        stores = data.get("stores") or []
+        if store is not None and stores and store not in stores:
             continue
         killed = _sweep_one(data)
         if killed:

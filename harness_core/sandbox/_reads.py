@@ -183,14 +183,25 @@ def plan_reads(
     """
     homes = _homes(env)
     stores = [home / name for home in homes for name in SECRET_STORES]
-    dirs, files = _split([*stores, *hidden, *masked])
+    exposed = _exposed(env, homes, read_paths)
+    # A path under a hidden home is already out of sight (the home is an empty tmpfs)
+    # unless something exposed brings it back; masking it would make bwrap create its
+    # mount point on a read-only tmpfs, which fails every command (the default store,
+    # ~/.local/state/io/state.db, lies there).
+    needed = [p for p in (*stores, *hidden, *masked)
+              if not _inside_any(p, homes) or _inside_any(p, exposed)]
+    dirs, files = _split(needed)
     order = lambda p: (len(p.parts), str(p))  # noqa: E731
     return ReadPlan(
         hidden_homes=tuple(homes),
-        exposed=_exposed(env, homes, read_paths),
+        exposed=exposed,
         mask_dirs=tuple(sorted(set(dirs), key=order)),
         mask_files=tuple(sorted(set(files), key=order)),
     )
+
+
+def _inside_any(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
 
 
 _empty: Path | None = None

@@ -16,7 +16,7 @@ from typing import Any
 from harness_core.errors import StateError
 from harness_core.store._codec import loads
 from harness_core.store._parts import StoreParts
-from harness_core.store._records import RunRecord, RunStatus
+from harness_core.store._records import Pause, RunRecord, RunStatus
 
 __all__ = ["RUN_COLUMNS", "TREE_SCHEMA_SQL", "TreePlace", "TreeQueries", "run_record"]
 
@@ -44,7 +44,7 @@ def run_record(r: tuple[Any, ...]) -> RunRecord:
         run_id=r[0], created_at=r[1], updated_at=r[2], status=RunStatus(r[3]), goal=r[4],
         workspace=r[5], model=r[6], session_id=r[7], parent_run_id=r[8], settings=loads(r[9]),
         policy=loads(r[10]), sandbox=loads(r[11]), exit_code=r[12], reason=r[13],
-        pause=loads(r[14]), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
+        pause=None if r[14] is None else Pause.from_json(loads(r[14])), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
         wall_used=r[18], depth=r[19], root_run_id=r[20] or r[0], agent=r[21],
     )
 
@@ -101,6 +101,23 @@ class TreeQueries(StoreParts):
             RUN_COLUMNS + " FROM runs WHERE run_id = ? OR root_run_id = ?"
             " ORDER BY CASE WHEN depth = 0 THEN 0 ELSE 1 END, created_at, run_id", (root_run_id, root_run_id))
         return [run_record(r) for r in rows]
+
+    def interrupt_pending(self, run_id: str) -> bool:
+        """Whether an `io interrupt` for `run_id` waits, unconsumed (read, not taken: a
+        tree's children stop on their root's interrupt, which the root takes itself)."""
+        return bool(self._tree_read(
+            "SELECT 1 FROM run_inbox WHERE run_id = ? AND consumed_step IS NULL"
+            " AND kind = 'interrupt' LIMIT 1", (run_id,)))
+
+    def consume_interrupt(self, run_id: str, step: int) -> None:
+        """Mark `run_id`'s pending interrupts taken at `step` (the root, once its tree
+        stopped on one), leaving any steer for the next step."""
+        try:
+            with self._tx() as conn:
+                conn.execute("UPDATE run_inbox SET consumed_step = ? WHERE run_id = ?"
+                             " AND consumed_step IS NULL AND kind = 'interrupt'", (step, run_id))
+        except sqlite3.Error as exc:
+            raise StateError(f"store failed while writing the inbox: {exc}") from exc
 
     def tree_usage(self, root_run_id: str) -> tuple[int, int]:
         """(steps, billed tokens) recorded so far by every run of the tree."""

@@ -9,13 +9,18 @@ out of the loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness_core.clock import Clock
 from harness_core.messages import Media, ToolSpec
 from harness_core.policy import Act, Decision
 from harness_core.sandbox import ProcessLauncher
 from harness_core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from harness_core.shell import HandleRegistry
+    from harness_core.tools._git import GitSettings
+    from harness_core.tools._plan_tools import PlanStore, Responder
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",
@@ -119,10 +124,22 @@ class ActGate(Protocol):
         ...
 
 
-class RunServices(Protocol):
-    """Run-scoped services some tools need (handles, plan, questions). May be absent."""
+@dataclass
+class RunServices:
+    """Run-scoped services the built-in tools reach by type, each None when the caller
+    has none (`io tool` outside a run has no plan and no one to ask).
 
-    run_id: str
+    Attributes:
+        handles: The run's process handles (`shell_start`, `shell_poll`, `shell_kill`).
+        todos: Where `todo_write` keeps the plan (the run's store).
+        responder: Who answers `ask_question` (None: the run pauses for an answer).
+        git: How the git built-ins run (None: their defaults).
+    """
+
+    handles: HandleRegistry | None = None
+    todos: PlanStore | None = None
+    responder: Responder | None = None
+    git: GitSettings | None = None
 
 
 @dataclass
@@ -137,8 +154,9 @@ class ToolContext:
         run_id: The run this call belongs to ("" for `io tool`).
         output_cap: Bytes of output returned before truncation.
         exec_timeout: Seconds before a foreground command is killed.
-        services: Run-scoped services, when the caller has them.
-        extras: Named services added by later capabilities (handles, todos …).
+        services: The run-scoped services the built-in tools use, by type.
+        extras: Named services a caller's own tools need (`Runner(extras=...)`); the
+            built-in tools never read it.
         call_ref: ``<run>/<step>/<call>`` of the call being run ("" outside a run): the
             durable name a tool can leave on its effect (git_commit's trailer).
     """
@@ -150,7 +168,7 @@ class ToolContext:
     run_id: str = ""
     output_cap: int = DEFAULT_OUTPUT_CAP
     exec_timeout: float = 120.0
-    services: RunServices | None = None
+    services: RunServices = field(default_factory=RunServices)
     extras: dict[str, Any] = field(default_factory=lambda: {})
     call_ref: str = ""
 

@@ -35,8 +35,8 @@ TRAILER = "Io-Call"
 
 
 def _settings(ctx: ToolContext) -> GitSettings:
-    found = ctx.extras.get("git")
-    return found if isinstance(found, GitSettings) else GitSettings()
+    found = ctx.services.git
+    return found if found is not None else GitSettings()
 
 
 def _failed(tool: str, exc: ToolError) -> ToolOutcome:

@@ -7,8 +7,8 @@ observation, after which every tool call is checked against the same policy by t
 same code. This module does no terminal I/O: a prompt on a terminal is a `Responder`
 the CLI supplies.
 
-Run-scoped services arrive through `ToolContext.extras`: ``"todos"`` (a `PlanStore`)
-and ``"responder"`` (a `Responder`). The loop emits the plan and question events; the
+Run-scoped services arrive typed, through `ToolContext.services`: ``todos`` (a `PlanStore`)
+and ``responder`` (a `Responder`). The loop emits the plan and question events; the
 tools emit nothing.
 """
 
@@ -141,10 +141,9 @@ class TodoWrite:
             InvalidToolArguments: An item is malformed (the plan is left as it was).
         """
         items = _items(args.get("todos"))
-        store = ctx.extras.get("todos")
-        if store is None or not ctx.run_id:
+        plan = ctx.services.todos
+        if plan is None or not ctx.run_id:
             return ToolOutcome("error: there is no run here to hold a plan", is_error=True)
-        plan: PlanStore = store
         revision = plan.replace_todos(ctx.run_id, items)
         counts = {s: sum(1 for i in items if i["status"] == s) for s in _STATUSES}
         summary = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in _STATUSES)
@@ -179,7 +178,7 @@ class AskQuestion:
         if not question:
             raise InvalidToolArguments("ask_question: `question` must not be empty")
         question = question[:_MAX_QUESTION]
-        responder: Responder | None = ctx.extras.get("responder")
+        responder = ctx.services.responder
         answer = responder.answer(question) if responder is not None else None
         if answer is None:
             if not ctx.run_id:

@@ -4,7 +4,7 @@
 handle. Both go through `harness_core.shell.prepare` — the same lexer, refusal set and
 per-act checks — before anything starts, and both report a refusal as a `Refusal`
 (the construct and its column, or the act, rule and layer), never as an exception.
-The handle registry is a run service found in ``ctx.extras["handles"]``; without one
+The handle registry is a run service found in ``ctx.services.handles``; without one
 (`io tool` outside a run) the handle tools say so. An orphaned handle is answered
 from its record and never signalled.
 """
@@ -89,8 +89,8 @@ def _prepared(line: str, ctx: ToolContext) -> RunPlan | ToolOutcome:
 
 
 def _registry(ctx: ToolContext, tool: str) -> HandleRegistry | ToolOutcome:
-    registry = ctx.extras.get("handles")
-    if isinstance(registry, HandleRegistry):
+    registry = ctx.services.handles
+    if registry is not None:
         return registry
     return ToolOutcome(
         f"{tool}: process handles need a run (they live and die with it); use `shell` for "

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness_core.messages import Usage
 from harness_core.spend import PriceTable
 from harness_core.store import LedgerEntry, StepRecord, Store
 from harness_core.trace._changes import changes_of
@@ -56,7 +55,7 @@ def _cost(record: StepRecord, prices: PriceTable | None) -> float | None:
     if prices is None or record.model_served is None:
         return None
     price = prices.price_for(record.model_served)
-    return price.cost_of(Usage.from_json(record.usage)) if price is not None else None
+    return price.cost_of(record.usage) if price is not None else None
 
 
 def _add(a: int | None, b: int | None) -> int | None:
@@ -119,7 +118,7 @@ def load_trace(store: Store, run_id: str, *, prices: PriceTable | None = None,
         calls.setdefault(entry.step_index, []).append(_call(entry, output_limit))
     steps = tuple(
         StepView(step=s.step_index, created_at=s.created_at, text=s.text, provider=s.provider,
-                 model=s.model_served, usage=s.usage, latency_ms=s.latency_ms,
+                 model=s.model_served, usage=s.usage.to_json(), latency_ms=s.latency_ms,
                  ttft_ms=s.ttft_ms, cost_usd=_cost(s, prices),
                  calls=tuple(calls.pop(s.step_index, [])))
         for s in store.steps(run_id))

@@ -99,13 +99,13 @@ def tool(
         ctx = ToolContext(workspace=spec.workspace, gate=gate, launcher=launchers.commands,
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
-        ctx.extras["git"] = spec.git
+        ctx.services.git = spec.git
         store = open_store(cfg) if name.startswith("shell_") else None
         registry = None
         capture = Path(tempfile.mkdtemp(prefix="io-tool-"))
         if store is not None:
             registry = _tool_handles(store, ctx, capture)
-            ctx.extras["handles"] = registry
+            ctx.services.handles = registry
         try:
             outcome = toolbox.call(ToolCall("io-tool", name, parsed), ctx)
         except ApprovalPending as pending:

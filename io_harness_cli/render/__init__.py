@@ -63,6 +63,11 @@ def render_trace(data: dict[str, Any]) -> None:
     out(f"sandbox: {sandbox.get('backend')} enforced={sandbox.get('enforced')}"
         f" degraded={sandbox.get('degraded')} commands_sandboxed="
         f"{sandbox.get('commands_sandboxed')}\n")
+    mechanisms = sandbox.get("mechanisms") or {}
+    for name in ("reads", "secrets", "net"):
+        why = mechanisms.get(name)
+        if isinstance(why, str) and why.startswith("none:"):
+            out(f"  not enforced: {name}: {why[5:].strip()}\n")
     if run.get("reason"):
         out(f"ended: {run['reason']}\n")
     for step in data["steps"]:

@@ -196,3 +196,44 @@ def test_an_agent_definition_has_no_key_that_could_widen(tmp_path: Path, key: st
     assert f"agents.writer.{key}" in result.stderr and "Traceback" not in result.stderr
     ran = run_io(["run", "goal", "-w", str(ws)])
     assert ran.returncode == 2 and f"agents.writer.{key}" in ran.stderr
+
+
+def test_io_interrupt_of_the_root_stops_its_running_children(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import io_cmd
+
+    script = tmp_path / "wait.py"
+    script.write_text(
+        "import pathlib, time, sys\n"
+        "pathlib.Path(sys.argv[2]).write_text('started')\n"
+        "while not pathlib.Path(sys.argv[1]).exists():\n"
+        "    time.sleep(0.02)\n")
+    release, started = tmp_path / "release", tmp_path / "started"
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("", ("spawn_agent", {"goal": "wait"})),
+        replay_line("", ("exec", {"argv": [sys.executable, str(script), str(release),
+                                            str(started)]})),
+        replay_line("", ("exec", {"argv": ["true"]})),  # never reached: interrupted first
+        replay_line("child done"),
+        replay_line("root done"),
+    ], toml_extra='[policy]\ntier = "full"\n')
+    proc = subprocess.Popen([*io_cmd(), "run", "lead", "-w", str(ws), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the child never started its tool"
+        time.sleep(0.01)
+    runs = json_lines(run_io(["runs", "--json"]).stdout)
+    root = next(str(r["run_id"]) for r in runs if r["depth"] == 0)
+    assert run_io(["interrupt", root]).returncode == 0
+    release.write_text("go")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    statuses = {r["depth"]: r["status"] for r in json_lines(run_io(["runs", "--json"]).stdout)}
+    assert statuses == {0: "interrupted", 1: "interrupted"}
+    resumed = run_io(["resume", root, "-w", str(ws)])
+    assert resumed.returncode == 0, resumed.stderr

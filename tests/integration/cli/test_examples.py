@@ -12,7 +12,8 @@ from tests.integration.cli.helpers import json_lines
 
 def test_every_example_folder_is_covered_by_a_test() -> None:
     folders = {p.name for p in (REPO / "examples").iterdir() if p.is_dir()}
-    assert folders == {"quickstart", "approval", "policy-check", "rigged-gate", "documents"}
+    assert folders == {"quickstart", "approval", "policy-check", "rigged-gate", "documents",
+                       "agent-tree"}
     # rigged-gate: tests/integration/gates/test_rigged_gate.py
 
 
@@ -67,3 +68,21 @@ def test_documents_example_passes_its_document_gates(tmp_path: Path) -> None:
     assert all(g["command"].startswith("document_contains out/") for g in gates)
     for name in ("totals.xlsx", "report.docx", "report.pdf"):
         assert (ws / "out" / name).stat().st_size > 0
+
+
+def test_agent_tree_example_writes_then_reviews_under_a_narrower_policy(tmp_path: Path) -> None:
+    ws = tmp_path / "agent-tree"
+    shutil.copytree(REPO / "examples" / "agent-tree", ws)
+    result = run_io(["run", "--workspace", str(ws), "--json", "--template", "notes",
+                     "version=1.2.0", "--", "keep", "it", "short"])
+    assert result.returncode == 0, result.stderr
+    events = json_lines(result.stdout)
+    root = str(events[-1]["run_id"])
+    assert events[0]["goal"].startswith("Write release notes for version 1.2.0")
+    assert "keep it short" in events[0]["goal"]
+    assert (ws / "NOTES.md").read_text().startswith("## 1.2.0")
+    refused = [e for e in events if e["kind"] == "tool_result" and e.get("refused")]
+    assert len(refused) == 1 and refused[0]["run_id"] != root
+    traced = json.loads(run_io(["trace", root, "--workspace", str(ws), "--json"]).stdout)
+    assert [(n["depth"], n["agent"], n["status"]) for n in traced["tree"]] == [
+        (0, None, "finished"), (1, None, "finished"), (1, "reviewer", "finished")]

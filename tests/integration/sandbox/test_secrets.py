@@ -83,3 +83,23 @@ def test_auto_never_falls_to_a_floor_that_leaks_the_key() -> None:
     else:
         chosen = select(config, env=env, which=no_bwrap, platform="linux", secrets=(CANARY,))
         assert "secrets" in chosen.enforced
+
+
+def test_the_trace_shows_whether_the_floor_kept_the_key(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "replay.jsonl").write_text(json.dumps(
+        {"text": "done", "tool_calls": [], "usage": {"prompt_tokens": 1,
+                                                     "completion_tokens": 1}}) + "\n")
+    (ws / "io.toml").write_text('[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n'
+                                '[sandbox]\nbackend = "floor"\n')
+    env = {"ANTHROPIC_API_KEY": CANARY, "IO_STORE": str(tmp_path / "state.db")}
+    started = run_io(["run", "g", "--json"], cwd=ws, env=env)
+    assert started.returncode == 0, started.stderr
+    run_id = json.loads(started.stdout.splitlines()[0])["run_id"]
+    trace = run_io(["trace", run_id], cwd=ws, env=env).stdout
+    assert CANARY not in trace
+    if os.geteuid() == 0:
+        assert "not enforced: secrets: running as root" in trace
+    else:
+        assert "not enforced: secrets" not in trace

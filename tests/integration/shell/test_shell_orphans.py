@@ -63,7 +63,7 @@ def test_orphan_after_kill_9_is_never_signalled_even_when_its_pid_is_reused(
             assert resumed.orphaned_at_start == 1
             record = store.handle_record("run-crash", "h1")
             assert record is not None and record.end_reason == "orphaned"
-            ctx = context(root, extras={"handles": resumed})
+            ctx = context(root, handles=resumed)
             killed = ShellKill().run({"handle": "h1"}, ctx)
             polled = ShellPoll().run({"handle": "h1"}, ctx)
             for outcome in (killed, polled):

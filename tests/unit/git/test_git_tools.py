@@ -55,7 +55,7 @@ def call(root: Path, name: str, args: dict[str, Any], *, policy: Policy | None =
                   approver=None, emit=lambda e: None),
         launcher=sandbox_launcher(selected, SandboxSpec(workdir=root)), clock=SystemClock(),
         call_ref=call_ref)
-    ctx.extras["git"] = settings or GitSettings()
+    ctx.services.git = settings or GitSettings()
     return Toolbox.builtins().call(ToolCall("c1", name, args), ctx, resumed=resumed)
 
 

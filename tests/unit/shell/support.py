@@ -26,7 +26,7 @@ from harness_core.sandbox import (
     select,
 )
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
-from harness_core.tools import ToolContext
+from harness_core.tools import RunServices, ToolContext
 from harness_core.workspace import Workspace
 
 PY = sys.executable
@@ -100,7 +100,7 @@ class HandleTestStore(HandleQueries):
 
 
 def context(root: Path, gate: RecordingGate | None = None, *, launch: ProcessLauncher | None = None,
-            extras: dict[str, Any] | None = None, output_cap: int = 32_000,
+            handles: Any = None, output_cap: int = 32_000,
             exec_timeout: float = 30.0) -> ToolContext:
     return ToolContext(
         workspace=Workspace(root),
@@ -110,7 +110,7 @@ def context(root: Path, gate: RecordingGate | None = None, *, launch: ProcessLau
         run_id="run-test",
         output_cap=output_cap,
         exec_timeout=exec_timeout,
-        extras=dict(extras or {}),
+        services=RunServices(handles=handles),
     )
 
 

@@ -280,7 +280,7 @@ def test_a_handle_line_never_asks_at_spawn_time_it_stops(tmp_path: Path) -> None
     with HandleRegistry(run_id="r", launcher=off_launcher(root), workspace=Workspace(root),
                         capture_dir=tmp_path / "cap", clock=SystemClock()) as registry:
         gate = RecordingGate()
-        ctx = context(root, gate, extras={"handles": registry})
+        ctx = context(root, gate, handles=registry)
         started = ShellStart().run({"line": "mkdir build && cp -r src build"}, ctx)
         handle = started.data["handle"]
         assert wait_for(lambda: not registry.poll(handle, 0).running)

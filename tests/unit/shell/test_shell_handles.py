@@ -141,7 +141,7 @@ def test_kill_ends_a_grandchild_that_outlived_its_parent(tmp_path: Path,
         assert wait_for(lambda: not pid_alive(parent))
         (grandchild,) = _with_marker(marker)
         assert grandchild.ppid() != parent  # handed to another parent: no link to walk
-        outcome = ShellKill().run({"handle": handle}, context(root, extras={"handles": registry}))
+        outcome = ShellKill().run({"handle": handle}, context(root, handles=registry))
         assert "killed handle h1" in outcome.output
         assert wait_for(lambda: not _with_marker(marker))
         assert registry.live_count() == 0
@@ -204,7 +204,7 @@ def test_the_ninth_handle_is_refused_naming_the_cap_and_a_kill_frees_a_slot(
 ) -> None:
     root = _ws(tmp_path)
     with _registry(root) as registry:
-        ctx = context(root, extras={"handles": registry})
+        ctx = context(root, handles=registry)
         handles = []
         for _ in range(MAX_LIVE_HANDLES):
             outcome = ShellStart().run({"line": SLEEP}, ctx)
@@ -225,7 +225,7 @@ def test_the_ninth_handle_is_refused_naming_the_cap_and_a_kill_frees_a_slot(
 def test_a_handle_line_is_checked_exactly_like_shell(tmp_path: Path) -> None:
     root = _ws(tmp_path)
     with _registry(root) as registry:
-        ctx = context(root, extras={"handles": registry})
+        ctx = context(root, handles=registry)
         construct = ShellStart().run({"line": "sleep 1 &"}, ctx)
         assert construct.refused is not None and construct.refused.construct == "background"
         outside = ShellStart().run({"line": "echo x > ../leak"}, ctx)
@@ -296,7 +296,7 @@ def test_an_orphaned_handle_is_answered_from_its_record_and_never_signalled(
         # A second registry for the same run: what a resume in a new process builds.
         second = _registry(root, store)
         assert second.orphaned_at_start == 1
-        ctx = context(root, extras={"handles": second})
+        ctx = context(root, handles=second)
         polled = ShellPoll().run({"handle": "h1"}, ctx)
         killed = ShellKill().run({"handle": "h1"}, ctx)
         for outcome in (polled, killed):
@@ -305,7 +305,7 @@ def test_an_orphaned_handle_is_answered_from_its_record_and_never_signalled(
         second.close_all()
         assert len(_with_marker(marker)) == 1  # never signalled by the new registry
         with _registry(root, store) as third:
-            fresh = ShellStart().run({"line": "true"}, context(root, extras={"handles": third}))
+            fresh = ShellStart().run({"line": "true"}, context(root, handles=third))
             assert fresh.is_error is False and fresh.data["handle"] == "h2"
     finally:
         first.close_all()
@@ -317,5 +317,5 @@ def test_an_orphaned_handle_is_answered_from_its_record_and_never_signalled(
 def test_unknown_handle_is_an_error_outcome(tmp_path: Path) -> None:
     root = _ws(tmp_path)
     with _registry(root) as registry:
-        outcome = ShellPoll().run({"handle": "h9"}, context(root, extras={"handles": registry}))
+        outcome = ShellPoll().run({"handle": "h9"}, context(root, handles=registry))
         assert outcome.is_error and "no handle 'h9'" in outcome.output
