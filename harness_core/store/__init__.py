@@ -6,7 +6,9 @@ from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
+    CheckpointState,
     LedgerEntry,
+    Pause,
     PolicyEventRecord,
     RunRecord,
     RunStatus,
@@ -20,8 +22,10 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "AliveCheck",
     "CheckpointRecord",
+    "CheckpointState",
     "CopyReport",
     "LedgerEntry",
+    "Pause",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",

@@ -43,7 +43,9 @@ from harness_core.store._postgres import is_postgres_url
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
+    CheckpointState,
     LedgerEntry,
+    Pause,
     PolicyEventRecord,
     RunRecord,
     RunStatus,
@@ -540,14 +542,14 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         *,
         exit_code: int | None = None,
         reason: str | None = None,
-        pause: dict[str, Any] | None = None,
+        pause: Pause | None = None,
     ) -> None:
         """Record where the run stands."""
         with self._tx() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, exit_code = ?, reason = ?, pause = ?, updated_at = ?"
                 " WHERE run_id = ?",
-                (status.value, exit_code, reason, dumps(pause) if pause is not None else None,
+                (status.value, exit_code, reason, dumps(pause.to_json()) if pause is not None else None,
                  _now(), run_id),
             )
 
@@ -770,7 +772,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         self,
         run_id: str,
         step: int,
-        state: dict[str, Any],
+        state: CheckpointState,
         *,
         tokens: int,
         wall_seconds: float,
@@ -780,7 +782,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "INSERT OR REPLACE INTO checkpoints(run_id, step_index, format, created_at, state)"
                 " VALUES (?,?,?,?,?)",
-                (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state)),
+                (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state.to_json())),
             )
             conn.execute(
                 "INSERT OR REPLACE INTO budget_draws(run_id, step_index, steps, tokens,"
@@ -793,12 +795,12 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                 (step + 1, tokens, wall_seconds, _now(), run_id),
             )
 
-    def update_checkpoint_state(self, run_id: str, step: int, state: dict[str, Any]) -> None:
+    def update_checkpoint_state(self, run_id: str, step: int, state: CheckpointState) -> None:
         """Replace the state of an existing checkpoint (e.g. after the gates ran)."""
         with self._tx() as conn:
             conn.execute(
                 "UPDATE checkpoints SET state = ? WHERE run_id = ? AND step_index = ?",
-                (dumps(state), run_id, step),
+                (dumps(state.to_json()), run_id, step),
             )
 
     def last_checkpoint(self, run_id: str) -> CheckpointRecord | None:
@@ -817,7 +819,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         step, fmt, state = rows[0]
         if int(fmt) != CHECKPOINT_FORMAT:
             raise CheckpointFormatError(int(fmt), CHECKPOINT_FORMAT)
-        return CheckpointRecord(int(step), int(fmt), loads(state))
+        return CheckpointRecord(int(step), int(fmt), CheckpointState.from_json(loads(state)))
 
     def add_wall(self, run_id: str, seconds: float) -> None:
         """Draw wall-clock time spent outside a committed step (e.g. a final gate)."""
