@@ -29,6 +29,7 @@ from harness_core.errors import (
     StoreUnavailable,
 )
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
+from harness_core.store._batches import BATCH_SCHEMA_SQL, BatchQueries
 from harness_core.store._check import (
     StoreReport,
     inspect_file,
@@ -85,6 +86,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_agent_trees", TREE_SCHEMA_SQL),
     ("0009_runner_host", RUNNER_HOST_SQL),
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
+    ("0011_batches", BATCH_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -146,7 +148,7 @@ def _disk_is_full(path: Path) -> bool:
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
-            SweepQueries,
+            BatchQueries, SweepQueries,
             TreeQueries):
     """The run store.
 
