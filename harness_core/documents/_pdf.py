@@ -88,5 +88,12 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     text = f"{rel}: {count} page(s)\n" + "\n".join(
         f"== page {p['page']} ==\n{p['text']}" for p in extracted)
     shown, cut = bounded(text, ctx.output_cap)
-    return ToolOutcome(output=shown, data={"path": rel, "page_count": count,
-                                           "pages": extracted, "truncated": cut})
+    # The ledger keeps `data` for every call: only the pages the model was shown.
+    kept, size = [], 0
+    for page in extracted:
+        if size >= ctx.output_cap:
+            break
+        kept.append(page)
+        size += len(page["text"].encode("utf-8")) + 16
+    return ToolOutcome(output=shown, data={"path": rel, "page_count": count, "pages": kept,
+                                           "truncated": cut})

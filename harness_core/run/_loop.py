@@ -49,7 +49,7 @@ from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
 from harness_core.shell import HandleRegistry
-from harness_core.store import RunStatus, Store, VerificationRecord
+from harness_core.store import CheckpointState, Pause, RunStatus, Store, VerificationRecord
 from harness_core.store._tree import TreePlace
 from harness_core.tools import PauseRequested, RunServices, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
@@ -78,7 +78,7 @@ def _own_start_time() -> float:
 
 
 class _Stop(Exception):  # noqa: N818 - internal control flow
-    def __init__(self, status: RunStatus, reason: str, pause: dict[str, Any] | None = None):
+    def __init__(self, status: RunStatus, reason: str, pause: Pause | None = None):
         super().__init__(reason)
         self.status = status
         self.reason = reason
@@ -265,7 +265,7 @@ class Runner:
         resumed: bool,
         approve: bool | None,
         answer: str | None,
-        pause: dict[str, Any] | None = None,
+        pause: Pause | None = None,
         wall_before: float = 0.0,
         tokens_before: int = 0,
     ) -> RunOutcome:
@@ -340,7 +340,7 @@ class Runner:
         drive: _Drive,
         *,
         resumed: bool,
-        pause: dict[str, Any] | None,
+        pause: Pause | None,
         approve: bool | None,
         answer: str | None,
     ) -> RunOutcome:
@@ -349,7 +349,7 @@ class Runner:
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
-            if last is not None and last.state.get("done") and last.state.get("verified") is None:
+            if last is not None and last.state.done and last.state.verified is None:
                 ended = self._done(drive, last.step_index)
                 if ended is not None:
                     return ended
@@ -377,7 +377,7 @@ class Runner:
                 done = not calls
                 now = self.clock.monotonic()
                 self.store.record_checkpoint(
-                    drive.run_id, step, {"step": step, "done": done, "verified": None},
+                    drive.run_id, step, CheckpointState(step, done=done),
                     tokens=tokens,
                     wall_seconds=now - drive.started,
                 )
@@ -512,7 +512,7 @@ class Runner:
         step: int,
         calls: tuple[ToolCall, ...],
         *,
-        pause: dict[str, Any] | None,
+        pause: Pause | None,
         approve: bool | None,
         answer: str | None,
     ) -> None:
@@ -543,15 +543,15 @@ class Runner:
         call: ToolCall,
         entry: Any,
         *,
-        pause: dict[str, Any] | None,
+        pause: Pause | None,
         approve: bool | None,
         answer: str | None,
     ) -> None:
         if entry is not None and entry.has_observation:
             return
         if entry is not None:
-            paused_here = (pause is not None and pause.get("step") == step
-                           and pause.get("call_index") == index)
+            paused_here = (pause is not None and pause.step == step
+                           and pause.call_index == index)
             if not paused_here:
                 if drive.toolbox.can_resume(call.name):  # a durable marker decides
                     self._execute(drive, step, index, call, resumed=True)
@@ -560,10 +560,10 @@ class Runner:
                                   ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
                 return
             assert pause is not None
-            if pause.get("kind") == "question":
+            if pause.kind == "question":
                 self._answered(drive, step, index, call, answer or "")
                 return
-            drive.gate.preset(str(pause.get("target", "")), approve=bool(approve),
+            drive.gate.preset(pause.target or "", approve=bool(approve),
                               by="operator")
         else:
             self.store.record_intent(drive.run_id, step, index, call)
@@ -590,8 +590,9 @@ class Runner:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
                                            str(pause.payload.get("question", "")))
-            payload = {"kind": pause.kind, "step": step, "call_index": index,
-                       "call_id": call.id, "tool": call.name, **pause.payload}
+            payload = Pause.from_json({**pause.payload, "kind": pause.kind, "step": step,
+                                       "call_index": index, "call_id": call.id,
+                                       "tool": call.name})
             raise _Stop(RunStatus.PAUSED, f"paused for {pause.kind}", payload) from None
         except ToolError as exc:
             outcome = ToolOutcome(f"error: {exc}", is_error=True)
@@ -680,7 +681,7 @@ class Runner:
         passed = not failures
         drive.verified = passed if results else None
         self.store.update_checkpoint_state(
-            drive.run_id, step, {"step": step, "done": True, "verified": passed})
+            drive.run_id, step, CheckpointState(step, done=True, verified=passed))
         if not passed:
             message = Message.user("Verification failed; the task is not done yet.\n\n"
                                    + "\n\n".join(failures))
@@ -723,8 +724,8 @@ class Runner:
         outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause, verified,
                              self._last_gates(drive.run_id))
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
-            kind = EventKind.QUESTION if stop.pause.get("kind") == "question" else EventKind.APPROVAL
-            self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause}))
+            kind = EventKind.QUESTION if stop.pause.kind == "question" else EventKind.APPROVAL
+            self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause.to_json()}))
         self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
             "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
@@ -772,17 +773,17 @@ def _close_extras(extras: dict[str, Any]) -> None:
 
 
 def _check_resume_args(
-    pause: dict[str, Any] | None, approve: bool | None, answer: str | None
+    pause: Pause | None, approve: bool | None, answer: str | None
 ) -> None:
-    kind = pause.get("kind") if pause else None
+    kind = pause.kind if pause else None
     if kind == "approval" and approve is None:
         raise UsageError(
-            f"the run is paused for an approval of {pause.get('target') if pause else ''!s}",
+            f"the run is paused for an approval of {pause.target if pause else ''!s}",
             hint="resume it with --approve or --deny",
         )
     if kind == "question" and answer is None:
         raise UsageError(
-            f"the run is paused for an answer to: {pause.get('question') if pause else ''!s}",
+            f"the run is paused for an answer to: {pause.question if pause else ''!s}",
             hint="resume it with --answer TEXT",
         )
     if kind != "approval" and approve is not None:

@@ -16,8 +16,8 @@ every sibling has ended or paused.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from harness_core.agents import spawn_refusal
 from harness_core.errors import CheckpointFormatError, HarnessError, RunInUse, StateError
@@ -32,7 +32,7 @@ from harness_core.run._tree import (
     child_observation,
     child_spec,
 )
-from harness_core.store import RunRecord, RunStatus, Store
+from harness_core.store import Pause, RunRecord, RunStatus, Store
 from harness_core.store._tree import TreePlace
 from harness_core.tools import ToolOutcome
 
@@ -49,7 +49,7 @@ class Held:
 
     status: RunStatus
     reason: str
-    pause: dict[str, Any] | None = None
+    pause: Pause | None = None
 
 
 @dataclass
@@ -75,7 +75,7 @@ def run_spawns(
     step: int,
     items: list[tuple[int, ToolCall]],
     *,
-    pause: dict[str, Any] | None,
+    pause: Pause | None,
     approve: bool | None,
     answer: str | None,
 ) -> Held | None:
@@ -95,8 +95,8 @@ def run_spawns(
             continue
         record = store.child_run(drive.run_id, step, index) if entry is not None else None
         if record is not None:
-            here = pause is not None and pause.get("step") == step \
-                and pause.get("call_index") == index
+            here = pause is not None and pause.step == step \
+                and pause.call_index == index
             jobs.append(_continued(runner, drive, step, index, call, record,
                                    approve if here else None, answer if here else None))
             continue
@@ -248,7 +248,7 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
         assert outcome is not None
         if outcome.status is RunStatus.PAUSED:
             held = held or Held(RunStatus.PAUSED, f"paused: child {job.child_id} waits",
-                                _tree_pause(step, job, outcome.pause or {}))
+                                _tree_pause(step, job, outcome.pause))
             continue
         if outcome.status is RunStatus.INTERRUPTED:
             interrupted = True
@@ -265,10 +265,9 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
     return held
 
 
-def _tree_pause(step: int, job: _Job, child: dict[str, Any]) -> dict[str, Any]:
+def _tree_pause(step: int, job: _Job, child: Pause | None) -> Pause:
     """The parent's pause: what the waiting run (maybe deeper) waits for, and where."""
-    out = {k: v for k, v in child.items() if k not in ("step", "call_index", "call_id", "tool")}
-    out.update(step=step, call_index=job.index, call_id=job.call.id, tool="spawn_agent",
-               child_run_id=job.child_id,
-               waiting_run_id=child.get("waiting_run_id", job.child_id))
-    return out
+    base = child if child is not None else Pause(kind="approval")
+    return replace(base, step=step, call_index=job.index, call_id=job.call.id,
+                   tool="spawn_agent", child_run_id=job.child_id,
+                   waiting_run_id=base.waiting_run_id or job.child_id)

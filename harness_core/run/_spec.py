@@ -14,7 +14,7 @@ from harness_core.policy import Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
-from harness_core.store import RunStatus, VerificationRecord
+from harness_core.store import Pause, RunStatus, VerificationRecord
 from harness_core.templates import Skill
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
@@ -136,6 +136,6 @@ class RunOutcome:
     status: RunStatus
     reason: str
     steps: int
-    pause: dict[str, Any] | None = None
+    pause: Pause | None = None
     verified: bool | None = None
     gates: tuple[VerificationRecord, ...] = ()

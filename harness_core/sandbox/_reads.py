@@ -183,6 +183,7 @@ def plan_reads(
     read_paths: Iterable[Path] = (),
     hidden: Iterable[Path] = (),
     masked: Iterable[Path] = (),
+    workdir: Path | None = None,
 ) -> ReadPlan:
     """Decide the read-confinement mounts for one sandbox start.
 
@@ -191,6 +192,8 @@ def plan_reads(
         read_paths: Extra host paths to keep visible (`[sandbox] read_paths`).
         hidden: Further host paths to mask (the io store and its siblings).
         masked: Paths the policy refuses to read (already expanded).
+        workdir: The writable root, bound after the homes are hidden (it brings back
+            what lies in it, so that is masked too).
 
     Returns:
         The plan; paths that do not exist are left out (nothing to hide).
@@ -199,14 +202,28 @@ def plan_reads(
         env.get("HOME", ""), env.get("PATH", ""), env.get("VIRTUAL_ENV", ""), tuple(read_paths)
     )
     stores = [home / name for home in homes for name in SECRET_STORES]
-    dirs, files = _split([*stores, *hidden, *masked])
+    visible = (*exposed, *([Path(os.path.realpath(workdir))] if workdir else []))
+    # A path under a hidden home is already out of sight (the home is an empty tmpfs)
+    # unless something bound back brings it back; masking it would make bwrap create its
+    # mount point on a read-only tmpfs, which fails every command (the default store,
+    # ~/.local/state/io/state.db, lies there).
+    needed = [p for p in (*stores, *hidden, *masked)
+              if not _inside_any(p, homes) or _inside_any(p, visible)]
+    dirs, files = _split(needed)
+    # Nothing inside a masked directory needs (or could get) a mask of its own.
+    dirs = [d for d in set(dirs) if not _inside_any(d, [o for o in dirs if o != d])]
+    files = [f for f in set(files) if not _inside_any(f, dirs)]
     order = lambda p: (len(p.parts), str(p))  # noqa: E731
     return ReadPlan(
         hidden_homes=homes,
         exposed=exposed,
-        mask_dirs=tuple(sorted(set(dirs), key=order)),
-        mask_files=tuple(sorted(set(files), key=order)),
+        mask_dirs=tuple(sorted(dirs, key=order)),
+        mask_files=tuple(sorted(files, key=order)),
     )
+
+
+def _inside_any(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path == root or root in path.parents for root in roots)
 
 
 _empty: Path | None = None

@@ -1,12 +1,15 @@
 """Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
 checkpoint format."""
 
+from harness_core.store._batches import BatchRecord, BatchTaskRecord
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     CheckpointRecord,
+    CheckpointState,
     LedgerEntry,
+    Pause,
     PolicyEventRecord,
     RunRecord,
     RunStatus,
@@ -17,11 +20,15 @@ from harness_core.store._schema import CHECKPOINT_FORMAT
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
+    "BatchRecord",
+    "BatchTaskRecord",
     "CHECKPOINT_FORMAT",
     "AliveCheck",
     "CheckpointRecord",
+    "CheckpointState",
     "CopyReport",
     "LedgerEntry",
+    "Pause",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",

@@ -10,7 +10,9 @@ from harness_core.messages import ToolCall, Usage
 
 __all__ = [
     "CheckpointRecord",
+    "CheckpointState",
     "LedgerEntry",
+    "Pause",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
@@ -44,6 +46,86 @@ class RunStatus(Enum):
 
 
 @dataclass(frozen=True)
+class Pause:
+    """What a paused run waits for: an approval of an act, or an answer to a question.
+
+    Recorded with the run and carried by `RunOutcome.pause`; `to_json` is the form the
+    store, the events and `io run --json` write.
+
+    Attributes:
+        kind: ``approval`` or ``question``.
+        step: The step whose call paused.
+        call_index: That call's index in the step.
+        call_id: That call's id.
+        tool: That call's tool.
+        question: The question (``question``).
+        act: The act kind waiting for approval (``read``, ``write``, ``exec``, ``net``).
+        target: The act, described (``approval``).
+        reason: Why it needs approval.
+        rule: The rule that asked, if one did.
+        layer: The layer of that rule.
+        child_run_id: In a tree: the child run the paused call spawned.
+        waiting_run_id: In a tree: the run (maybe deeper) that really waits.
+    """
+
+    kind: str
+    step: int = 0
+    call_index: int = 0
+    call_id: str = ""
+    tool: str = ""
+    question: str | None = None
+    act: str | None = None
+    target: str | None = None
+    reason: str | None = None
+    rule: str | None = None
+    layer: str | None = None
+    child_run_id: str | None = None
+    waiting_run_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object (keys that do not apply are left out)."""
+        out: dict[str, Any] = {"kind": self.kind, "step": self.step,
+                               "call_index": self.call_index, "call_id": self.call_id,
+                               "tool": self.tool}
+        for name in ("question", "act", "target", "reason", "rule", "layer", "child_run_id",
+                     "waiting_run_id"):
+            value = getattr(self, name)
+            if value is not None or name in ("rule", "layer") and self.kind == "approval":
+                out[name] = value
+        return out
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Pause:
+        """Read a recorded pause (unknown keys are ignored)."""
+        known = {f for f in Pause.__dataclass_fields__}
+        return Pause(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class CheckpointState:
+    """What a checkpoint records about its step.
+
+    Attributes:
+        step: The step.
+        done: The model asked for no call: it said it is done.
+        verified: Whether the gates passed after it (None: they have not run).
+    """
+
+    step: int
+    done: bool = False
+    verified: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.step, "done": self.done, "verified": self.verified}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> CheckpointState:
+        verified = data.get("verified")
+        return CheckpointState(step=int(data.get("step", 0)), done=bool(data.get("done")),
+                               verified=None if verified is None else bool(verified))
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One row of `runs`."""
 
@@ -61,7 +143,7 @@ class RunRecord:
     sandbox: dict[str, Any] | None
     exit_code: int | None
     reason: str | None
-    pause: dict[str, Any] | None
+    pause: Pause | None
     owner_pid: int | None
     steps_used: int
     tokens_used: int
@@ -122,7 +204,7 @@ class CheckpointRecord:
 
     step_index: int
     format: int
-    state: dict[str, Any]
+    state: CheckpointState
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from harness_core.errors import (
     StoreUnavailable,
 )
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
+from harness_core.store._batches import BATCH_SCHEMA_SQL, BatchQueries
 from harness_core.store._check import (
     StoreReport,
     inspect_file,
@@ -43,7 +44,9 @@ from harness_core.store._postgres import is_postgres_url
 from harness_core.store._questions import QUESTION_SCHEMA_SQL, QuestionQueries
 from harness_core.store._records import (
     CheckpointRecord,
+    CheckpointState,
     LedgerEntry,
+    Pause,
     PolicyEventRecord,
     RunRecord,
     RunStatus,
@@ -83,6 +86,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_agent_trees", TREE_SCHEMA_SQL),
     ("0009_runner_host", RUNNER_HOST_SQL),
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
+    ("0011_batches", BATCH_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -144,7 +148,7 @@ def _disk_is_full(path: Path) -> bool:
 
 
 class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQueries,
-            SweepQueries,
+            BatchQueries, SweepQueries,
             TreeQueries):
     """The run store.
 
@@ -540,14 +544,14 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         *,
         exit_code: int | None = None,
         reason: str | None = None,
-        pause: dict[str, Any] | None = None,
+        pause: Pause | None = None,
     ) -> None:
         """Record where the run stands."""
         with self._tx() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, exit_code = ?, reason = ?, pause = ?, updated_at = ?"
                 " WHERE run_id = ?",
-                (status.value, exit_code, reason, dumps(pause) if pause is not None else None,
+                (status.value, exit_code, reason, dumps(pause.to_json()) if pause is not None else None,
                  _now(), run_id),
             )
 
@@ -770,7 +774,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         self,
         run_id: str,
         step: int,
-        state: dict[str, Any],
+        state: CheckpointState,
         *,
         tokens: int,
         wall_seconds: float,
@@ -780,7 +784,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
             conn.execute(
                 "INSERT OR REPLACE INTO checkpoints(run_id, step_index, format, created_at, state)"
                 " VALUES (?,?,?,?,?)",
-                (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state)),
+                (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state.to_json())),
             )
             conn.execute(
                 "INSERT OR REPLACE INTO budget_draws(run_id, step_index, steps, tokens,"
@@ -793,12 +797,12 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
                 (step + 1, tokens, wall_seconds, _now(), run_id),
             )
 
-    def update_checkpoint_state(self, run_id: str, step: int, state: dict[str, Any]) -> None:
+    def update_checkpoint_state(self, run_id: str, step: int, state: CheckpointState) -> None:
         """Replace the state of an existing checkpoint (e.g. after the gates ran)."""
         with self._tx() as conn:
             conn.execute(
                 "UPDATE checkpoints SET state = ? WHERE run_id = ? AND step_index = ?",
-                (dumps(state), run_id, step),
+                (dumps(state.to_json()), run_id, step),
             )
 
     def last_checkpoint(self, run_id: str) -> CheckpointRecord | None:
@@ -817,7 +821,7 @@ class Store(HandleQueries, SpendQueries, SessionQueries, PlanQueries, QuestionQu
         step, fmt, state = rows[0]
         if int(fmt) != CHECKPOINT_FORMAT:
             raise CheckpointFormatError(int(fmt), CHECKPOINT_FORMAT)
-        return CheckpointRecord(int(step), int(fmt), loads(state))
+        return CheckpointRecord(int(step), int(fmt), CheckpointState.from_json(loads(state)))
 
     def add_wall(self, run_id: str, seconds: float) -> None:
         """Draw wall-clock time spent outside a committed step (e.g. a final gate)."""

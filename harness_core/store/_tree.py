@@ -16,7 +16,7 @@ from typing import Any
 from harness_core.errors import StateError
 from harness_core.store._codec import loads
 from harness_core.store._parts import StoreParts
-from harness_core.store._records import RunRecord, RunStatus
+from harness_core.store._records import Pause, RunRecord, RunStatus
 
 __all__ = ["RUN_COLUMNS", "TREE_SCHEMA_SQL", "TreePlace", "TreeQueries", "run_record"]
 
@@ -44,7 +44,7 @@ def run_record(r: tuple[Any, ...]) -> RunRecord:
         run_id=r[0], created_at=r[1], updated_at=r[2], status=RunStatus(r[3]), goal=r[4],
         workspace=r[5], model=r[6], session_id=r[7], parent_run_id=r[8], settings=loads(r[9]),
         policy=loads(r[10]), sandbox=loads(r[11]), exit_code=r[12], reason=r[13],
-        pause=loads(r[14]), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
+        pause=None if r[14] is None else Pause.from_json(loads(r[14])), owner_pid=r[15], steps_used=r[16], tokens_used=r[17],
         wall_used=r[18], depth=r[19], root_run_id=r[20] or r[0], agent=r[21],
     )
 

@@ -123,7 +123,7 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
     if not out.json_mode:
         _explain_gates(outcome)
     if outcome.pause:
-        extra["pause"] = outcome.pause
+        extra["pause"] = outcome.pause.to_json()
         if not out.json_mode:
             _explain_pause(outcome)
     out.run_id = outcome.run_id
@@ -146,12 +146,14 @@ def _explain_gates(outcome: RunOutcome) -> None:
 
 
 def _explain_pause(outcome: RunOutcome) -> None:
-    pause = outcome.pause or {}
-    if pause.get("kind") == "question":
-        say(f"io: the agent asks: {pause.get('question')}")
+    pause = outcome.pause
+    if pause is None:
+        return
+    if pause.kind == "question":
+        say(f"io: the agent asks: {pause.question}")
         say(f"    answer with: io resume {outcome.run_id} --answer \"…\"")
     else:
-        say(f"io: approval needed: {pause.get('target')} ({pause.get('reason')})")
+        say(f"io: approval needed: {pause.target} ({pause.reason})")
         say(f"    continue with: io resume {outcome.run_id} --approve   (or --deny)")
 
 

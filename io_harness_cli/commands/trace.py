@@ -97,7 +97,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "run": {
             "run_id": record.run_id, "status": record.status.value, "goal": record.goal,
             "workspace": record.workspace, "created_at": record.created_at,
-            "reason": record.reason, "pause": record.pause, "steps": record.steps_used,
+            "reason": record.reason, "pause": record.pause.to_json() if record.pause else None, "steps": record.steps_used,
             "tokens": record.tokens_used, "wall_seconds": round(record.wall_used, 3),
             "sandbox": record.sandbox, "session_id": record.session_id,
             "parent_run_id": record.parent_run_id, "depth": record.depth,

@@ -139,7 +139,7 @@ def _run(trace: RunTrace) -> str:
         facts.insert(0, ("parent", f'<a href="#run-{e(run.parent_run_id)}">'
                                    f"<code>{e(run.parent_run_id)}</code></a>"))
     if run.pause:
-        facts.append(("paused for", f"<pre>{e(json.dumps(run.pause, ensure_ascii=False))}</pre>"))
+        facts.append(("paused for", f"<pre>{e(json.dumps(run.pause.to_json(), ensure_ascii=False))}</pre>"))
     dl = "".join(f"<dt>{e(k)}</dt><dd>{v}</dd>" for k, v in facts)
     return "\n".join([
         f'<section class="run" id="run-{e(run.run_id)}" data-depth="{trace.depth}">',

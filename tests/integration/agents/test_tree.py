@@ -206,9 +206,9 @@ def test_a_childs_question_pauses_the_tree_and_the_roots_id_answers_it(
         prov = provider(tmp_path, script)
         outcome = run_tree(store, prov, spec(ws), on_event=events.append)
         assert outcome.status is RunStatus.PAUSED
-        assert outcome.pause is not None and outcome.pause["kind"] == "question"
-        assert outcome.pause["question"] == "which colour?"
-        child_id = outcome.pause["waiting_run_id"]
+        assert outcome.pause is not None and outcome.pause.kind == "question"
+        assert outcome.pause.question == "which colour?"
+        child_id = outcome.pause.waiting_run_id
         assert store.run(child_id).status is RunStatus.PAUSED
         assert {e.to_json()["root_run_id"] for e in events} == {outcome.run_id}
         done = resume_tree_with_answer(store, provider(tmp_path, script), outcome.run_id,

@@ -57,3 +57,18 @@ def test_random_bytes_images_are_errors(workspace: Path) -> None:
     (workspace / "noise.png").write_bytes(random.Random(1).randbytes(2048))
     out = call(make_ctx(workspace), "barcode_decode", path="noise.png")
     assert out.is_error and "not an image" in out.output
+
+
+def test_the_pdf_worker_caps_its_address_space() -> None:
+    import subprocess
+    import sys
+
+    from harness_core.documents import _pdf
+
+    code = ("import resource, runpy, sys\n"
+            f"worker = runpy.run_path({str(_pdf._WORKER)!r})\n"
+            "worker['_limit_memory']()\n"
+            "print(resource.getrlimit(resource.RLIMIT_AS)[0])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert int(done.stdout) == 2 * 1024**3

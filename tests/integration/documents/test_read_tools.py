@@ -87,3 +87,11 @@ def test_pdf_fill_form_lists_fields_without_values(workspace: Path) -> None:
     assert fields["full_name"]["type"] == "text"
     assert fields["agree"]["type"] == "checkbox" and fields["agree"]["states"] == ["Yes"]
     assert (workspace / "form.pdf").read_bytes() == (workspace / "form.pdf").read_bytes()
+
+
+def test_pdf_read_keeps_in_data_only_the_pages_the_model_was_shown(workspace: Path) -> None:
+    ctx = make_ctx(workspace)
+    ctx.output_cap = 40
+    out = call(ctx, "pdf_read", path="deck.pdf")
+    assert out.data["page_count"] == 2 and [p["page"] for p in out.data["pages"]] == [1]
+    assert out.data["truncated"] > 0 and "[output truncated" in out.output

@@ -170,3 +170,17 @@ def test_pdf_write_and_pdf_watermark_open_in_libreoffice(written: Path) -> None:
     stamped = _odg_text(written / "stamped.odg")
     assert any("DRAFT" in span for span in stamped), stamped
     assert any("Quarterly Report" in span for span in stamped)
+
+
+def test_xlsx_edit_refuses_a_covered_merged_cell_and_says_results_need_recomputing(
+        workspace: Path) -> None:
+    ctx = make_ctx(workspace)
+    before = (workspace / "orders.xlsx").read_bytes()
+    merged = call(ctx, "xlsx_edit", path="orders.xlsx", cells={"B4": "x"})
+    assert merged.is_error and "merged range" in merged.output
+    assert (workspace / "orders.xlsx").read_bytes() == before
+    edited = call(ctx, "xlsx_edit", path="orders.xlsx", cells={"C2": 3})
+    assert not edited.is_error and "recomputed" in edited.output
+    assert edited.data["cells"] == [{"sheet": "Orders", "cell": "C2", "old": 2.5, "new": 3}]
+    read = call(ctx, "xlsx_read", path="orders.xlsx", sheet="Orders", range="D2:D2")
+    assert read.data["read"][0]["formulas"] == {"D2": "=B2*C2"}

@@ -300,3 +300,22 @@ def test_tool_arguments_from_a_body_and_a_stream_agree(
         ToolCall("call_a", "exec", {"cmd": "grep -rn x ."}),
         ToolCall("call_b", "exec", {}, "{broken"),
     )
+
+
+def test_a_chain_the_vendor_lost_is_sent_again_whole(
+    fake: FakeVendorServer, make_provider: MakeProvider
+) -> None:
+    provider = make_provider(VENDOR, fake, previous_response_id=True)
+    lost = Fail(404, {"error": {"message": "Previous response with id 'resp_0001' not found.",
+                                "type": "invalid_request_error",
+                                "param": "previous_response_id",
+                                "code": "previous_response_not_found"}})
+    fake.push(Turn(tool_calls=(_call(1),)), lost, Turn(text="done"))
+    first = provider.complete(replace(request(), messages=FIRST), step=0)
+    answer = provider.complete(replace(request(), messages=_next(FIRST, first, ["out"])), step=1)
+    assert answer.text == "done"
+    assert [(a.ok, a.status) for a in answer.attempts] == [(False, 404), (True, None)]
+    second, third = (r.body for r in fake.requests[1:])
+    assert second["previous_response_id"] == "resp_0001" and len(second["input"]) == 1
+    assert "previous_response_id" not in third and len(third["input"]) == 4
+    assert fake.violations == []

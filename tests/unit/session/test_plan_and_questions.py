@@ -129,7 +129,7 @@ def test_a_responder_that_cannot_answer_pauses_and_resume_records_a_person(
     paused = Runner(store, RecordingProvider(lines), responder=Silent()).start(
         spec_for(ws, "edit"))
     assert paused.status is RunStatus.PAUSED and paused.pause is not None
-    assert paused.pause["kind"] == "question" and paused.pause["question"] == "which file?"
+    assert paused.pause.kind == "question" and paused.pause.question == "which file?"
     [open_question] = store.questions(paused.run_id)
     assert not open_question.is_answered
     assert store.answered_question(paused.run_id, 0, 0) is None

@@ -10,6 +10,7 @@ import pytest
 from harness_core import (
     CHECKPOINT_FORMAT,
     CheckpointFormatError,
+    CheckpointState,
     Message,
     RunInUse,
     RunNotFound,
@@ -41,7 +42,7 @@ def test_a_store_written_with_another_checkpoint_format_is_refused(tmp_path: Pat
 
 def test_a_checkpoint_row_of_another_format_is_refused_not_half_read(tmp_path: Path) -> None:
     store = _store_with_run(tmp_path / "s.db")
-    store.record_checkpoint("r1", 0, {"step": 0}, tokens=1, wall_seconds=0.1)
+    store.record_checkpoint("r1", 0, CheckpointState(0), tokens=1, wall_seconds=0.1)
     store._conn.execute("UPDATE checkpoints SET format = 99")
     with pytest.raises(CheckpointFormatError):
         store.last_checkpoint("r1")

@@ -18,6 +18,7 @@ import pytest
 from harness_core import (
     CHECKPOINT_FORMAT,
     CheckpointFormatError,
+    CheckpointState,
     Message,
     RunInUse,
     RunNotFound,
@@ -61,7 +62,7 @@ def test_intent_observation_checkpoint_round_trip(store: Store) -> None:
     (entry,) = store.ledger("r1", 0)
     assert not entry.has_observation
     store.record_observation("r1", 0, 0, ToolResult("c1", "read_file", "ok\x00bytes"))
-    store.record_checkpoint("r1", 0, {"step": 0, "nested": [1, 2.5, None]}, tokens=12,
+    store.record_checkpoint("r1", 0, CheckpointState(0, done=True, verified=False), tokens=12,
                             wall_seconds=0.25)
     (entry,) = store.ledger("r1", 0)
     assert entry.has_observation and entry.observation.startswith("ok")
@@ -69,13 +70,13 @@ def test_intent_observation_checkpoint_round_trip(store: Store) -> None:
     step = store.step("r1", 0)
     assert step is not None and step.model_served == "m2" and step.ttft_ms == 0.5
     checkpoint = store.last_checkpoint("r1")
-    assert checkpoint is not None and checkpoint.state["nested"] == [1, 2.5, None]
+    assert checkpoint is not None and checkpoint.state == CheckpointState(0, done=True, verified=False)
     record = store.run("r1")
     assert record.settings == {"a": 1} and record.policy == {"p": True}
 
 
 def test_checkpoint_rows_of_another_format_are_refused(store: Store) -> None:
-    store.record_checkpoint("r1", 0, {"step": 0}, tokens=1, wall_seconds=0.1)
+    store.record_checkpoint("r1", 0, CheckpointState(0), tokens=1, wall_seconds=0.1)
     with store._tx() as conn:
         conn.execute("UPDATE checkpoints SET format = ?", (CHECKPOINT_FORMAT + 1,))
     with pytest.raises(CheckpointFormatError):
