@@ -8,6 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from harness_core.tools._git import GitSettings
 from tests.unit.git.test_git_tools import call, git, make_repo
 
 
@@ -54,3 +55,33 @@ def test_git_status_and_git_diff_run_none_of_them(tmp_path: Path) -> None:
     staged = call(root, "git_diff", {"staged": True})
     assert not staged.is_error, staged.output
     assert _fired(root) == set()
+
+
+def test_a_commit_moved_out_of_head_s_history_is_made_again_on_resume(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    (root / "b.txt").write_text("b\n")
+    first = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0")
+    assert not first.is_error, first.output
+    git(root, "reset", "-q", "--hard", "HEAD~1")  # the operator moves it out of HEAD
+    (root / "b.txt").write_text("b, written again\n")
+    again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
+                 resumed=True)
+    assert not again.is_error and "recovered" not in again.data, again.output
+    assert again.data["commit"] != first.data["commit"]
+    assert "Io-Call: r/1/0" in git(root, "log", "-1", "--format=%B")
+    assert git(root, "rev-list", "--count", "HEAD").strip() == "2"
+
+
+def test_the_trailer_is_searched_only_history_depth_commits_deep(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    (root / "b.txt").write_text("b\n")
+    first = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0")
+    for i in range(3):
+        git(root, "commit", "-q", "--allow-empty", "-m", f"later {i}")
+    shallow = GitSettings(history_depth=3)
+    again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
+                 resumed=True, settings=shallow)
+    assert "recovered" not in again.data  # four commits back: beyond a depth of 3
+    deep = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
+                resumed=True, settings=GitSettings(history_depth=10))
+    assert deep.data.get("recovered") is True and deep.data["commit"] == first.data["commit"]
