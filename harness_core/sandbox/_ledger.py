@@ -265,8 +265,8 @@ def sweep(
         if not isinstance(data, dict) or not _owner_gone(data):
             continue
         stores = data.get("stores") or []
-        if store is not None and stores and store not in stores:
-            continue
+        if store is not None and stores and store not in stores and data.get("entries"):
+            continue  # commands of another store's runs: that store records their sweep
         killed = _sweep_one(data)
         if killed:
             swept = Swept(int(data.get("owner_pid", 0)), tuple(data.get("runs", [])),

@@ -157,3 +157,18 @@ def test_the_store_is_hidden(ws: Path, native: Selected) -> None:
     write_config(ws, "off")
     control = tool(ws, "exec", {"argv": ["cat", "state.db"]}, env={"IO_STORE": str(store)})
     assert SECRET in stdout_of(control)
+
+
+def test_a_workspace_that_is_the_home_still_hides_its_secret_stores(
+    home: Path, native: Selected
+) -> None:
+    store = home / ".local" / "state" / "io" / "state.db"
+    store.parent.mkdir(parents=True)
+    store.write_text(SECRET)
+    write_config(home, "native")
+    args = {"argv": ["python3", "-c", PY_READ, ".ssh/id_ed25519", ".netrc",
+                     str(store), "shared.txt"]}
+    inside = tool(home, "exec", args, env={"HOME": str(home), "IO_STORE": str(store)})
+    assert inside["data"]["exit_status"] == 0, inside["output"]
+    assert SECRET not in stdout_of(inside)
+    assert "shared-by-read-paths" in stdout_of(inside)
