@@ -280,6 +280,34 @@ def gaps_section(args: argparse.Namespace, tmp: Path) -> None:
                       f" {medians[1000] / medians[100]:.2f}x (flat: <= 1.3x)")
 
 
+_PROVIDER_BOOT = """
+import time
+start = time.perf_counter()
+from harness_core.clock import SystemClock
+from harness_core.providers import ProviderConfig, build_provider
+config = ProviderConfig(kind="openai", model="m", api_key="k", base_url="http://127.0.0.1:9/v1")
+build_provider(config, env={}, clock=SystemClock()).close()
+print(time.perf_counter() - start)
+"""
+
+
+def provider_startup(trees: dict[str, Path], repeat: int = 15) -> None:
+    """Import + build + close of an OpenAI provider in a fresh interpreter per tree,
+    alternating: what the providers alone add to a run's start-up."""
+    print("\nHTTP provider start-up (import and build in a fresh interpreter), median of"
+          f" {repeat}, the trees alternating")
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(repeat):
+        for name, code in trees.items():
+            env = dict(os.environ, PYTHONPATH=str(code))
+            out = subprocess.run([sys.executable, "-c", _PROVIDER_BOOT], env=env, cwd=code,
+                                 capture_output=True, text=True, check=True).stdout
+            walls[name].append(float(out))
+    for name, values in walls.items():
+        print(f"  {name:<18} median {statistics.median(values) * 1000:.0f} ms"
+              f"  best {min(values) * 1000:.0f} ms")
+
+
 def compare_gaps(tmp: Path, trees: dict[str, Path], repeat: int) -> None:
     """The 100-step unsandboxed gap of each tree, runs alternating, in this one process."""
     print("\nper-step gap, 100 steps, unsandboxed, side by side (OpenAI-compatible fake)")
@@ -300,6 +328,8 @@ def startup_section(args: argparse.Namespace, tmp: Path) -> None:
         trees = {f"commit {ours}": code, f"baseline {commit}": baseline}
     if args.compare_gaps:
         compare_gaps(tmp, trees, args.repeat)
+    extra = {f"commit {c}": path for c, path in (export_tree(r, tmp) for r in args.also)}
+    provider_startup({**trees, **extra})
     print(f"\nstart-up + shut-down, one-step `io run` against the OpenAI-compatible fake"
           f" (target <= 0.25 s), side by side with {commit}")
     children = startup("openai", max(9, args.repeat * 3), tmp, trees)
@@ -330,6 +360,8 @@ def main() -> None:
     parser.add_argument("--skip-gaps", action="store_true", help="start-up and --help only")
     parser.add_argument("--compare-gaps", action="store_true",
                         help="also time the 100-step gap of the baseline, side by side")
+    parser.add_argument("--also", action="append", default=[],
+                        help="another commit for the provider start-up figure")
     parser.add_argument("--against", default=None,
                         help="time this commit instead of the working tree (isolates a change)")
     parser.add_argument("--baseline", default=None,
