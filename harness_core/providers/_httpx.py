@@ -9,14 +9,17 @@ trio, which io never runs (its client is synchronous). Both are guarded by
 ``except ImportError`` in those libraries, so a None entry in `sys.modules` for the
 length of the import makes them fall back (httpx to a stub ``main``, httpcore to
 ``trio = None``); the entries are removed afterwards, so a later ``import trio`` by
-anything else works as usual. Nothing is done when httpx was already imported.
+anything else works as usual. h2 is held back the same way (httpcore's package imports
+its HTTP/2 module eagerly, ~10-25 ms): the connection that negotiates HTTP/2 imports it
+when it is needed, and `_client` asks for HTTP/2 only when a provider's URL is https.
+Nothing is done when httpx was already imported.
 """
 
 from __future__ import annotations
 
 import sys
 
-_SKIPPED = ("httpx._main", "trio")
+_SKIPPED = ("httpx._main", "trio", "h2")
 
 _blocked = [name for name in _SKIPPED if name not in sys.modules and "httpx" not in sys.modules]
 for _name in _blocked:
