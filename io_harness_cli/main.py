@@ -11,6 +11,7 @@ import sys
 import typer
 
 from io_harness_cli import __version__
+from io_harness_cli.commands import batch as batch_cmd
 from io_harness_cli.commands import config as config_cmd
 from io_harness_cli.commands import resume as resume_cmd
 from io_harness_cli.commands import run as run_cmd
@@ -54,6 +55,7 @@ app.command("resume")(resume_cmd.resume)
 app.command("runs")(runs_cmd.runs)
 app.command("trace")(trace_cmd.trace)
 app.command("spend")(spend_cmd.spend)
+app.command("batch")(batch_cmd.batch)
 app.command("tool")(tool_cmd.tool)
 app.command("toolchain")(toolchain_cmd.toolchain)
 app.command("steer")(steer_cmd.steer)

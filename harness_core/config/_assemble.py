@@ -185,6 +185,7 @@ def assemble_run(
     approver: Approver | None = None,
     responder: Responder | None = None,
     policy: Policy | None = None,
+    new_id: Callable[[], str] | None = None,
 ) -> RunAssembly:
     """Build what a run needs from a loaded config: spec, provider and runner.
 
@@ -199,6 +200,8 @@ def assemble_run(
         approver: Decides acts that need approval (None: the run pauses).
         responder: Answers the agent's questions (None: the run pauses).
         policy: Replaces the configured policy (`io resume --stored-policy`).
+        new_id: Makes the new run's id (`io batch` fixes it in advance); a random id
+            when None.
 
     Returns:
         The assembly; close it (or use it as a context manager) to close the provider.
@@ -211,5 +214,5 @@ def assemble_run(
     if policy is not None:
         spec = replace(spec, policy=policy)
     runner = Runner(store, provider, clock=clock, on_event=on_event, approver=approver,
-                    responder=responder)
+                    responder=responder, new_id=new_id)
     return RunAssembly(spec=spec, runner=runner, provider=provider)

@@ -1,6 +1,7 @@
 """Persistence: the store behind every run (SQLite, or PostgreSQL for a fleet), and its
 checkpoint format."""
 
+from harness_core.store._batches import BatchRecord, BatchTaskRecord
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
@@ -19,6 +20,8 @@ from harness_core.store._schema import CHECKPOINT_FORMAT
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
+    "BatchRecord",
+    "BatchTaskRecord",
     "CHECKPOINT_FORMAT",
     "AliveCheck",
     "CheckpointRecord",

@@ -27,6 +27,7 @@ from harness_core.errors import (
     StoreDamaged,
     StoreUnavailable,
 )
+from harness_core.store._batches import BATCH_SCHEMA_SQL, BatchQueries
 from harness_core.store._check import (
     StoreReport,
     inspect_file,
@@ -71,6 +72,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_agent_trees", TREE_SCHEMA_SQL),
     ("0009_runner_host", RUNNER_HOST_SQL),
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
+    ("0011_batches", BATCH_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -130,7 +132,8 @@ def _disk_is_full(path: Path) -> bool:
 
 
 class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
-            SpendQueries, SessionQueries, PlanQueries, QuestionQueries, SweepQueries,
+            SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
+            SweepQueries,
             TreeQueries):
     """The run store.
 

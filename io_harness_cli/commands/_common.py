@@ -188,14 +188,16 @@ def open_store(config: Config) -> Store:
 
 
 def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
-             interactive: bool, out: EventOutput, policy: Policy | None = None) -> RunAssembly:
+             interactive: bool, out: EventOutput, policy: Policy | None = None,
+             new_id: Callable[[], str] | None = None) -> RunAssembly:
     """The one run builder (`assemble_run`), with terminal approver and responder that
     hold the live view still while they prompt."""
     from harness_core import assemble_run
 
     run = assemble_run(config, workspace, goal, store=store, env=environment(),
                        on_event=out, approver=make_approver(interactive, out.hold),
-                       responder=make_responder(interactive, out.hold), policy=policy)
+                       responder=make_responder(interactive, out.hold), policy=policy,
+                       new_id=new_id)
     out.configure(config)
     return run
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+
+if TYPE_CHECKING:
+    from harness_core import Config
 
 
 def run(
@@ -23,6 +26,11 @@ def run(
     json_out: JsonOpt = False,
     scratch: Annotated[bool, typer.Option(
         "--scratch", help="Run on a temporary copy of the workspace; print the diff.")] = False,
+    run_id: Annotated[str | None, typer.Option(
+        "--run-id", hidden=True, help="The new run's id (set by `io batch`).")] = None,
+    narrow: Annotated[str | None, typer.Option(
+        "--narrow", hidden=True,
+        help="JSON overrides that only narrow [policy] and [budget] (set by `io batch`).")] = None,
     template: Annotated[str | None, typer.Option(
         "--template", "-t", help="Render template NAME (`io templates list`) into the goal.",
         metavar="NAME")] = None,
@@ -51,9 +59,12 @@ def run(
         text = _goal(goal or [], cfg.contract.goal, template, cfg.template_dirs)
         if not text.strip():
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
+        if narrow is not None:
+            cfg = _narrowed(cfg, narrow)
         store = open_store(cfg)
         try:
-            with assemble(cfg, ws, text, store, interactive=not json_out, out=out) as run:
+            with assemble(cfg, ws, text, store, interactive=not json_out, out=out,
+                          new_id=None if run_id is None else (lambda: run_id)) as run:
                 return run.runner.start(run.spec)
         finally:
             store.close()
@@ -67,6 +78,21 @@ def run(
 
         report_scratch(workspace_path(workspace), copy[0])
     exit_with(code)
+
+
+def _narrowed(cfg: Config, narrow: str) -> Config:
+    """`cfg` with a batch task's overrides applied; they can only narrow."""
+    import json
+    from dataclasses import replace
+
+    from harness_core import UsageError, narrow_run
+
+    try:
+        overrides = json.loads(narrow)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--narrow is not JSON: {exc.msg}") from exc
+    policy, budget = narrow_run(cfg.policy, cfg.budget, overrides)
+    return replace(cfg, policy=policy, budget=budget)
 
 
 def _goal(tokens: list[str], default: str, template: str | None, dirs: tuple[Path, ...]) -> str:
