@@ -341,6 +341,22 @@ class HttpProvider(ABC):
         """A 200 answer of the wrong shape: not retried (it would come back the same)."""
         return self.stream_error(f"a 200 answer of the wrong shape: {detail}", retryable=False)
 
+    def for_child(self, step: int, call_index: int) -> HttpProvider:
+        """The provider of a child run of a tree (`spawn_agent` at `step`, `call_index`).
+
+        The same configuration, key and client, with state of its own: parallel children
+        call their providers from their own threads, and what a provider keeps between
+        calls (encoded history, a Responses chain) belongs to one conversation. Closing
+        it leaves the shared client open.
+        """
+        return type(self)(
+            self.config,
+            env={self.env_var: self._key},
+            clock=self._clock,
+            client=self.client,
+            jitter=self._jitter,
+        )
+
     def close(self) -> None:
         """Close the client's connections if this provider made it."""
         if self._owns_client:

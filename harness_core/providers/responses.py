@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
+from harness_core.errors import ProviderError
 from harness_core.messages import Message, Role
 from harness_core.providers._base import (
     CompletionRequest,
     CompletionResponse,
+    ProviderAttempt,
     TokenCallback,
     WebAccess,
 )
@@ -99,6 +102,25 @@ class OpenAIResponsesProvider(HttpProvider):
         return {"authorization": f"Bearer {self._key}"}
 
     # --- request -----------------------------------------------------------------------
+
+    def complete(
+        self, request: CompletionRequest, *, step: int, on_token: TokenCallback | None = None
+    ) -> CompletionResponse:
+        """Answer `request` (see `HttpProvider.complete`).
+
+        A chained request the vendor refuses because it no longer holds the previous
+        response (it expired, or was stored elsewhere) is sent once more, whole.
+        """
+        try:
+            return super().complete(request, step=step, on_token=on_token)
+        except ProviderError as exc:
+            if self._previous is None or not _lost_previous(exc):
+                raise
+            self._last = None
+            failed = tuple(a for a in exc.attempts if isinstance(a, ProviderAttempt))
+            answer = super().complete(request, step=step, on_token=on_token)
+            self.last_attempts = failed + answer.attempts
+            return replace(answer, attempts=self.last_attempts)
 
     def payload(self, request: CompletionRequest, *, stream: bool) -> bytes:
         """The body; with chaining on, only the items after the previous answer."""
@@ -224,6 +246,10 @@ class OpenAIResponsesProvider(HttpProvider):
         if reasoning:
             self._reasoning[key] = reasoning
         self._last = (request.messages, response_id, key) if response_id else None
+
+
+def _lost_previous(exc: ProviderError) -> bool:
+    return exc.status in (400, 404) and "previous_response" in str(exc)
 
 
 def web_search_tool(web: WebAccess) -> dict[str, Any]:

@@ -94,11 +94,12 @@ class Cli:
     store: Path
     tmpdir: Path
     outputs: list[str] = field(default_factory=lambda: [])
+    extra_env: dict[str, str] = field(default_factory=lambda: {})
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(CANARY_KEY=CANARY_KEY, IO_STORE=str(self.store), TMPDIR=str(self.tmpdir),
-                   NO_COLOR="1")
+                   NO_COLOR="1", **self.extra_env)
         return env
 
     def __call__(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -252,3 +252,36 @@ def test_a_fallback_chain_shares_one_client_trusting_every_ca_bundle(
     assert len(clients) == 1
     assert answer.text == "from the fallback"
     assert [a.ok for a in answer.attempts] == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "direct", "proxied"),
+    [
+        ("example.com", ["https://example.com/v1", "https://api.example.com/v1"],
+         ["https://notexample.com/v1", "https://example.org/v1"]),
+        (".example.com", ["https://api.example.com/v1", "https://example.com/v1"],
+         ["https://example.net/v1"]),
+        ("*.example.com", ["https://a.b.example.com/v1"], ["https://example.co/v1"]),
+        ("10.0.0.1,::1", ["http://10.0.0.1:8000/v1", "http://[::1]:8000/v1"],
+         ["http://10.0.0.2/v1"]),
+        ("localhost:8080", ["http://localhost:8080/v1"], ["http://localhost:9090/v1"]),
+        ("", [], ["https://api.openai.com/v1"]),
+    ],
+)
+def test_no_proxy_entries_match_hosts_and_their_subdomains(
+    no_proxy: str, direct: list[str], proxied: list[str]
+) -> None:
+    import httpx
+
+    from harness_core.providers._client import make_client
+
+    client = make_client({"ALL_PROXY": "http://127.0.0.1:3128", "NO_PROXY": no_proxy})
+    # httpx's own routing decision (a private method: the one way to ask which transport
+    # a URL takes without opening a connection); the proxied path itself is tested above.
+    try:
+        for url in direct:
+            assert client._transport_for_url(httpx.URL(url)) is client._transport, url
+        for url in proxied:
+            assert client._transport_for_url(httpx.URL(url)) is not client._transport, url
+    finally:
+        client.close()

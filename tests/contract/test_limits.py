@@ -1,0 +1,86 @@
+"""docs/CONTRACT.md, "Limits that hold today" and the numbers other sections state: each
+number the page gives is the number the code uses (the behaviour at each limit is
+tested where the feature is; these pin the values those tests take from the code), and
+the pins the page names hold in pyproject.toml."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+from harness_core import Budget, ContextBudget
+from harness_core.documents._image import MAX_IMAGE_BYTES, MAX_IMAGE_EDGE
+from harness_core.documents._pdf import PDF_READ_SECONDS
+from harness_core.documents._pdf_worker import _MEMORY_BYTES
+from harness_core.messages import Message, Role
+from harness_core.run._context import estimate_tokens
+from harness_core.run._inputs import _MAX_BINDS
+from harness_core.store import QUICK_CHECK_SECONDS
+from harness_core.tools import GitSettings
+from harness_core.tools._files import MAX_READ_BYTES
+from tests.conftest import REPO
+
+CONTRACT = (REPO / "docs" / "CONTRACT.md").read_text()
+
+
+def test_the_budget_defaults_are_the_pages() -> None:
+    budget = Budget()
+    assert "`max_steps = 50` and `wall_seconds = 1800`" in CONTRACT
+    assert (budget.max_steps, budget.wall_seconds) == (50, 1800)
+    assert budget.max_tokens is None and budget.max_cost_usd is None
+    assert "`cache_read_weight`, default 0.1" in CONTRACT
+    assert budget.cache_read_weight == 0.1
+
+
+def test_context_tokens_are_estimated_at_four_characters_a_token() -> None:
+    small = estimate_tokens(Message(role=Role.USER, content="x" * 400))
+    large = estimate_tokens(Message(role=Role.USER, content="x" * 4400))
+    assert large - small == 1000  # 4,000 more characters are 1,000 more tokens
+    assert ContextBudget(None).max_tokens is None  # no ceiling unless one is set
+
+
+def test_the_read_file_limit_is_64_mib() -> None:
+    assert "a file over 64 MiB for\n`read_file`" in CONTRACT
+    assert MAX_READ_BYTES == 64 * 1024 * 1024
+
+
+def test_view_image_limits_are_1568_px_and_3_75_mb() -> None:
+    assert "1568 px and 3.75 MB" in CONTRACT
+    assert (MAX_IMAGE_EDGE, MAX_IMAGE_BYTES) == (1568, 3_750_000)
+
+
+def test_pdf_extraction_has_a_60_s_deadline_and_a_2_gib_cap() -> None:
+    assert "60 s deadline and\n  a 2 GiB address-space cap" in CONTRACT
+    assert PDF_READ_SECONDS == 60.0 and _MEMORY_BYTES == 2 * 1024**3
+
+
+def test_at_most_256_gate_input_paths_are_bound() -> None:
+    assert "at most 256 paths are\nbound" in CONTRACT
+    assert _MAX_BINDS == 256
+
+
+def test_git_commit_searches_200_commits_by_default() -> None:
+    assert "`[git] history_depth` (200)" in CONTRACT
+    assert GitSettings().history_depth == 200
+
+
+def test_the_quick_check_budget_is_half_a_second() -> None:
+    assert "`PRAGMA quick_check` once per file per process within 0.5 s" in CONTRACT
+    assert QUICK_CHECK_SECONDS == 0.5
+
+
+def test_typer_is_held_below_0_29() -> None:
+    assert "typer is held below 0.29" in CONTRACT
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    typer = [d for d in project["dependencies"] if re.match(r"typer\b", d)]
+    assert len(typer) == 1 and "<0.29" in typer[0]
+
+
+def test_the_start_up_figures_are_the_bench_readme_s() -> None:
+    """The page quotes measured figures; they must be the ones bench/README.md records."""
+    stated = re.search(r"`io --help` measured (\d+) ms and a one-step `io run`[^)]*\)\s+([\d.]+) s",
+                       CONTRACT)
+    assert stated is not None
+    bench = (REPO / "bench" / "README.md").read_text()
+    assert f"`io --help` cold | {stated.group(1)} ms" in bench
+    assert f"one-step run (median / best) | {stated.group(2)} /" in bench
