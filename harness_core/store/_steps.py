@@ -32,15 +32,12 @@ class StepQueries(StoreParts):
     ) -> None:
         if not messages:
             return
-        seq = conn.execute(
-            "SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE run_id = ?", (run_id,)
-        ).fetchone()[0]
+        # The next seq is computed by each INSERT itself: no answer to wait for, so on
+        # PostgreSQL the whole transaction goes out in one pipeline.
         conn.executemany(
-            "INSERT INTO messages(run_id, seq, step_index, role, body) VALUES (?,?,?,?,?)",
-            [
-                (run_id, seq + i, step, m.role.value, dumps(message_to_json(m)))
-                for i, m in enumerate(messages)
-            ],
+            "INSERT INTO messages(run_id, seq, step_index, role, body)"
+            " SELECT ?, COALESCE(MAX(seq), -1) + 1, ?, ?, ? FROM messages WHERE run_id = ?",
+            [(run_id, step, m.role.value, dumps(message_to_json(m)), run_id) for m in messages],
         )
 
     def append_messages(self, run_id: str, step: int, messages: Sequence[Message]) -> None:
