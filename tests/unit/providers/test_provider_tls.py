@@ -211,12 +211,18 @@ def test_the_client_speaks_http2_when_h2_is_installed_and_reads_no_environment()
     from harness_core.providers._client import has_http2, make_client
 
     client = make_client({"HTTPS_PROXY": "http://127.0.0.1:9"})
+    plain = make_client({}, urls=["http://127.0.0.1:8000/v1"])
     try:
         assert has_http2() is (importlib.util.find_spec("h2") is not None)
         assert client.trust_env is False  # no .netrc, no SSL_CERT_FILE, no os.environ proxies
         assert client.follow_redirects is False
+        # httpcore's pool flag (private): HTTP/2 is offered over TLS only, where ALPN
+        # negotiates it; a plain-http server never speaks it, so h2 is not even loaded.
+        assert client._transport._pool._http2 is has_http2()  # type: ignore[attr-defined]
+        assert plain._transport._pool._http2 is False  # type: ignore[attr-defined]
     finally:
         client.close()
+        plain.close()
 
 
 def test_a_fallback_chain_shares_one_client_trusting_every_ca_bundle(
