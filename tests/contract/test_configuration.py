@@ -54,3 +54,25 @@ def test_config_secrets_reach_no_store_trace_event_or_error(
         assert secret.encode() not in stored
         assert all(secret not in text for text in outputs), secret
     assert "***" in outputs[3]  # `config show` redacts, so the keys were read
+
+
+def test_every_read_only_command_the_page_names_runs_without_the_provider_key(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("done")])
+    first = run_io(["run", "go", "-w", str(ws), "--json"])
+    assert first.returncode == 0, first.stderr
+    run_id = str(json_lines(first.stdout)[-1]["run_id"])
+    (ws / "io.toml").write_text(
+        '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${env:IO_TEST_UNSET_KEY}"\n')
+    session = run_io(["session", "new", "-w", str(ws), "--json"])
+    assert session.returncode == 0, session.stderr
+    session_id = str(json_lines(session.stdout)[-1].get("session_id")
+                     or json_lines(session.stdout)[-1].get("id"))
+    for argv in (["session", "show", session_id], ["session", "list"],
+                 ["steer", run_id, "look again"], ["interrupt", run_id],
+                 ["runs"], ["trace", run_id], ["spend"]):
+        result = run_io([*argv, "-w", str(ws)])
+        assert result.returncode == 0, (argv, result.stderr)
+        assert "IO_TEST_UNSET_KEY" not in result.stderr
+    run = run_io(["run", "go", "-w", str(ws)])
+    assert run.returncode == 2 and "IO_TEST_UNSET_KEY" in run.stderr
