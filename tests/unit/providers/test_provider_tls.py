@@ -291,3 +291,39 @@ def test_no_proxy_entries_match_hosts_and_their_subdomains(
             assert client._transport_for_url(httpx.URL(url)) is not client._transport, url
     finally:
         client.close()
+
+
+def test_http2_is_negotiated_over_tls_and_carries_the_stream(
+    ca: trustme.CA, ca_pem: Path, clock: ManualClock
+) -> None:
+    """A server that speaks only HTTP/2: the provider's stream arrives whole over it."""
+    pytest.importorskip("h2")
+    import ssl
+
+    from tests.fakes.h2_server import H2Server
+    from tests.fakes.vendor_server import render_openai
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+
+    def answer(body: object) -> str:
+        events = render_openai(Turn(text="over h2", pieces=3), "served", True, "openai", True)
+        return "".join(events)  # type: ignore[arg-type]
+
+    server = H2Server(context, answer)
+    config = ProviderConfig(kind="openai", model="m", api_key=CANARY_KEY, max_retries=0,
+                            base_url=f"https://127.0.0.1:{server.port}/v1", ca_bundle=ca_pem)
+    provider = build_provider(config, env={}, clock=clock)
+    try:
+        tokens: list[str] = []
+        first = provider.complete(request(), step=0, on_token=tokens.append)
+        second = provider.complete(request(), step=1)
+    finally:
+        provider.close()
+        server.close()
+    assert (first.text, second.text) == ("over h2", "over h2")
+    assert "".join(tokens) == "over h2" and first.model == "served"
+    assert server.protocols == ["h2"]  # one connection, HTTP/2, reused for both requests
+    head, body = server.requests[0]
+    assert head[":method"] == "POST" and head[":path"] == "/v1/chat/completions"
+    assert head["authorization"] == f"Bearer {CANARY_KEY}" and body["stream"] is True
