@@ -89,3 +89,11 @@ def test_a_scripted_run_imports_no_httpx(tmp_path: Path) -> None:
     loaded = _modules_after(["run", "say done", "-w", str(tmp_path), "--json"], env=env)
     assert "harness_core.run" in loaded  # the run really happened in this process
     assert not {"httpx", "httpcore", "h2", "truststore"} & loaded
+
+
+def test_config_show_names_the_trust_store_without_importing_httpx(tmp_path: Path) -> None:
+    (tmp_path / "io.toml").write_text('[provider]\nkind = "openai"\nmodel = "m"\n')
+    env = {**os.environ, "IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path)}
+    loaded = _modules_after(["config", "show", "-w", str(tmp_path)], env=env)
+    assert "harness_core.providers._tls" in loaded
+    assert not {"httpx", "httpcore", "h2"} & loaded

@@ -239,7 +239,8 @@ class SandboxTable(Table):
     open_files: IntCeiling = _ceiling(_LIMITS.open_files)
     """Open-file ceiling per command (or false)."""
     network: bool = _default(SandboxConfig, "network")
-    """Let sandboxed commands reach the network at all (allow_net still decides hosts)."""
+    """Let sandboxed commands reach hosts, only through io's egress proxy, which admits a
+    host only when allow_net/deny_net allow it (native backend)."""
     commands: bool = _default(SandboxConfig, "commands")
     """Run the agent's own commands (exec, shell) in the sandbox; gates always are."""
     env_allow: list[str] = list(_default(SandboxConfig, "env_allow"))

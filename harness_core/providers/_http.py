@@ -102,7 +102,10 @@ class HttpProvider(ABC):
         bundles = (config.ca_bundle,) if config.ca_bundle is not None else ()
         self._owns_client = client is None
         self.client = client if client is not None else make_client(
-            env, ca_bundles=bundles, timeout_seconds=config.timeout_seconds
+            env,
+            ca_bundles=bundles,
+            timeout_seconds=config.timeout_seconds,
+            urls=(self._base_url,),
         )
         self._fragments: dict[int, tuple[Message, Any]] = {}
         self._joined: tuple[tuple[Message, ...], str] | None = None
@@ -340,6 +343,22 @@ class HttpProvider(ABC):
     def shape_error(self, detail: str) -> ProviderError:
         """A 200 answer of the wrong shape: not retried (it would come back the same)."""
         return self.stream_error(f"a 200 answer of the wrong shape: {detail}", retryable=False)
+
+    def for_child(self, step: int, call_index: int) -> HttpProvider:
+        """The provider of a child run of a tree (`spawn_agent` at `step`, `call_index`).
+
+        The same configuration, key and client, with state of its own: parallel children
+        call their providers from their own threads, and what a provider keeps between
+        calls (encoded history, a Responses chain) belongs to one conversation. Closing
+        it leaves the shared client open.
+        """
+        return type(self)(
+            self.config,
+            env={self.env_var: self._key},
+            clock=self._clock,
+            client=self.client,
+            jitter=self._jitter,
+        )
 
     def close(self) -> None:
         """Close the client's connections if this provider made it."""

@@ -115,6 +115,19 @@ class Fallback:
             attempts=self.last_attempts,
         ) from last
 
+    def for_child(self, step: int, call_index: int) -> Fallback:
+        """The chain for a child run of a tree: each HTTP provider's own `for_child`
+        (state of its own, the same client); other providers are shared as they are.
+        Closing it closes nothing the parent still uses."""
+        from harness_core.providers.scripted import ScriptedProvider
+
+        chain: list[Provider] = []
+        for provider in self.providers:
+            make = getattr(provider, "for_child", None)
+            fresh = callable(make) and not isinstance(provider, ScriptedProvider)
+            chain.append(make(step, call_index) if fresh else provider)  # type: ignore[misc]
+        return Fallback(chain, models=self._models, clock=self._clock)
+
     def close(self) -> None:
         """Close every provider in the chain, then what `on_close` releases."""
         for provider in self.providers:

@@ -446,6 +446,7 @@ class LinuxLauncher(PosixLauncher):
             read_paths=spec.read_paths,
             hidden=spec.hidden,
             masked=spec.masked() if spec.masked is not None else (),
+            workdir=self._workdir,
         )
         with _placeholder_lock:
             plan = plan_protection(

@@ -14,11 +14,15 @@ away from that view before any command runs:
 - Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated at each
   sandbox start, so a file the agent created since is covered too) is masked the same way.
 
-Pure except for `stat` calls on the host; the mounts themselves are `bwrap` arguments.
+The homes and the paths bound back are worked out once per environment in a process (a
+toolchain installed on the host during a run shows at the next `io`); the secret stores
+and the masks are looked at again at every sandbox start. Pure except for `stat` calls
+on the host; the mounts themselves are `bwrap` arguments.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import sys
@@ -137,7 +141,7 @@ def _exposed(
     for home in homes:
         wanted.update(home / name for name in TOOLCHAIN_DIRS)
     entries = [Path(p) for p in env.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
-    for value in (env.get("VIRTUAL_ENV"), sys.prefix, sys.base_prefix):
+    for value in (env.get("VIRTUAL_ENV") or None, sys.prefix, sys.base_prefix):
         if value:
             entries.append(Path(value) / "bin")
     for entry in entries:
@@ -163,12 +167,23 @@ def _split(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
     return dirs, files
 
 
+@functools.lru_cache(maxsize=16)
+def _static(
+    home: str, path: str, venv: str, read_paths: tuple[Path, ...]
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """The homes to hide and what to bind back: worked out once per environment."""
+    env = {"HOME": home, "PATH": path, "VIRTUAL_ENV": venv}
+    homes = _homes(env)
+    return tuple(homes), _exposed(env, homes, read_paths)
+
+
 def plan_reads(
     env: Mapping[str, str],
     *,
     read_paths: Iterable[Path] = (),
     hidden: Iterable[Path] = (),
     masked: Iterable[Path] = (),
+    workdir: Path | None = None,
 ) -> ReadPlan:
     """Decide the read-confinement mounts for one sandbox start.
 
@@ -177,26 +192,33 @@ def plan_reads(
         read_paths: Extra host paths to keep visible (`[sandbox] read_paths`).
         hidden: Further host paths to mask (the io store and its siblings).
         masked: Paths the policy refuses to read (already expanded).
+        workdir: The writable root, bound after the homes are hidden (it brings back
+            what lies in it, so that is masked too).
 
     Returns:
         The plan; paths that do not exist are left out (nothing to hide).
     """
-    homes = _homes(env)
+    homes, exposed = _static(
+        env.get("HOME", ""), env.get("PATH", ""), env.get("VIRTUAL_ENV", ""), tuple(read_paths)
+    )
     stores = [home / name for home in homes for name in SECRET_STORES]
-    exposed = _exposed(env, homes, read_paths)
+    visible = (*exposed, *([Path(os.path.realpath(workdir))] if workdir else []))
     # A path under a hidden home is already out of sight (the home is an empty tmpfs)
-    # unless something exposed brings it back; masking it would make bwrap create its
+    # unless something bound back brings it back; masking it would make bwrap create its
     # mount point on a read-only tmpfs, which fails every command (the default store,
     # ~/.local/state/io/state.db, lies there).
     needed = [p for p in (*stores, *hidden, *masked)
-              if not _inside_any(p, homes) or _inside_any(p, exposed)]
+              if not _inside_any(p, homes) or _inside_any(p, visible)]
     dirs, files = _split(needed)
+    # Nothing inside a masked directory needs (or could get) a mask of its own.
+    dirs = [d for d in set(dirs) if not _inside_any(d, [o for o in dirs if o != d])]
+    files = [f for f in set(files) if not _inside_any(f, dirs)]
     order = lambda p: (len(p.parts), str(p))  # noqa: E731
     return ReadPlan(
-        hidden_homes=tuple(homes),
+        hidden_homes=homes,
         exposed=exposed,
-        mask_dirs=tuple(sorted(set(dirs), key=order)),
-        mask_files=tuple(sorted(set(files), key=order)),
+        mask_dirs=tuple(sorted(dirs, key=order)),
+        mask_files=tuple(sorted(files, key=order)),
     )
 
 

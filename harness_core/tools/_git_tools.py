@@ -205,8 +205,10 @@ def _found_commit(ctx: ToolContext, call_ref: str) -> tuple[str, str] | None:
     """The (commit, subject) in recent history whose message carries this call's trailer."""
     settings = _settings(ctx)
     line = f"{TRAILER}: {call_ref}"
+    # No --grep: with it, -n would cap the matches, not the commits walked, and the
+    # search would reach the whole history instead of the last `history_depth` commits.
     done = run_git(str(ctx.workspace.root), [
-        "log", f"-n{settings.history_depth}", "-F", f"--grep={line}",
+        "log", f"-n{settings.history_depth}",
         "--format=%H%x00%s%x00%B%x00", "HEAD", "--"], settings, check=False)
     if done.returncode != 0:
         return None  # no commits yet, or not a repository: nothing landed

@@ -21,7 +21,16 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error
 from io_harness_cli.output import error
 
 if TYPE_CHECKING:
-    from harness_core import Answer, Approver, Config, Policy, Responder, RunAssembly, Store
+    from harness_core import (
+        Answer,
+        Approver,
+        Config,
+        HarnessError,
+        Policy,
+        Responder,
+        RunAssembly,
+        Store,
+    )
     from io_harness_cli.commands._drive import EventOutput
 
 WorkspaceOpt = Annotated[
@@ -52,7 +61,7 @@ def run_app(app: typer.Typer) -> None:
         check_argv(sys.argv[1:])
         code = app(prog_name="io", standalone_mode=False)
     except HarnessError as exc:
-        error(exc.message, exc.hint)
+        error(exc.message, hint_for(exc))
         sys.exit(int(exit_code_for_error(exc)))
     except typer.TyperException as exc:
         sys.exit(_click_failure(exc))
@@ -141,8 +150,28 @@ def fail(exc: BaseException) -> NoReturn:
     from harness_core import HarnessError
 
     if isinstance(exc, HarnessError):
-        error(exc.message, exc.hint)
+        error(exc.message, hint_for(exc))
     raise typer.Exit(int(exit_code_for_error(exc)))
+
+
+def hint_for(exc: HarnessError) -> str | None:
+    """The error's own hint; a usage or configuration error without one (exit 2) gets a
+    general one, so every command-line mistake ends with an `io: error:` and a `hint:`."""
+    from harness_core import UsageError
+
+    if exc.hint is not None or int(exit_code_for_error(exc)) != int(ExitCode.USAGE):
+        return exc.hint
+    if isinstance(exc, UsageError):
+        import click
+
+        ctx = click.get_current_context(silent=True)
+        first = sys.argv[1] if len(sys.argv) > 1 else ""
+        where = (ctx.command_path if ctx is not None
+                 else f"io {first}" if first.replace("-", "").isalpha() and first[:1] != "-"
+                 else "io")
+        return f"see `{where} --help`"
+    return ("`io config check` shows what io reads and where from; `io config schema`"
+            " lists every key with its type and bounds")
 
 
 def environment() -> dict[str, str]:

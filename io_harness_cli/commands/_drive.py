@@ -91,7 +91,7 @@ class EventOutput:
 def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
     """Run `body`, map its outcome or error to an exit code, always close with run_finished."""
     from harness_core import HarnessError
-    from io_harness_cli.commands._common import sigterm_as_interrupt
+    from io_harness_cli.commands._common import hint_for, sigterm_as_interrupt
 
     restore = sigterm_as_interrupt()
     try:
@@ -103,10 +103,11 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
         code = int(exit_code_for_error(exc))
         status = "error" if code == ExitCode.USAGE else "errored"
         if not out.json_mode:
-            error(exc.message, exc.hint)
+            error(exc.message, hint_for(exc))
             out.finished = True  # the error line said it all: one message, not two
         else:
-            sys.stderr.write(f"io: error: {exc.message}\n")
+            hint = hint_for(exc)
+            sys.stderr.write(f"io: error: {exc.message}\n" + (f"hint: {hint}\n" if hint else ""))
         out.finish(status, code, exc.message)
         return code
     except KeyboardInterrupt:

@@ -84,3 +84,12 @@ def test_the_start_up_figures_are_the_bench_readme_s() -> None:
     bench = (REPO / "bench" / "README.md").read_text()
     assert f"`io --help` cold | {stated.group(1)} ms" in bench
     assert f"one-step run (median / best) | {stated.group(2)} /" in bench
+
+
+def test_the_shell_planning_figures_are_the_bench_readme_s() -> None:
+    stated = re.search(r"plans and checks at ([\d,–]+)\s+lines/s; a line never seen before "
+                       r"at ([\d,–]+) lines/s", CONTRACT)
+    assert stated is not None
+    bench = (REPO / "bench" / "README.md").read_text()
+    assert f"| plan + check, warm | {stated.group(1)} lines/s" in bench
+    assert f"| plan + check, cold | {stated.group(2)} lines/s" in bench

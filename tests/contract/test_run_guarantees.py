@@ -1,17 +1,25 @@
 """docs/CONTRACT.md, "What a run guarantees": the order in which a step reaches the store
 (completion, then each call's intent, the call, its observation, then the checkpoint
-with the step's budget draw), seen from a second connection while a tool runs, and the
-store's durability settings (a real SQLite file, the real loop)."""
+with the step's budget draw), seen from a second connection while a tool runs; the
+store's durability settings; the audit of each drive's policy and `--stored-policy`;
+and the reclaim of a lock whose pid now belongs to another process (real SQLite files,
+the real loop, the real `io`)."""
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from harness_core import Runner, RunStatus, Store, Toolbox
 from harness_core.messages import ToolSpec
 from harness_core.tools import ToolContext, ToolOutcome
+from tests.conftest import run_io
+from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
 from tests.unit.session.support import RecordingProvider, spec_for
 
 
@@ -90,3 +98,70 @@ def test_the_store_runs_in_wal_mode_with_synchronous_normal(tmp_path: Path) -> N
         raw.close()
     with Store(db) as reopened:  # a second open keeps the setting on its connection too
         assert reopened._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # noqa: SLF001
+
+
+ASK = '[policy]\napproval = "ask"\n'
+
+
+def _paused_run(root: Path) -> tuple[Path, str]:
+    ws = make_workspace(root, [replay_line("make", ("exec", {"argv": ["touch", "made.txt"]})),
+                               replay_line("done")], toml_extra=ASK)
+    first = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert first.returncode == 4, first.stderr
+    # the operator tightens the project's policy before resuming
+    (ws / "io.toml").write_text((ws / "io.toml").read_text().replace(
+        ASK, ASK + 'deny_exec = ["touch*"]\n'))
+    return ws, str(json_lines(first.stdout)[-1]["run_id"])
+
+
+def _drives(home: Path, run_id: str) -> list[dict[str, object]]:
+    with Store(home / "state" / "io" / "state.db") as store:
+        return store.drives(run_id)
+
+
+def test_a_resume_runs_under_the_current_policy_and_records_it(
+        tmp_path: Path, isolated_env: Path) -> None:
+    ws, run_id = _paused_run(tmp_path / "w")
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert not (ws / "made.txt").exists()  # the new deny beat the approval
+    drives = _drives(isolated_env, run_id)
+    assert len(drives) == 2
+    assert "touch*" not in json.dumps(drives[0]["policy"])
+    assert "touch*" in json.dumps(drives[1]["policy"])
+    assert all(d["sandbox"] for d in drives)  # each drive records its sandbox too
+
+
+def test_stored_policy_resumes_under_the_policy_recorded_at_the_start(
+        tmp_path: Path, isolated_env: Path) -> None:
+    ws, run_id = _paused_run(tmp_path / "w")
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--stored-policy",
+                      "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert (ws / "made.txt").exists()  # the recorded policy had no deny
+    drives = _drives(isolated_env, run_id)
+    assert len(drives) == 2 and drives[1]["policy"] == drives[0]["policy"]
+
+
+def _owned_by_this_process(home: Path, run_id: str, started: float) -> None:
+    with Store(home / "state" / "io" / "state.db") as store:
+        assert store.acquire_run(run_id, os.getpid(), started,
+                                 alive=lambda pid, when: False) >= 1
+
+
+def test_a_lock_whose_pid_is_live_with_another_start_time_is_reclaimed(
+        tmp_path: Path, isolated_env: Path) -> None:
+    ws, run_id = _paused_run(tmp_path / "w")
+    # the recorded owner's pid is alive (this test), but it was started at another time:
+    # the pid was reused, the recorded driver is gone
+    _owned_by_this_process(isolated_env, run_id, started=1.0)
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_a_lock_held_by_a_live_process_is_run_in_use(tmp_path: Path, isolated_env: Path) -> None:
+    ws, run_id = _paused_run(tmp_path / "w")
+    _owned_by_this_process(isolated_env, run_id,
+                           started=psutil.Process(os.getpid()).create_time())
+    refused = run_io(["resume", run_id, "-w", str(ws), "--approve"])
+    assert refused.returncode == 1 and "in use" in refused.stderr

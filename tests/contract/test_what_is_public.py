@@ -1,5 +1,6 @@
 """docs/CONTRACT.md, "What is public": the JSON line shape of `io run --json`, the
-closed enumerations, and the checkpoint format number the page states."""
+closed enumerations, the checkpoint format number the page states, and the typed
+records whose JSON forms the store and `io run --json` carry."""
 
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ from harness_core import (
     ActKind,
     ApprovalDecision,
     ApprovalMode,
+    CheckpointState,
     Effect,
+    Pause,
+    Store,
     Tier,
+    ToolCall,
+    Usage,
     Verdict,
 )
 from tests.conftest import REPO, run_io
@@ -58,3 +64,27 @@ def test_the_checkpoint_format_the_page_states_is_the_code_s() -> None:
     stated = re.search(r"`CHECKPOINT_FORMAT` \(\*\*(\d+)\*\*\)", CONTRACT)
     assert stated is not None
     assert int(stated.group(1)) == CHECKPOINT_FORMAT == 7
+
+
+def test_records_are_typed_and_their_json_is_what_io_run_json_carries(
+        tmp_path: Path, isolated_env: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("look", ("list_dir", {})),
+        replay_line("make", ("exec", {"argv": ["touch", "made.txt"]})),
+        replay_line("done"),
+    ], toml_extra='[policy]\napproval = "ask"\n')
+    result = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert result.returncode == 4, result.stderr
+    finished = json_lines(result.stdout)[-1]
+    run_id = str(finished["run_id"])
+    with Store(isolated_env / "state" / "io" / "state.db") as store:
+        record = store.run(run_id)
+        steps = store.steps(run_id)
+        checkpoint = store.last_checkpoint(run_id)
+    assert isinstance(record.pause, Pause) and record.pause.kind == "approval"
+    assert finished["pause"] == record.pause.to_json()  # the JSON form, unchanged
+    assert all(isinstance(s.usage, Usage) for s in steps)
+    assert all(isinstance(s.tool_calls, tuple) and all(isinstance(c, ToolCall)
+                                                       for c in s.tool_calls) for s in steps)
+    assert steps[0].tool_calls[0].name == "list_dir"
+    assert checkpoint is not None and isinstance(checkpoint.state, CheckpointState)

@@ -319,3 +319,49 @@ def test_a_chain_the_vendor_lost_is_sent_again_whole(
     assert second["previous_response_id"] == "resp_0001" and len(second["input"]) == 1
     assert "previous_response_id" not in third and len(third["input"]) == 4
     assert fake.violations == []
+
+
+def test_a_child_of_a_tree_gets_its_own_state_over_the_same_client(
+    fake: FakeVendorServer, make_provider: MakeProvider
+) -> None:
+    """Parallel children call their providers from their own threads: each gets a
+    provider of its own (its own chain and caches) sharing the parent's client."""
+    parent = make_provider(VENDOR, fake, previous_response_id=True)
+    fake.push(Turn(tool_calls=(_call(1),)), Turn(text="child answer"), Turn(text="done"))
+    first = parent.complete(replace(request(), messages=FIRST), step=0)
+    child = parent.for_child(0, 0)
+    assert type(child) is type(parent) and child is not parent
+    assert child.client is parent.client
+    child_messages = (Message.system("Be brief."), Message.user("Help."))
+    assert child.complete(replace(request(), messages=child_messages), step=0).text == (
+        "child answer"
+    )
+    child.close()
+    assert not parent.client.is_closed
+    answer = parent.complete(replace(request(), messages=_next(FIRST, first, ["out"])), step=1)
+    assert answer.text == "done"
+    bodies = [r.body for r in fake.requests]
+    assert "previous_response_id" not in bodies[1]  # the child's own conversation
+    assert bodies[2]["previous_response_id"] == "resp_0001"  # the parent's chain held
+    assert fake.violations == []
+
+
+def test_a_fallback_chain_for_a_child_holds_fresh_http_providers(clock: ManualClock) -> None:
+    from harness_core.providers import ProviderConfig, build_provider
+
+    with start_vendor_server("openai") as one, start_vendor_server(VENDOR) as two:
+        config = ProviderConfig(
+            kind="openai", model="a", api_key="k", base_url=one.base_url,
+            fallback=(ProviderConfig(kind=VENDOR, model="b", api_key="k",
+                                     base_url=two.base_url),),
+        )
+        chain = build_provider(config, env={}, clock=clock)
+        try:
+            child = chain.for_child(2, 1)  # type: ignore[attr-defined]
+            pairs = list(zip(chain.providers, child.providers, strict=True))  # type: ignore[attr-defined]
+            assert all(a is not b and a.client is b.client for a, b in pairs)
+            child.close()
+            assert not chain.providers[0].client.is_closed  # type: ignore[attr-defined]
+        finally:
+            chain.close()
+        assert chain.providers[0].client.is_closed  # type: ignore[attr-defined]

@@ -1,0 +1,87 @@
+"""docs/CONTRACT.md, "Git built-ins": git runs with no fsmonitor, no external diff and no
+textconv, whatever the repository's own config asks (real git, real repositories; each
+trap is first shown to fire under plain git)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from harness_core.tools._git import GitSettings
+from tests.unit.git.test_git_tools import call, git, make_repo
+
+
+def _trap(root: Path, name: str) -> Path:
+    """A program that leaves `name.fired` beside the repository when git runs it."""
+    marker = root.parent / f"{name}.fired"
+    script = root.parent / f"{name}.sh"
+    script.write_text(f"#!/bin/sh\ntouch '{marker}'\nexit 0\n")
+    os.chmod(script, 0o755)
+    return script
+
+
+def _armed_repo(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "repo")
+    git(root, "config", "diff.external", str(_trap(root, "external")))
+    git(root, "config", "core.fsmonitor", str(_trap(root, "fsmonitor")))
+    git(root, "config", "diff.conv.textconv", str(_trap(root, "textconv")))
+    (root / ".git" / "info" / "attributes").write_text("*.txt diff=conv\n")
+    (root / "a.txt").write_text("two\n")
+    return root
+
+
+def _fired(root: Path) -> set[str]:
+    return {p.name.removesuffix(".fired") for p in root.parent.glob("*.fired")}
+
+
+def test_the_traps_fire_under_plain_git(tmp_path: Path) -> None:
+    root = _armed_repo(tmp_path)
+    subprocess.run(["git", "status"], cwd=root, capture_output=True, check=False)
+    subprocess.run(["git", "diff"], cwd=root, capture_output=True, check=False)
+    subprocess.run(["git", "diff", "--no-ext-diff"], cwd=root, capture_output=True,
+                   check=False)
+    assert _fired(root) == {"external", "fsmonitor", "textconv"}
+
+
+def test_git_status_and_git_diff_run_none_of_them(tmp_path: Path) -> None:
+    root = _armed_repo(tmp_path)
+    status = call(root, "git_status", {})
+    assert not status.is_error, status.output
+    assert "a.txt" in status.output
+    diff = call(root, "git_diff", {})
+    assert not diff.is_error, diff.output
+    assert "-one" in diff.output and "+two" in diff.output  # the real content, not a driver's
+    staged = call(root, "git_diff", {"staged": True})
+    assert not staged.is_error, staged.output
+    assert _fired(root) == set()
+
+
+def test_a_commit_moved_out_of_head_s_history_is_made_again_on_resume(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    (root / "b.txt").write_text("b\n")
+    first = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0")
+    assert not first.is_error, first.output
+    git(root, "reset", "-q", "--hard", "HEAD~1")  # the operator moves it out of HEAD
+    (root / "b.txt").write_text("b, written again\n")
+    again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
+                 resumed=True)
+    assert not again.is_error and "recovered" not in again.data, again.output
+    assert again.data["commit"] != first.data["commit"]
+    assert "Io-Call: r/1/0" in git(root, "log", "-1", "--format=%B")
+    assert git(root, "rev-list", "--count", "HEAD").strip() == "2"
+
+
+def test_the_trailer_is_searched_only_history_depth_commits_deep(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo")
+    (root / "b.txt").write_text("b\n")
+    first = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0")
+    for i in range(3):
+        git(root, "commit", "-q", "--allow-empty", "-m", f"later {i}")
+    shallow = GitSettings(history_depth=3)
+    again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
+                 resumed=True, settings=shallow)
+    assert "recovered" not in again.data  # four commits back: beyond a depth of 3
+    deep = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
+                resumed=True, settings=GitSettings(history_depth=10))
+    assert deep.data.get("recovered") is True and deep.data["commit"] == first.data["commit"]
