@@ -70,3 +70,15 @@ def test_every_command_line_mistake_is_one_error_line_a_hint_and_exit_2(
     assert len(lines) == 2, err
     assert lines[0].startswith("io: error: ") and names in lines[0], err
     assert lines[1].startswith("hint: ") and len(lines[1]) > len("hint: "), err
+
+
+def test_io_tool_exits_1_when_the_call_fails_or_is_refused(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("done")])
+    failed = run_io(["tool", "read_file", "--args", '{"path": "missing.txt"}', "-w", str(ws)])
+    assert failed.returncode == 1 and "failed" in failed.stderr, failed.stderr
+    refused = run_io(["tool", "write_file", "--args", '{"path": "io.toml", "content": "x"}',
+                      "-w", str(ws)])
+    assert refused.returncode == 1 and "refused" in refused.stderr, refused.stderr
+    assert "Traceback" not in failed.stderr + refused.stderr
+    ran = run_io(["tool", "read_file", "--args", '{"path": "replay.jsonl"}', "-w", str(ws)])
+    assert ran.returncode == 0, ran.stderr
