@@ -62,9 +62,9 @@ def run_app(app: typer.Typer) -> None:
         code = app(prog_name="io", standalone_mode=False)
     except HarnessError as exc:
         error(exc.message, hint_for(exc))
-        sys.exit(int(exit_code_for_error(exc)))
+        sys.exit(_close_json_run(int(exit_code_for_error(exc)), exc.message))
     except typer.TyperException as exc:
-        sys.exit(_click_failure(exc))
+        sys.exit(_close_json_run(_click_failure(exc), " ".join(str(exc).split())))
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(int(ExitCode.INTERRUPTED))
     except Exception:  # the one outermost frame: anything else is a bug
@@ -72,6 +72,22 @@ def run_app(app: typer.Typer) -> None:
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _close_json_run(code: int, reason: str) -> int:
+    """`io run --json` / `io resume --json` always end with a `run_finished` line, even
+    when the command line itself was refused before the command could write one."""
+    argv = sys.argv[1:]
+    drive = sys.modules.get("io_harness_cli.commands._drive")
+    if (code != 0 and argv[:1] in (["run"], ["resume"]) and "--json" in argv
+            and not getattr(drive, "RUN_FINISHED_WRITTEN", False)):
+        from harness_core import EVENT_SCHEMA
+        from io_harness_cli.output import write_json
+
+        write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": None,
+                    "root_run_id": None, "status": "error" if code == ExitCode.USAGE
+                    else "errored", "exit_code": code, "reason": reason})
+    return code
 
 
 def _click_failure(exc: typer.TyperException) -> int:

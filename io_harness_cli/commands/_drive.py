@@ -13,6 +13,9 @@ import typer
 from io_harness_cli.exit_codes import ExitCode, exit_code_for_error, exit_code_for_status
 from io_harness_cli.output import error, say, use_color, use_live, write_json
 
+RUN_FINISHED_WRITTEN = False
+"""Whether this process wrote the `run_finished` line (`run_app` writes one otherwise)."""
+
 if TYPE_CHECKING:
     from harness_core import Config, Event, RunOutcome, TelemetrySink
 
@@ -77,7 +80,9 @@ class EventOutput:
         if self.finished:
             return
         self.finished = True
+        global RUN_FINISHED_WRITTEN
         if self.json_mode:
+            RUN_FINISHED_WRITTEN = True
             from harness_core import EVENT_SCHEMA
 
             write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": self.run_id,

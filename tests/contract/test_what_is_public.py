@@ -5,6 +5,7 @@ records whose JSON forms the store and `io run --json` carry."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from harness_core import (
     Usage,
     Verdict,
 )
-from tests.conftest import REPO, run_io
+from tests.conftest import REPO, io_cmd, run_io
 from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
 
 CONTRACT = (REPO / "docs" / "CONTRACT.md").read_text()
@@ -88,3 +89,24 @@ def test_records_are_typed_and_their_json_is_what_io_run_json_carries(
                                                        for c in s.tool_calls) for s in steps)
     assert steps[0].tool_calls[0].name == "list_dir"
     assert checkpoint is not None and isinstance(checkpoint.state, CheckpointState)
+
+
+@pytest.mark.parametrize(("argv", "stdin"), [
+    ([b"run", b"goal", b"--json", b"--no-such-option"], b""),
+    ([b"run", b"caf\xe9", b"--json"], b""),
+    ([b"run", b"-", b"--json"], b"caf\xe9"),
+    ([b"resume", b"", b"--json"], b""),
+    ([b"resume", b"nope-no-such-run", b"--json"], b""),
+    ([b"run", b"--json"], b""),
+], ids=["unknown-option", "arg-not-utf8", "stdin-not-utf8", "empty-id", "unknown-run",
+        "no-goal"])
+def test_json_ends_with_run_finished_even_when_the_command_line_is_refused(
+        tmp_path: Path, argv: list[bytes], stdin: bytes) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("done")])
+    result = subprocess.run([*(a.encode() for a in io_cmd()), *argv], cwd=ws, input=stdin,
+                            capture_output=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    events = json_lines(result.stdout.decode())
+    assert [e["kind"] for e in events] == ["run_finished"]
+    assert events[0]["exit_code"] == 2 and events[0]["status"] == "error"
+    assert {"schema", "kind", "run_id"} <= set(events[0])
