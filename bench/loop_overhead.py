@@ -142,6 +142,9 @@ def run_io(workspace: Path, store: Path, code: Path | None = None) -> Child:
     proc = subprocess.Popen(
         [sys.executable, "-c", _BOOT, "run", "bench", "-w", str(workspace), "--json"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        # `python -c` puts the working directory first on sys.path: it must be the tree
+        # being measured, or the checkout the bench runs from shadows PYTHONPATH.
+        cwd=str(code or ROOT),
     )
     _, err = proc.communicate()
     wall = time.perf_counter() - start
@@ -195,15 +198,27 @@ def help_walls(code: Path, tmp: Path, repeat: int = 15) -> list[float]:
     """Wall seconds of cold `python -m io_harness_cli --help` runs of the tree `code`."""
     env = child_env(tmp / "state.db")
     env["PYTHONPATH"] = str(code)
-    subprocess.run([sys.executable, "-m", "io_harness_cli", "--help"], env=env,
-                   stdout=subprocess.DEVNULL, check=True)
+    argv = [sys.executable, "-m", "io_harness_cli", "--help"]
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=code)
     walls = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "io_harness_cli", "--help"], env=env,
-                       stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=code)
         walls.append(time.perf_counter() - start)
     return walls
+
+
+def export_tree(ref: str, tmp: Path) -> tuple[str, Path]:
+    """The source of commit `ref` exported under `tmp`, and its short hash."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    target = tmp / f"tree-{commit}"
+    if not target.exists():
+        target.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "harness_core",
+                                  "io_harness_cli"], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return commit, target
 
 
 def baseline_tree(ref: str | None, tmp: Path) -> tuple[str, Path]:
@@ -215,14 +230,7 @@ def baseline_tree(ref: str | None, tmp: Path) -> tuple[str, Path]:
              "harness_core/providers/_transport.py"],
             capture_output=True, text=True, check=True).stdout.strip()
         ref = f"{deleted}^" if deleted else "HEAD~1"
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    target = tmp / f"baseline-{commit}"
-    target.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "harness_core",
-                              "io_harness_cli"], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return commit, target
+    return export_tree(ref, tmp)
 
 
 def describe(runs: list[RunResult]) -> str:
@@ -272,6 +280,35 @@ def gaps_section(args: argparse.Namespace, tmp: Path) -> None:
                       f" {medians[1000] / medians[100]:.2f}x (flat: <= 1.3x)")
 
 
+_PROVIDER_BOOT = """
+import time
+start = time.process_time()
+from harness_core.clock import SystemClock
+from harness_core.providers import ProviderConfig, build_provider
+config = ProviderConfig(kind="openai", model="m", api_key="k", base_url="http://127.0.0.1:9/v1")
+build_provider(config, env={}, clock=SystemClock()).close()
+print(time.process_time() - start)
+"""
+
+
+def provider_startup(trees: dict[str, Path], repeat: int = 15) -> None:
+    """CPU time of import + build + close of an OpenAI provider (plain-http URL) in a
+    fresh interpreter per tree, alternating: what the providers alone add to a run's
+    start-up (CPU time, which other load on the machine inflates less than wall time)."""
+    print("\nHTTP provider start-up, CPU of import and build in a fresh interpreter, median"
+          f" of {repeat}, the trees alternating")
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(repeat):
+        for name, code in trees.items():
+            env = dict(os.environ, PYTHONPATH=str(code))
+            out = subprocess.run([sys.executable, "-c", _PROVIDER_BOOT], env=env, cwd=code,
+                                 capture_output=True, text=True, check=True).stdout
+            walls[name].append(float(out))
+    for name, values in walls.items():
+        print(f"  {name:<18} median {statistics.median(values) * 1000:.0f} ms"
+              f"  best {min(values) * 1000:.0f} ms")
+
+
 def compare_gaps(tmp: Path, trees: dict[str, Path], repeat: int) -> None:
     """The 100-step unsandboxed gap of each tree, runs alternating, in this one process."""
     print("\nper-step gap, 100 steps, unsandboxed, side by side (OpenAI-compatible fake)")
@@ -285,9 +322,15 @@ def compare_gaps(tmp: Path, trees: dict[str, Path], repeat: int) -> None:
 
 def startup_section(args: argparse.Namespace, tmp: Path) -> None:
     commit, baseline = baseline_tree(args.baseline, tmp)
-    trees = {"this tree": ROOT, f"baseline {commit}": baseline}
+    if args.against is None:
+        trees = {"this tree": ROOT, f"baseline {commit}": baseline}
+    else:
+        ours, code = export_tree(args.against, tmp)
+        trees = {f"commit {ours}": code, f"baseline {commit}": baseline}
     if args.compare_gaps:
         compare_gaps(tmp, trees, args.repeat)
+    extra = {f"commit {c}": path for c, path in (export_tree(r, tmp) for r in args.also)}
+    provider_startup({**trees, **extra})
     print(f"\nstart-up + shut-down, one-step `io run` against the OpenAI-compatible fake"
           f" (target <= 0.25 s), side by side with {commit}")
     children = startup("openai", max(9, args.repeat * 3), tmp, trees)
@@ -299,9 +342,12 @@ def startup_section(args: argparse.Namespace, tmp: Path) -> None:
               f" {max(c.peak_rss for c in runs) / MIB:4.1f} MiB (target <= 60 MiB)")
     ours, theirs = (statistics.median(c.wall for c in runs) for runs in children.values())
     print(f"  ratio this tree / baseline: {ours / theirs:.2f}x")
-    print("\n`io --help`, cold, median of 15 (target <= 100 ms)")
-    for name, code in trees.items():
-        walls = help_walls(code, tmp)
+    print("\n`io --help`, cold, median of 15, the trees alternating (target <= 100 ms)")
+    helps: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(5):
+        for name, code in trees.items():
+            helps[name].extend(help_walls(code, tmp, repeat=3))
+    for name, walls in helps.items():
         print(f"  {name:<18} median {statistics.median(walls) * 1000:.0f} ms"
               f"  best {min(walls) * 1000:.0f} ms")
 
@@ -315,6 +361,10 @@ def main() -> None:
     parser.add_argument("--skip-gaps", action="store_true", help="start-up and --help only")
     parser.add_argument("--compare-gaps", action="store_true",
                         help="also time the 100-step gap of the baseline, side by side")
+    parser.add_argument("--also", action="append", default=[],
+                        help="another commit for the provider start-up figure")
+    parser.add_argument("--against", default=None,
+                        help="time this commit instead of the working tree (isolates a change)")
     parser.add_argument("--baseline", default=None,
                         help="commit to time start-up against (default: the one before httpx)")
     args = parser.parse_args()

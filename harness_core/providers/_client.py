@@ -57,6 +57,7 @@ def make_client(
     *,
     ca_bundles: Sequence[Path] = (),
     timeout_seconds: float = 120.0,
+    urls: Sequence[str] = ("https://",),
 ) -> httpx.Client:
     """The synchronous client of one run.
 
@@ -64,12 +65,15 @@ def make_client(
         env: Where proxy settings are looked up; nothing else is read from it.
         ca_bundles: PEM files trusted in addition to the store (`ca_bundle`).
         timeout_seconds: The default timeout (providers pass their own per request).
+        urls: The base URLs the client will reach. HTTP/2 is offered (with ``h2``
+            installed) only when one is https: it is negotiated in the TLS handshake,
+            so a plain-http server (a local model) never speaks it.
 
     Raises:
         ConfigError: A `ca_bundle` cannot be loaded, or no trust store is installed.
     """
     verify = ssl_context(ca_bundles)
-    http2 = has_http2()
+    http2 = any(url.startswith("https://") for url in urls) and has_http2()
     limits = httpx.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_KEEPALIVE)
     mounts = proxy_mounts(env, verify=verify, http2=http2, limits=limits)
     return httpx.Client(

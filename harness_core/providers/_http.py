@@ -102,7 +102,10 @@ class HttpProvider(ABC):
         bundles = (config.ca_bundle,) if config.ca_bundle is not None else ()
         self._owns_client = client is None
         self.client = client if client is not None else make_client(
-            env, ca_bundles=bundles, timeout_seconds=config.timeout_seconds
+            env,
+            ca_bundles=bundles,
+            timeout_seconds=config.timeout_seconds,
+            urls=(self._base_url,),
         )
         self._fragments: dict[int, tuple[Message, Any]] = {}
         self._joined: tuple[tuple[Message, ...], str] | None = None

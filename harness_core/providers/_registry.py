@@ -154,8 +154,12 @@ def build_provider(
         from harness_core.providers._client import make_client
 
         bundles = [c.ca_bundle for c in chain_configs if c.ca_bundle is not None]
+        urls = [
+            c.base_url or str(getattr(f, "default_base_url", ""))
+            for c, f in zip(chain_configs, factories, strict=True)
+        ]
         owned = shared = make_client(
-            env, ca_bundles=bundles, timeout_seconds=config.timeout_seconds
+            env, ca_bundles=bundles, timeout_seconds=config.timeout_seconds, urls=urls
         )
     else:
         shared = client

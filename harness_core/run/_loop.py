@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import uuid
@@ -103,6 +104,9 @@ class _Drive:
     toolbox: Toolbox = field(default_factory=Toolbox)
     cost_used: float = 0.0
     unpriced_warned: bool = False
+    recorded_upto: int = -1
+    """The highest step that may already be recorded (a fresh drive: none; a resumed one:
+    any). Steps past it were never recorded, so the loop does not ask the store."""
 
 
 class Runner:
@@ -346,6 +350,7 @@ class Runner:
     ) -> RunOutcome:
         step = 0
         if resumed:
+            drive.recorded_upto = sys.maxsize
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
@@ -356,7 +361,8 @@ class Runner:
         try:
             while True:
                 self._boundary(drive, step)
-                recorded = self.store.step(drive.run_id, step)
+                recorded = (self.store.step(drive.run_id, step)
+                            if step <= drive.recorded_upto else None)
                 if recorded is None:
                     self._check_budget(drive, step)
                     response = self._complete(drive, step)
@@ -516,7 +522,8 @@ class Runner:
         approve: bool | None,
         answer: str | None,
     ) -> None:
-        entries = {e.call_index: e for e in self.store.ledger(drive.run_id, step)}
+        entries = ({e.call_index: e for e in self.store.ledger(drive.run_id, step)}
+                   if step <= drive.recorded_upto else {})
         index = 0
         while index < len(calls):
             if calls[index].name == "spawn_agent":

@@ -41,7 +41,7 @@ from harness_core.errors import ConfigError, StateError
 __all__ = ["PgConnection", "PgError", "is_postgres_url", "redact_url"]
 
 _STORE_LOCK = 0x10C5_70E0  # the advisory key that serialises write transactions
-_BEGIN_LOCKED = f"BEGIN; SELECT pg_advisory_xact_lock({_STORE_LOCK})"
+_STORE_LOCK_SQL = f"SELECT pg_advisory_xact_lock({_STORE_LOCK})"
 _DEAD_OWNER_GRACE_MS = 2000  # how long a held run lock is waited for before "in use"
 
 
@@ -244,16 +244,16 @@ class PgConnection:
     # ---- translation ------------------------------------------------------------------
 
     def _begin(self) -> _Cursor:
-        """BEGIN and the store-wide writer lock (one round trip), then a pipeline: the
-        transaction's writes go out without waiting for each answer, and the first read
-        or the COMMIT syncs. A step's transactions cost a round trip or two, not one a
+        """A pipeline, then BEGIN and the store-wide writer lock: the transaction's
+        statements go out without waiting for each answer, and the first read or the
+        COMMIT syncs. A step's transactions cost a round trip or two, not one a
         statement (bench/fleet.py)."""
         try:
-            cursor = self._conn.execute(_BEGIN_LOCKED)
-            self.in_transaction = True
             self._pipeline = self._conn.pipeline()
             self._pipeline.__enter__()
-            return _Cursor(cursor)
+            self.in_transaction = True
+            self._conn.execute("BEGIN")
+            return _Cursor(self._conn.execute(_STORE_LOCK_SQL))
         except Exception as exc:
             raise _mapped(exc) from exc
 

@@ -21,7 +21,16 @@ from io_harness_cli.exit_codes import ExitCode, exit_code_for_error
 from io_harness_cli.output import error
 
 if TYPE_CHECKING:
-    from harness_core import Answer, Approver, Config, Policy, Responder, RunAssembly, Store
+    from harness_core import (
+        Answer,
+        Approver,
+        Config,
+        HarnessError,
+        Policy,
+        Responder,
+        RunAssembly,
+        Store,
+    )
     from io_harness_cli.commands._drive import EventOutput
 
 WorkspaceOpt = Annotated[
@@ -52,10 +61,10 @@ def run_app(app: typer.Typer) -> None:
         check_argv(sys.argv[1:])
         code = app(prog_name="io", standalone_mode=False)
     except HarnessError as exc:
-        error(exc.message, exc.hint)
-        sys.exit(int(exit_code_for_error(exc)))
+        error(exc.message, hint_for(exc))
+        sys.exit(_close_json_run(int(exit_code_for_error(exc)), exc.message))
     except typer.TyperException as exc:
-        sys.exit(_click_failure(exc))
+        sys.exit(_close_json_run(_click_failure(exc), " ".join(str(exc).split())))
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(int(ExitCode.INTERRUPTED))
     except Exception:  # the one outermost frame: anything else is a bug
@@ -63,6 +72,22 @@ def run_app(app: typer.Typer) -> None:
         traceback.print_exc()
         sys.exit(int(ExitCode.FAILED))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _close_json_run(code: int, reason: str) -> int:
+    """`io run --json` / `io resume --json` always end with a `run_finished` line, even
+    when the command line itself was refused before the command could write one."""
+    argv = sys.argv[1:]
+    drive = sys.modules.get("io_harness_cli.commands._drive")
+    if (code != 0 and argv[:1] in (["run"], ["resume"]) and "--json" in argv
+            and not getattr(drive, "RUN_FINISHED_WRITTEN", False)):
+        from harness_core import EVENT_SCHEMA
+        from io_harness_cli.output import write_json
+
+        write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": None,
+                    "root_run_id": None, "status": "error" if code == ExitCode.USAGE
+                    else "errored", "exit_code": code, "reason": reason})
+    return code
 
 
 def _click_failure(exc: typer.TyperException) -> int:
@@ -141,8 +166,28 @@ def fail(exc: BaseException) -> NoReturn:
     from harness_core import HarnessError
 
     if isinstance(exc, HarnessError):
-        error(exc.message, exc.hint)
+        error(exc.message, hint_for(exc))
     raise typer.Exit(int(exit_code_for_error(exc)))
+
+
+def hint_for(exc: HarnessError) -> str | None:
+    """The error's own hint; a usage or configuration error without one (exit 2) gets a
+    general one, so every command-line mistake ends with an `io: error:` and a `hint:`."""
+    from harness_core import UsageError
+
+    if exc.hint is not None or int(exit_code_for_error(exc)) != int(ExitCode.USAGE):
+        return exc.hint
+    if isinstance(exc, UsageError):
+        import click
+
+        ctx = click.get_current_context(silent=True)
+        first = sys.argv[1] if len(sys.argv) > 1 else ""
+        where = (ctx.command_path if ctx is not None
+                 else f"io {first}" if first.replace("-", "").isalpha() and first[:1] != "-"
+                 else "io")
+        return f"see `{where} --help`"
+    return ("`io config check` shows what io reads and where from; `io config schema`"
+            " lists every key with its type and bounds")
 
 
 def environment() -> dict[str, str]:

@@ -13,6 +13,9 @@ import typer
 from io_harness_cli.exit_codes import ExitCode, exit_code_for_error, exit_code_for_status
 from io_harness_cli.output import error, say, use_color, use_live, write_json
 
+RUN_FINISHED_WRITTEN = False
+"""Whether this process wrote the `run_finished` line (`run_app` writes one otherwise)."""
+
 if TYPE_CHECKING:
     from harness_core import Config, Event, RunOutcome, TelemetrySink
 
@@ -77,7 +80,9 @@ class EventOutput:
         if self.finished:
             return
         self.finished = True
+        global RUN_FINISHED_WRITTEN
         if self.json_mode:
+            RUN_FINISHED_WRITTEN = True
             from harness_core import EVENT_SCHEMA
 
             write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": self.run_id,
@@ -91,7 +96,7 @@ class EventOutput:
 def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
     """Run `body`, map its outcome or error to an exit code, always close with run_finished."""
     from harness_core import HarnessError
-    from io_harness_cli.commands._common import sigterm_as_interrupt
+    from io_harness_cli.commands._common import hint_for, sigterm_as_interrupt
 
     restore = sigterm_as_interrupt()
     try:
@@ -103,10 +108,11 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
         code = int(exit_code_for_error(exc))
         status = "error" if code == ExitCode.USAGE else "errored"
         if not out.json_mode:
-            error(exc.message, exc.hint)
+            error(exc.message, hint_for(exc))
             out.finished = True  # the error line said it all: one message, not two
         else:
-            sys.stderr.write(f"io: error: {exc.message}\n")
+            hint = hint_for(exc)
+            sys.stderr.write(f"io: error: {exc.message}\n" + (f"hint: {hint}\n" if hint else ""))
         out.finish(status, code, exc.message)
         return code
     except KeyboardInterrupt:

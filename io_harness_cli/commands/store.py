@@ -29,8 +29,18 @@ def check(path: PathArg = None, workspace: WorkspaceOpt = None, config: ConfigOp
     from io_harness_cli.exit_codes import ExitCode
     from io_harness_cli.output import write_json
 
-    target = path if path is not None else load_config(workspace_path(workspace),
-                                                       config).store_path
+    if path is None:
+        cfg = load_config(workspace_path(workspace), config)
+        if cfg.store_url is not None:
+            from harness_core import UsageError, redact_url
+
+            raise UsageError(
+                f"io store check checks a SQLite store file; the configured store is"
+                f" PostgreSQL ({redact_url(cfg.store_url)})",
+                hint="the database server checks its own pages; give a file: io store check PATH")
+        target = cfg.store_path
+    else:
+        target = path
     report = check_store(target)
     if json_out:
         write_json(report.to_json())

@@ -32,3 +32,14 @@ def test_bytes_io_and_the_document_gate_kind_need_no_extra() -> None:
     assert seen["bytes"] == b"\x00\xffraw".hex()
     assert "document_contains" in seen["kinds"]
     assert seen["loaded"] == []  # none of them came from an extra's library
+
+
+def test_the_page_names_every_extra_and_no_other() -> None:
+    import re
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    contract = (REPO / "docs" / "CONTRACT.md").read_text()
+    sentence = contract[contract.index("Extras: "):contract.index("A feature whose extra")]
+    assert set(re.findall(r"`(\w+)`", sentence)) == set(extras)

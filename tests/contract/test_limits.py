@@ -84,3 +84,30 @@ def test_the_start_up_figures_are_the_bench_readme_s() -> None:
     bench = (REPO / "bench" / "README.md").read_text()
     assert f"`io --help` cold | {stated.group(1)} ms" in bench
     assert f"one-step run (median / best) | {stated.group(2)} /" in bench
+
+
+def test_the_shell_planning_figures_are_the_bench_readme_s() -> None:
+    stated = re.search(r"plans and checks at ([\d,–]+)\s+lines/s; a line never seen before "
+                       r"at ([\d,–]+) lines/s", CONTRACT)
+    assert stated is not None
+    bench = (REPO / "bench" / "README.md").read_text()
+    assert f"| plan + check, warm | {stated.group(1)} lines/s" in bench
+    assert f"| plan + check, cold | {stated.group(2)} lines/s" in bench
+
+
+def test_mutation_testing_covers_the_targets_the_page_names() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_mutation", REPO / "bench" / "mutation.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    targets: dict[str, tuple[list[str], list[str]]] = module.TARGETS
+    assert set(targets) == {"run", "store", "policy", "workspace"}
+    for sources, tests in targets.values():
+        assert all((REPO / path).exists() for path in [*sources, *tests]), (sources, tests)
+    assert any("_progress.py" in s for s in targets["run"][0])  # the stall detector
+    assert any("_context.py" in s for s in targets["run"][0])   # the context budget
+    bench = (REPO / "bench" / "README.md").read_text()
+    for name in targets:
+        assert re.search(rf"^\| {name} \| .+\| \d+ \| \d+ \| \d+ \|", bench, re.MULTILINE), name

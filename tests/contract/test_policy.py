@@ -45,3 +45,12 @@ def test_a_refusal_is_recorded_with_rule_and_layer_and_a_silent_allow_records_no
     assert [(e.step_index, e.act, e.verdict, e.layer) for e in events] == [
         (1, "write", "deny", "builtin")]  # the three allowed acts left no row
     assert events[0].rule and events[0].target.endswith("io.toml")
+
+
+def test_deny_rules_match_the_program_alone_allow_rules_only_the_whole_line() -> None:
+    deny = Policy.from_lists(tier="full", deny_exec=["curl"])
+    assert _verdict(deny, ["curl", "https://example.com"]) is Verdict.DENY
+    assert _verdict(deny, ["/usr/bin/curl", "-s", "x"]) is Verdict.DENY
+    allow = Policy.from_lists(tier="read-only", approval="deny", allow_exec=["git"])
+    assert _verdict(allow, ["git"]) is Verdict.ALLOW
+    assert _verdict(allow, ["git", "status"]) is Verdict.DENY  # the literal line, not a prefix

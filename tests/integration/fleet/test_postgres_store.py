@@ -151,3 +151,12 @@ def test_spend_by_runner_groups_by_the_host_that_made_each_call(
     groups = {g["key"]: g for g in json.loads(result.stdout)["groups"]}
     assert set(groups) == {"ci-runner-7", socket.gethostname()}
     assert groups["ci-runner-7"]["calls"] == 1
+
+
+def test_store_check_says_it_checks_files_not_a_postgresql_store(
+        tmp_path: Path, postgres_url: str) -> None:
+    ws = make_workspace(tmp_path / "ws", [replay_line("done")])
+    result = run_io(["store", "check", "-w", str(ws)], env={"IO_STORE": postgres_url})
+    assert result.returncode == 2
+    assert "PostgreSQL" in result.stderr and "io-test" not in result.stderr
+    assert "Traceback" not in result.stderr

@@ -99,7 +99,9 @@ def command(draw: st.DrawFn, *, first: bool, in_sub: bool) -> list[str]:
     if kind == "cat":
         return ["cat", *draw(st.lists(files, max_size=2))] if first else ["cat"]
     if kind in ("head", "tail"):
-        return [kind, "-n", str(draw(st.integers(0, 3))),
+        # `tail -n 0` exits without reading its input, so as a later stage it lets the
+        # stage before it die of SIGPIPE at a varying moment (seen flaky under load).
+        return [kind, "-n", str(draw(st.integers(0 if first else 1, 3))),
                 *([draw(files)] if first and draw(st.booleans()) else [])]
     if kind == "wc":
         return ["wc", draw(st.sampled_from(["-l", "-c", "-w"]))]

@@ -211,12 +211,18 @@ def test_the_client_speaks_http2_when_h2_is_installed_and_reads_no_environment()
     from harness_core.providers._client import has_http2, make_client
 
     client = make_client({"HTTPS_PROXY": "http://127.0.0.1:9"})
+    plain = make_client({}, urls=["http://127.0.0.1:8000/v1"])
     try:
         assert has_http2() is (importlib.util.find_spec("h2") is not None)
         assert client.trust_env is False  # no .netrc, no SSL_CERT_FILE, no os.environ proxies
         assert client.follow_redirects is False
+        # httpcore's pool flag (private): HTTP/2 is offered over TLS only, where ALPN
+        # negotiates it; a plain-http server never speaks it, so h2 is not even loaded.
+        assert client._transport._pool._http2 is has_http2()  # type: ignore[attr-defined]
+        assert plain._transport._pool._http2 is False  # type: ignore[attr-defined]
     finally:
         client.close()
+        plain.close()
 
 
 def test_a_fallback_chain_shares_one_client_trusting_every_ca_bundle(
@@ -285,3 +291,39 @@ def test_no_proxy_entries_match_hosts_and_their_subdomains(
             assert client._transport_for_url(httpx.URL(url)) is not client._transport, url
     finally:
         client.close()
+
+
+def test_http2_is_negotiated_over_tls_and_carries_the_stream(
+    ca: trustme.CA, ca_pem: Path, clock: ManualClock
+) -> None:
+    """A server that speaks only HTTP/2: the provider's stream arrives whole over it."""
+    pytest.importorskip("h2")
+    import ssl
+
+    from tests.fakes.h2_server import H2Server
+    from tests.fakes.vendor_server import render_openai
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+
+    def answer(body: object) -> str:
+        events = render_openai(Turn(text="over h2", pieces=3), "served", True, "openai", True)
+        return "".join(events)  # type: ignore[arg-type]
+
+    server = H2Server(context, answer)
+    config = ProviderConfig(kind="openai", model="m", api_key=CANARY_KEY, max_retries=0,
+                            base_url=f"https://127.0.0.1:{server.port}/v1", ca_bundle=ca_pem)
+    provider = build_provider(config, env={}, clock=clock)
+    try:
+        tokens: list[str] = []
+        first = provider.complete(request(), step=0, on_token=tokens.append)
+        second = provider.complete(request(), step=1)
+    finally:
+        provider.close()
+        server.close()
+    assert (first.text, second.text) == ("over h2", "over h2")
+    assert "".join(tokens) == "over h2" and first.model == "served"
+    assert server.protocols == ["h2"]  # one connection, HTTP/2, reused for both requests
+    head, body = server.requests[0]
+    assert head[":method"] == "POST" and head[":path"] == "/v1/chat/completions"
+    assert head["authorization"] == f"Bearer {CANARY_KEY}" and body["stream"] is True

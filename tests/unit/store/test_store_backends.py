@@ -155,3 +155,44 @@ def test_session_lock_is_one_driver(store: Store, location: str) -> None:
             other.acquire_session("s1", 222, 0.0, alive=lambda pid, started: pid == 111)
         store.release_session("s1", 111)
         other.acquire_session("s1", 222, 0.0, alive=lambda pid, started: False)
+
+
+def test_postgresql_commits_are_not_flushed_per_commit_and_writers_are_serialised(
+        postgres_url: str) -> None:
+    """The store's durability matches the SQLite file's (a commit outlives io, not the
+    server's machine), and a second writer waits for the first, as on SQLite."""
+    import threading
+
+    import psycopg
+
+    with Store(postgres_url) as first, Store(postgres_url) as second:
+        assert first._conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+        done = threading.Event()
+
+        def write() -> None:
+            second.create_run("r2", goal="g", workspace="/w", model=None, settings={},
+                              policy={}, sandbox=None, messages=[])
+            done.set()
+
+        with first._tx():
+            writer = threading.Thread(target=write)
+            writer.start()
+            with psycopg.connect(postgres_url, autocommit=True) as watch:
+                waiting: list[tuple[str]] = []
+                for _ in range(400):  # poll until the second writer waits on the lock
+                    waiting = watch.execute(
+                        "SELECT wait_event_type FROM pg_stat_activity WHERE"
+                        " wait_event = 'advisory'").fetchall()
+                    if waiting or done.wait(0.025):
+                        break
+            assert waiting and not done.is_set()  # blocked behind the open transaction
+        writer.join(timeout=30)
+        assert done.is_set() and second.run("r2").goal == "g"
+
+
+def test_postgresql_text_holds_no_nul_but_json_payloads_keep_it(postgres_url: str) -> None:
+    with Store(postgres_url) as store:
+        store.create_run("r1", goal="a\x00b", workspace="/w", model=None, settings={},
+                         policy={}, sandbox=None, messages=[Message.user("x\x00y")])
+        assert store.run("r1").goal == "a\u2400b"
+        assert store.messages("r1")[0].content == "x\x00y"
