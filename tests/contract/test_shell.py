@@ -12,7 +12,9 @@ from harness_core import Policy, Runner, RunStatus, Store
 from tests.conftest import REPO
 from tests.unit.session.support import RecordingProvider, spec_for
 
-PARENT = "import os; print(repr(open(f'/proc/{os.getppid()}/cmdline').read()))"
+# The parent's executable, not its cmdline: a test runner may retitle its process
+# (pytest-xdist writes "[pytest-xdist running] …" over the cmdline).
+PARENT = "import os; print(repr(os.readlink(f'/proc/{os.getppid()}/exe')))"
 
 
 def test_a_stage_is_started_by_io_itself_not_by_a_shell(tmp_path: Path) -> None:
