@@ -43,8 +43,8 @@ from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
-from harness_core.policy._rules import compile_rule_pattern
 from harness_core.policy._patterns import compile_path
+from harness_core.policy._rules import compile_rule_pattern
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig, SandboxLimits
