@@ -35,6 +35,7 @@ from harness_core.providers import (
     Provider,
     ProviderAttempt,
 )
+from harness_core.records import Edit
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._inputs import (
@@ -508,18 +509,16 @@ class Runner:
         except ProviderError as exc:
             failed = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
             self.store.record_failed_attempts(drive.run_id, step, [
-                _attempt_json(a) for a in failed])
+                ProviderAttempt.of(a) for a in failed])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
         self.store.record_completion(
             drive.run_id, step, text=response.text, tool_calls=response.tool_calls,
             provider=response.provider or self.provider.name, model_requested=spec.model,
-            model_served=response.model or spec.model, usage=response.usage.to_json(),
+            model_served=response.model or spec.model, usage=response.usage,
             latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
-            attempts=[_attempt_json(a) for a in response.attempts],
-            citations=[vars(c) for c in response.citations],
-            server_tool_calls=[{"name": s.name, "input": s.input}
-                               for s in response.server_tool_calls],
+            attempts=response.attempts, citations=response.citations,
+            server_tool_calls=response.server_tool_calls,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
@@ -656,9 +655,9 @@ class Runner:
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
                             outcome.is_error, outcome.media)
-        edits = outcome.data.get("edits", []) if outcome.data else []
+        edits = [Edit.from_json(e) for e in outcome.data.get("edits", [])]
         for edit in edits:
-            drive.changed.add(str(edit.get("path")))
+            drive.changed.add(edit.path)
         data = dict(outcome.data)
         if outcome.refused is not None:
             data["refused"] = outcome.refused.to_json()
@@ -693,7 +692,7 @@ class Runner:
 
     def _verify(self, drive: _Drive, step: int) -> bool:
         contract = drive.spec.contract
-        changed = sorted(drive.changed | {e["path"] for e in self.store.edits(drive.run_id)})
+        changed = sorted(drive.changed | {e.edit.path for e in self.store.edits(drive.run_id)})
         baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
         # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
@@ -772,13 +771,6 @@ class Runner:
 
 _MAX_PAUSE_TURNS = 8
 """Continuations of one `pause_turn` step before the step is taken as it stands."""
-
-
-def _attempt_json(attempt: object) -> dict[str, Any]:
-    if isinstance(attempt, ProviderAttempt):
-        return {"provider": attempt.provider, "model": attempt.model, "ok": attempt.ok,
-                "error": attempt.error, "status": attempt.status}
-    return {"provider": "", "model": "", "ok": False, "error": str(attempt), "status": None}
 
 
 def _continued(first: CompletionResponse, more: CompletionResponse) -> CompletionResponse:

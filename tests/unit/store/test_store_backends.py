@@ -28,6 +28,7 @@ from harness_core import (
     Store,
     ToolCall,
     ToolResult,
+    Usage,
 )
 
 
@@ -50,8 +51,8 @@ def store(location: str) -> Iterator[Store]:
 def _step(store: Store, step: int, call: ToolCall) -> None:
     store.record_completion("r1", step, text=f"t{step}", tool_calls=[call], provider="p",
                             model_requested="m", model_served="m2",
-                            usage={"prompt_tokens": 10, "completion_tokens": 2,
-                                   "total_tokens": 12, "cache_read_tokens": 4},
+                            usage=Usage(prompt_tokens=10, completion_tokens=2, total_tokens=12,
+                                        cache_read_tokens=4),
                             latency_ms=1.5, ttft_ms=0.5, stop_reason="tool_use")
 
 
