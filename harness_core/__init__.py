@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "AttemptRecord": "harness_core.store:AttemptRecord",
+    "EditRecord": "harness_core.store:EditRecord",
+    "Edit": "harness_core.records:Edit",
     "BatchRecord": "harness_core.store:BatchRecord",
     "BatchTaskRecord": "harness_core.store:BatchTaskRecord",
     "BatchTask": "harness_core.batch:BatchTask",
@@ -219,6 +222,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AttemptRecord",
+    "EditRecord",
+    "Edit",
     "BatchRecord",
     "BatchTaskRecord",
     "BatchTask",
@@ -561,6 +567,9 @@ if TYPE_CHECKING:
     from harness_core.providers.scripted import (  # noqa: F401
         ScriptedProvider,
     )
+    from harness_core.records import (  # noqa: F401
+        Edit,
+    )
     from harness_core.run import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         INTERRUPTED_OBSERVATION,
         ApprovalPending,
@@ -619,7 +628,9 @@ if TYPE_CHECKING:
     )
     from harness_core.store import (  # noqa: F401
         CHECKPOINT_FORMAT,
+        AttemptRecord,
         CheckpointState,
+        EditRecord,
         LedgerEntry,
         Pause,
         PolicyEventRecord,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from harness_core.messages import Message, ToolCall, ToolSpec, Usage
+from harness_core.records import Citation, ProviderAttempt, ServerToolCall
 
 __all__ = [
     "Citation",
@@ -64,42 +65,6 @@ class CompletionRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 4096
     web: WebAccess | None = None
-
-
-@dataclass(frozen=True)
-class Citation:
-    """A citation the provider returned; evidence about the answer, not verified."""
-
-    url: str
-    title: str | None = None
-    cited_text: str | None = None
-
-
-@dataclass(frozen=True)
-class ServerToolCall:
-    """A tool the provider executed itself (web search or fetch)."""
-
-    name: str
-    input: dict[str, Any] = field(default_factory=lambda: {})
-
-
-@dataclass(frozen=True)
-class ProviderAttempt:
-    """One try at a completion, successful or not, for the record.
-
-    Attributes:
-        provider: The provider's name (``anthropic``, ``openai``, ``scripted`` …).
-        model: The model asked for.
-        ok: Whether this attempt produced the completion.
-        error: A redacted one-line error, when it failed.
-        status: The HTTP status, when there was one.
-    """
-
-    provider: str
-    model: str
-    ok: bool
-    error: str | None = None
-    status: int | None = None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from harness_core.providers import (
     Provider,
     ProviderAttempt,
 )
+from harness_core.records import Edit
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._inputs import (
@@ -87,6 +88,18 @@ class _Stop(Exception):  # noqa: N818 - internal control flow
 
 
 @dataclass
+class _StepEnd:
+    """A step's checkpoint, written with its last call's observation when it can be."""
+
+    step: int
+    tokens: int
+    armed: bool = False
+    """The step's last call is next, on the sequential path (not a spawn)."""
+    at: float | None = None
+    """When the checkpoint was written with the observation (None: not yet)."""
+
+
+@dataclass
 class _Drive:
     run_id: str
     spec: RunSpec
@@ -107,6 +120,7 @@ class _Drive:
     recorded_upto: int = -1
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
+    step_end: _StepEnd | None = None
 
 
 class Runner:
@@ -378,15 +392,20 @@ class Runner:
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     recorded.usage)
                 drive.gate.step = step
+                drive.step_end = _StepEnd(step, tokens) if calls else None
                 self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
                 pause, approve, answer = None, None, None
                 done = not calls
-                now = self.clock.monotonic()
-                self.store.record_checkpoint(
-                    drive.run_id, step, CheckpointState(step, done=done),
-                    tokens=tokens,
-                    wall_seconds=now - drive.started,
-                )
+                end, drive.step_end = drive.step_end, None
+                if end is not None and end.at is not None:
+                    now = end.at  # committed with the last call's observation
+                else:
+                    now = self.clock.monotonic()
+                    self.store.record_checkpoint(
+                        drive.run_id, step, CheckpointState(step, done=done),
+                        tokens=tokens,
+                        wall_seconds=now - drive.started,
+                    )
                 drive.wall_before += now - drive.started
                 drive.started = now
                 drive.tokens_used += tokens
@@ -490,18 +509,16 @@ class Runner:
         except ProviderError as exc:
             failed = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
             self.store.record_failed_attempts(drive.run_id, step, [
-                _attempt_json(a) for a in failed])
+                ProviderAttempt.of(a) for a in failed])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
         self.store.record_completion(
             drive.run_id, step, text=response.text, tool_calls=response.tool_calls,
             provider=response.provider or self.provider.name, model_requested=spec.model,
-            model_served=response.model or spec.model, usage=response.usage.to_json(),
+            model_served=response.model or spec.model, usage=response.usage,
             latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
-            attempts=[_attempt_json(a) for a in response.attempts],
-            citations=[vars(c) for c in response.citations],
-            server_tool_calls=[{"name": s.name, "input": s.input}
-                               for s in response.server_tool_calls],
+            attempts=response.attempts, citations=response.citations,
+            server_tool_calls=response.server_tool_calls,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
@@ -538,6 +555,8 @@ class Runner:
                     raise _Stop(held.status, held.reason, held.pause)
                 index = end
                 continue
+            if index == len(calls) - 1 and drive.step_end is not None:
+                drive.step_end.armed = True
             self._run_call(drive, step, index, calls[index], entries.get(index),
                            pause=pause, approve=approve, answer=answer)
             index += 1
@@ -604,8 +623,10 @@ class Runner:
         except ToolError as exc:
             outcome = ToolOutcome(f"error: {exc}", is_error=True)
         self._report_plan_tool(drive, step, index, call, outcome)
-        self._observe(drive, step, index, call, outcome)
         stalled = drive.progress.observe(call.key())
+        if stalled is not None and drive.step_end is not None:
+            drive.step_end.armed = False  # the run stops in this step: no checkpoint for it
+        self._observe(drive, step, index, call, outcome)
         if stalled is not None:
             self._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": stalled}))
             raise _Stop(RunStatus.STOPPED, stalled)
@@ -634,14 +655,24 @@ class Runner:
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
                             outcome.is_error, outcome.media)
-        edits = outcome.data.get("edits", []) if outcome.data else []
+        edits = [Edit.from_json(e) for e in outcome.data.get("edits", [])]
         for edit in edits:
-            drive.changed.add(str(edit.get("path")))
+            drive.changed.add(edit.path)
         data = dict(outcome.data)
         if outcome.refused is not None:
             data["refused"] = outcome.refused.to_json()
-        self.store.record_observation(drive.run_id, step, index, result, data=data or None,
-                                      edits=edits)
+        end = drive.step_end
+        if end is not None and end.armed and end.step == step:
+            # The step's last call: its observation and the step's checkpoint commit
+            # together (one transaction where there were two, the same order of effects).
+            end.armed, end.at = False, self.clock.monotonic()
+            self.store.record_observation(
+                drive.run_id, step, index, result, data=data or None, edits=edits,
+                checkpoint=CheckpointState(step, done=False), tokens=end.tokens,
+                wall_seconds=end.at - drive.started)
+        else:
+            self.store.record_observation(drive.run_id, step, index, result,
+                                          data=data or None, edits=edits)
         drive.context.append(Message.tool(result))
         self._emit(Event(EventKind.TOOL_RESULT, drive.run_id, {
             "step": step, "call_id": call.id, "name": call.name, "output": result.output,
@@ -661,7 +692,7 @@ class Runner:
 
     def _verify(self, drive: _Drive, step: int) -> bool:
         contract = drive.spec.contract
-        changed = sorted(drive.changed | {e["path"] for e in self.store.edits(drive.run_id)})
+        changed = sorted(drive.changed | {e.edit.path for e in self.store.edits(drive.run_id)})
         baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
         # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
@@ -740,13 +771,6 @@ class Runner:
 
 _MAX_PAUSE_TURNS = 8
 """Continuations of one `pause_turn` step before the step is taken as it stands."""
-
-
-def _attempt_json(attempt: object) -> dict[str, Any]:
-    if isinstance(attempt, ProviderAttempt):
-        return {"provider": attempt.provider, "model": attempt.model, "ok": attempt.ok,
-                "error": attempt.error, "status": attempt.status}
-    return {"provider": "", "model": "", "ok": False, "error": str(attempt), "status": None}
 
 
 def _continued(first: CompletionResponse, more: CompletionResponse) -> CompletionResponse:

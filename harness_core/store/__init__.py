@@ -6,8 +6,10 @@ from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
+    AttemptRecord,
     CheckpointRecord,
     CheckpointState,
+    EditRecord,
     LedgerEntry,
     Pause,
     PolicyEventRecord,
@@ -24,9 +26,11 @@ __all__ = [
     "BatchTaskRecord",
     "CHECKPOINT_FORMAT",
     "AliveCheck",
+    "AttemptRecord",
     "CheckpointRecord",
     "CheckpointState",
     "CopyReport",
+    "EditRecord",
     "LedgerEntry",
     "Pause",
     "PolicyEventRecord",

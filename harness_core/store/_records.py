@@ -7,9 +7,12 @@ from enum import Enum
 from typing import Any
 
 from harness_core.messages import ToolCall, Usage
+from harness_core.records import Edit, ProviderAttempt
 
 __all__ = [
+    "AttemptRecord",
     "CheckpointRecord",
+    "EditRecord",
     "CheckpointState",
     "LedgerEntry",
     "Pause",
@@ -196,6 +199,46 @@ class LedgerEntry:
     @property
     def has_observation(self) -> bool:
         return self.observation is not None
+
+
+@dataclass(frozen=True, slots=True)
+class EditRecord:
+    """One recorded write's size (`Store.edits`): which call made it, and the `Edit`.
+
+    Attributes:
+        step_index: The step of the call.
+        call_id: The call that wrote.
+        edit: The file and the size of the change.
+    """
+
+    step_index: int
+    call_id: str
+    edit: Edit
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as `io trace --json` writes it (``step``, ``call_id``, the edit's keys)."""
+        return {"step": self.step_index, "call_id": self.call_id, **self.edit.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One recorded provider attempt (`Store.provider_attempts`).
+
+    Attributes:
+        step_index: The step it was made for.
+        seq: Its order within the step.
+        attempt: The attempt (provider, model, ok, error, status).
+    """
+
+    step_index: int
+    seq: int
+    attempt: ProviderAttempt
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as `io trace --json` writes it (``step``, ``seq``, the attempt's keys;
+        ``ok`` as the 0 or 1 the column holds, as that output always wrote it)."""
+        return {"step": self.step_index, "seq": self.seq, **self.attempt.to_json(),
+                "ok": int(self.attempt.ok)}
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
+from harness_core.records import Citation, Edit, ProviderAttempt, ServerToolCall
+from harness_core.store._checkpoints import write_checkpoint
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._parts import HOST, StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import (
+    AttemptRecord,
+    CheckpointState,
+    EditRecord,
     LedgerEntry,
     StepRecord,
 )
@@ -64,13 +69,13 @@ class StepQueries(StoreParts):
         provider: str,
         model_requested: str,
         model_served: str,
-        usage: dict[str, int | None],
+        usage: Usage,
         latency_ms: float,
         ttft_ms: float | None,
         stop_reason: str | None,
-        attempts: Sequence[dict[str, Any]] = (),
-        citations: Sequence[dict[str, Any]] = (),
-        server_tool_calls: Sequence[dict[str, Any]] = (),
+        attempts: Sequence[ProviderAttempt] = (),
+        citations: Sequence[Citation] = (),
+        server_tool_calls: Sequence[ServerToolCall] = (),
     ) -> None:
         """Commit a completion: the step, its numbers and the assistant message, at once."""
         now = _now()
@@ -87,37 +92,34 @@ class StepQueries(StoreParts):
                 " cache_write_tokens, reasoning_tokens, server_tool_requests, latency_ms, ttft_ms,"
                 " stop_reason, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, now, provider, model_requested, model_served,
-                 usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                 usage.get("total_tokens"), usage.get("cache_read_tokens"),
-                 usage.get("cache_write_tokens"), usage.get("reasoning_tokens"),
-                 usage.get("server_tool_requests"), latency_ms, ttft_ms, stop_reason, HOST),
+                 usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
+                 usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens,
+                 usage.server_tool_requests, latency_ms, ttft_ms, stop_reason, HOST),
             )
-            base = conn.execute(
-                "SELECT COALESCE(MAX(seq), -1) + 1 FROM provider_attempts"
-                " WHERE run_id = ? AND step_index = ?", (run_id, step),
-            ).fetchone()[0]
-            for i, attempt in enumerate(attempts):
-                conn.execute(
-                    "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
-                    " error, status) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, base + i, attempt.get("provider", ""), attempt.get("model", ""),
-                     1 if attempt.get("ok") else 0, attempt.get("error"), attempt.get("status")),
-                )
+            # Each row's seq is computed by its INSERT (after the failed attempts already
+            # recorded for the step): no answer to wait for inside the transaction.
+            conn.executemany(
+                "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
+                " error, status) SELECT ?, ?, COALESCE(MAX(seq), -1) + 1, ?, ?, ?, ?, ?"
+                " FROM provider_attempts WHERE run_id = ? AND step_index = ?",
+                [(run_id, step, a.provider, a.model, 1 if a.ok else 0, a.error, a.status,
+                  run_id, step) for a in attempts],
+            )
             for cite in citations:
                 conn.execute(
                     "INSERT INTO citations(run_id, step_index, url, title, cited_text)"
                     " VALUES (?,?,?,?,?)",
-                    (run_id, step, cite.get("url", ""), cite.get("title"), cite.get("cited_text")),
+                    (run_id, step, cite.url, cite.title, cite.cited_text),
                 )
             for call in server_tool_calls:
                 conn.execute(
                     "INSERT INTO server_tool_calls(run_id, step_index, name, input) VALUES (?,?,?,?)",
-                    (run_id, step, call.get("name", ""), dumps(call.get("input", {}))),
+                    (run_id, step, call.name, dumps(dict(call.input))),
                 )
             self._insert_messages(conn, run_id, step, [Message.assistant(text, tuple(tool_calls))])
 
     def record_failed_attempts(
-        self, run_id: str, step: int, attempts: Sequence[dict[str, Any]]
+        self, run_id: str, step: int, attempts: Sequence[ProviderAttempt]
     ) -> None:
         """Record the attempts of a completion that failed after every retry and fallback."""
         if not attempts:
@@ -130,18 +132,18 @@ class StepQueries(StoreParts):
             conn.executemany(
                 "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
                 " error, status) VALUES (?,?,?,?,?,?,?,?)",
-                [(run_id, step, base + i, a.get("provider", ""), a.get("model", ""), 0,
-                  a.get("error"), a.get("status")) for i, a in enumerate(attempts)],
+                [(run_id, step, base + i, a.provider, a.model, 0, a.error, a.status)
+                 for i, a in enumerate(attempts)],
             )
 
-    def provider_attempts(self, run_id: str) -> list[dict[str, Any]]:
+    def provider_attempts(self, run_id: str) -> list[AttemptRecord]:
         """Every recorded attempt of the run (successful and failed), in order."""
         rows = self._query(
             "SELECT step_index, seq, provider, model, ok, error, status FROM provider_attempts"
             " WHERE run_id = ? ORDER BY step_index, seq", (run_id,),
         )
-        keys = ("step", "seq", "provider", "model", "ok", "error", "status")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return [AttemptRecord(r[0], r[1], ProviderAttempt(r[2], r[3], bool(r[4]), r[5], r[6]))
+                for r in rows]
 
     def step(self, run_id: str, step: int) -> StepRecord | None:
         """The committed completion of `step`, or None."""
@@ -188,9 +190,17 @@ class StepQueries(StoreParts):
         result: ToolResult,
         *,
         data: dict[str, Any] | None = None,
-        edits: Sequence[dict[str, Any]] = (),
+        edits: Sequence[Edit] = (),
+        checkpoint: CheckpointState | None = None,
+        tokens: int = 0,
+        wall_seconds: float = 0.0,
     ) -> None:
-        """Write a tool call's observation (and the tool message) after it ran."""
+        """Write a tool call's observation (and the tool message) after it ran.
+
+        With `checkpoint`, the observation of a step's last call and the step's checkpoint
+        (as `record_checkpoint` writes it, with `tokens` and `wall_seconds`) commit in one
+        transaction: both or neither, one commit where there were two.
+        """
         with self._tx() as conn:
             conn.execute(
                 "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
@@ -202,11 +212,13 @@ class StepQueries(StoreParts):
                 conn.execute(
                     "INSERT INTO edits(run_id, step_index, call_id, path, lines_added,"
                     " lines_removed, bytes_before, bytes_after) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, result.call_id, escape_surrogates(str(edit["path"])),
-                     edit["lines_added"],
-                     edit["lines_removed"], edit["bytes_before"], edit["bytes_after"]),
+                    (run_id, step, result.call_id, escape_surrogates(edit.path),
+                     edit.lines_added, edit.lines_removed, edit.bytes_before, edit.bytes_after),
                 )
             self._insert_messages(conn, run_id, step, [Message.tool(result)])
+            if checkpoint is not None:
+                write_checkpoint(conn, run_id, step, checkpoint, tokens=tokens,
+                                 wall_seconds=wall_seconds)
 
     def ledger(self, run_id: str, step: int | None = None) -> list[LedgerEntry]:
         """Ledger entries of the run (or of one step), in order."""
@@ -224,16 +236,14 @@ class StepQueries(StoreParts):
             for r in rows
         ]
 
-    def edits(self, run_id: str) -> list[dict[str, Any]]:
-        """Per-file edit sizes recorded for the run."""
+    def edits(self, run_id: str) -> list[EditRecord]:
+        """Per-file edit sizes recorded for the run, in the order they were written."""
         rows = self._query(
             "SELECT step_index, call_id, path, lines_added, lines_removed, bytes_before, bytes_after"
             " FROM edits WHERE run_id = ? ORDER BY rowid",
             (run_id,),
         )
-        keys = ("step", "call_id", "path", "lines_added", "lines_removed", "bytes_before",
-                "bytes_after")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return [EditRecord(r[0], r[1], Edit(r[2], r[3], r[4], r[5], r[6])) for r in rows]
 
 
 def _step_record(r: tuple[Any, ...]) -> StepRecord:

@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_core.store import LedgerEntry
+from harness_core.records import Edit
+from harness_core.store import EditRecord, LedgerEntry
 
 __all__ = ["FileChange", "FileEdit", "changes_of"]
 
@@ -108,12 +109,25 @@ def _str(args: dict[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+@dataclass(frozen=True)
+class _NoSize:
+    """The sizes of a write the store did not record: each unknown."""
+
+    lines_added: None = None
+    lines_removed: None = None
+    bytes_before: None = None
+    bytes_after: None = None
+
+
+_UNKNOWN_SIZE = _NoSize()
+
+
 class _Replay:
     """Walks the ledger, tracking what is known of each file's content."""
 
-    def __init__(self, sizes: Sequence[dict[str, Any]]) -> None:
+    def __init__(self, sizes: Sequence[EditRecord]) -> None:
         self.known: dict[str, str] = {}
-        self.sizes = {(s["call_id"], s["path"]): s for s in sizes}
+        self.sizes = {(s.call_id, s.edit.path): s.edit for s in sizes}
         self.edits: dict[str, list[FileEdit]] = {}
         self.created: dict[str, bool] = {}
 
@@ -124,7 +138,7 @@ class _Replay:
             self.known[path] = entry.observation
 
     def write(self, entry: LedgerEntry, path: str) -> None:
-        size = self.sizes.get((entry.call_id, path), {})
+        size = self.sizes.get((entry.call_id, path))
         if entry.name == "write_file":
             before, after = self._before(path, size), _str(entry.arguments, "content")
             diff = _diff(path, before or "", after)
@@ -142,19 +156,19 @@ class _Replay:
             self.known.pop(path, None)
         else:
             self.known[path] = after
-        self.created.setdefault(path, size.get("bytes_before") == 0)
+        self.created.setdefault(path, size is not None and size.bytes_before == 0)
+        sized = size or _UNKNOWN_SIZE
         self.edits.setdefault(path, []).append(FileEdit(
-            entry.step_index, entry.call_id, entry.name, size.get("lines_added"),
-            size.get("lines_removed"), size.get("bytes_before"), size.get("bytes_after"),
-            diff, complete))
+            entry.step_index, entry.call_id, entry.name, sized.lines_added,
+            sized.lines_removed, sized.bytes_before, sized.bytes_after, diff, complete))
 
-    def _before(self, path: str, size: dict[str, Any]) -> str | None:
+    def _before(self, path: str, size: Edit | None) -> str | None:
         if path in self.known:
             return self.known[path]
-        return "" if size.get("bytes_before") == 0 else None
+        return "" if size is not None and size.bytes_before == 0 else None
 
 
-def changes_of(ledger: Iterable[LedgerEntry], sizes: Sequence[dict[str, Any]]
+def changes_of(ledger: Iterable[LedgerEntry], sizes: Sequence[EditRecord]
                ) -> tuple[FileChange, ...]:
     """The run's file changes, from its ledger and its recorded edit sizes.
 

@@ -108,8 +108,8 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "refusals": [vars(p) for p in store.policy_events(run_id)],
         "verifications": [vars(v) for v in verifications],
         "gates": [v.to_json() for v in verifications if v.step_index == last_round],
-        "edits": store.edits(run_id),
-        "attempts": store.provider_attempts(run_id),
+        "edits": [e.to_json() for e in store.edits(run_id)],
+        "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
         "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
     }
 

@@ -18,6 +18,7 @@ from harness_core import (
     Store,
     ToolCall,
     ToolResult,
+    Usage,
 )
 
 
@@ -77,7 +78,7 @@ def test_ledger_keeps_intent_without_observation_until_observed(tmp_path: Path) 
     store = _store_with_run(tmp_path / "s.db")
     call = ToolCall("c1", "read_file", {"path": "a"})
     store.record_completion("r1", 0, text="t", tool_calls=[call], provider="p",
-                            model_requested="m", model_served="m2", usage={"total_tokens": 3},
+                            model_requested="m", model_served="m2", usage=Usage(total_tokens=3),
                             latency_ms=1.0, ttft_ms=None, stop_reason=None)
     store.record_intent("r1", 0, 0, call)
     (entry,) = store.ledger("r1", 0)
