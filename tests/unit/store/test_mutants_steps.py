@@ -12,12 +12,18 @@ from typing import Any
 import pytest
 
 from harness_core import (
+    AttemptRecord,
     CheckpointFormatError,
     CheckpointState,
+    Citation,
+    Edit,
+    EditRecord,
     LedgerEntry,
     Message,
     Pause,
+    ProviderAttempt,
     RunStatus,
+    ServerToolCall,
     Store,
     ToolCall,
     ToolResult,
@@ -25,9 +31,8 @@ from harness_core import (
     VerificationRecord,
 )
 
-_USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18,
-          "cache_read_tokens": 5, "cache_write_tokens": 3, "reasoning_tokens": 2,
-          "server_tool_requests": 1}
+_USAGE = Usage(prompt_tokens=11, completion_tokens=7, total_tokens=18, cache_read_tokens=5,
+               cache_write_tokens=3, reasoning_tokens=2, server_tool_requests=1)
 
 
 def _store(path: Path) -> Store:
@@ -41,7 +46,7 @@ def _store(path: Path) -> Store:
 def _complete(store: Store, step: int, calls: tuple[ToolCall, ...] = (), **extra: Any) -> None:
     fields: dict[str, Any] = {
         "text": f"text {step}", "tool_calls": calls, "provider": "prov",
-        "model_requested": "asked", "model_served": "served", "usage": dict(_USAGE),
+        "model_requested": "asked", "model_served": "served", "usage": _USAGE,
         "latency_ms": 12.5, "ttft_ms": 3.25, "stop_reason": "end_turn"}
     fields.update(extra)
     store.record_completion("r1", step, **fields)
@@ -63,7 +68,7 @@ def test_a_completion_reads_back_every_field_it_was_given(tmp_path: Path) -> Non
     assert step is not None
     assert (step.step_index, step.text, step.tool_calls, step.provider, step.model_served,
             step.latency_ms, step.ttft_ms) == (0, "text 0", calls, "prov", "served", 12.5, 3.25)
-    assert step.usage == Usage(11, 7, 18, 5, 3, 2, 1)
+    assert step.usage == _USAGE
     assert step.created_at.endswith("+00:00") and "T" in step.created_at
     assert store.step("r1", 1) is None
     assert store.step("nope", 0) is None
@@ -109,33 +114,29 @@ def test_provider_attempts_are_numbered_per_step_failed_ones_first(tmp_path: Pat
     store = _store(tmp_path / "s.db")
     store.record_failed_attempts("r1", 0, [])
     store.record_failed_attempts("r1", 0, [
-        {"provider": "a", "model": "ma", "error": "503", "status": 503, "ok": True},
-        {"error": "timeout"}])
-    _complete(store, 0, attempts=[
-        {"provider": "b", "model": "mb", "ok": True, "error": None, "status": 200},
-        {"provider": "c", "model": "mc", "ok": False, "error": "x", "status": 500}])
-    _complete(store, 1, attempts=[{"ok": True}])
+        ProviderAttempt("a", "ma", True, "503", 503),  # a failed completion: never ok
+        ProviderAttempt("", "", False, "timeout")])
+    _complete(store, 0, attempts=[ProviderAttempt("b", "mb", True, None, 200),
+                                  ProviderAttempt("c", "mc", False, "x", 500)])
+    _complete(store, 1, attempts=[ProviderAttempt("d", "md", True)])
     assert store.provider_attempts("r1") == [
-        {"step": 0, "seq": 0, "provider": "a", "model": "ma", "ok": 0, "error": "503",
-         "status": 503},
-        {"step": 0, "seq": 1, "provider": "", "model": "", "ok": 0, "error": "timeout",
-         "status": None},
-        {"step": 0, "seq": 2, "provider": "b", "model": "mb", "ok": 1, "error": None,
-         "status": 200},
-        {"step": 0, "seq": 3, "provider": "c", "model": "mc", "ok": 0, "error": "x",
-         "status": 500},
-        {"step": 1, "seq": 0, "provider": "", "model": "", "ok": 1, "error": None,
-         "status": None},
+        AttemptRecord(0, 0, ProviderAttempt("a", "ma", False, "503", 503)),
+        AttemptRecord(0, 1, ProviderAttempt("", "", False, "timeout", None)),
+        AttemptRecord(0, 2, ProviderAttempt("b", "mb", True, None, 200)),
+        AttemptRecord(0, 3, ProviderAttempt("c", "mc", False, "x", 500)),
+        AttemptRecord(1, 0, ProviderAttempt("d", "md", True, None, None)),
     ]
+    assert _rows(tmp_path / "s.db", "SELECT ok FROM provider_attempts"
+                                    " ORDER BY step_index, seq") == [(0,), (0,), (1,), (0,), (1,)]
     assert store.provider_attempts("other") == []
     store.close()
 
 
 def test_citations_and_server_tool_calls_are_kept_per_step(tmp_path: Path) -> None:
     store = _store(tmp_path / "s.db")
-    _complete(store, 3, citations=[{"url": "https://a", "title": "A", "cited_text": "q"},
-                                   {}],
-              server_tool_calls=[{"name": "web_search", "input": {"q": "x"}}, {}])
+    _complete(store, 3, citations=[Citation("https://a", "A", "q"), Citation("")],
+              server_tool_calls=[ServerToolCall("web_search", {"q": "x"}),
+                                 ServerToolCall("")])
     store.close()
     assert _rows(tmp_path / "s.db", "SELECT run_id, step_index, url, title, cited_text"
                                     " FROM citations ORDER BY rowid") == [
@@ -212,17 +213,27 @@ def test_an_observation_writes_only_its_own_call(tmp_path: Path) -> None:
 def test_edits_are_recorded_with_their_sizes_in_order(tmp_path: Path) -> None:
     store = _store(tmp_path / "s.db")
     store.record_intent("r1", 2, 0, ToolCall("c1", "write_file", {}))
-    edits = [{"path": "b.txt", "lines_added": 3, "lines_removed": 1, "bytes_before": 10,
-              "bytes_after": 25},
-             {"path": "a.txt", "lines_added": 0, "lines_removed": 4, "bytes_before": 40,
-              "bytes_after": 0}]
+    edits = [Edit("b.txt", 3, 1, 10, 25), Edit("a.txt", 0, 4, 40, 0)]
     store.record_observation("r1", 2, 0, ToolResult("c1", "write_file", "ok"), edits=edits)
-    assert store.edits("r1") == [
-        {"step": 2, "call_id": "c1", "path": "b.txt", "lines_added": 3, "lines_removed": 1,
-         "bytes_before": 10, "bytes_after": 25},
-        {"step": 2, "call_id": "c1", "path": "a.txt", "lines_added": 0, "lines_removed": 4,
-         "bytes_before": 40, "bytes_after": 0}]
+    assert store.edits("r1") == [EditRecord(2, "c1", Edit("b.txt", 3, 1, 10, 25)),
+                                 EditRecord(2, "c1", Edit("a.txt", 0, 4, 40, 0))]
     assert store.edits("other") == []
+    store.close()
+
+
+def test_a_last_observation_commits_the_step_checkpoint_with_it(tmp_path: Path) -> None:
+    store = _store(tmp_path / "s.db")
+    store.record_intent("r1", 0, 0, ToolCall("c1", "list_dir", {}))
+    store.record_observation("r1", 0, 0, ToolResult("c1", "list_dir", "seen"),
+                             checkpoint=CheckpointState(0), tokens=25, wall_seconds=0.75)
+    last = store.last_checkpoint("r1")
+    assert last is not None and last.state == CheckpointState(0)
+    run = store.run("r1")
+    assert (run.steps_used, run.tokens_used, run.wall_used) == (1, 25, 0.75)
+    store.record_intent("r1", 1, 0, ToolCall("c2", "list_dir", {}))
+    store.record_observation("r1", 1, 0, ToolResult("c2", "list_dir", "again"))
+    assert store.last_checkpoint("r1") == last  # no checkpoint asked: none written
+    assert store.run("r1").steps_used == 1
     store.close()
 
 
