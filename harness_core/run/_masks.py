@@ -17,6 +17,8 @@ refused file has more than one link.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -73,20 +75,66 @@ def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
         return
 
 
-def _refused(policy: Policy, root: Path, prefixes: list[tuple[str, ...]]) -> list[Path]:
+_SETTLED_NS = 1_000_000_000
+"""A listing is reused only while its directory's mtime is older than this (1 s) when
+listed: file times come from a coarse clock, so two changes within one tick can leave
+the mtime as it was; a directory changed that recently is listed again every time."""
+
+_Listing = list[tuple[str, bool, bool]]
+"""(name, is a directory, is a symlink) of each entry."""
+
+
+class _Listings:
+    """Directory listings kept by (inode, mtime): unchanged directories are not re-read."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int, int, _Listing]] = {}
+        self._lock = threading.Lock()
+
+    def entries(self, folder: str) -> _Listing:
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return []
+        with self._lock:
+            cached = self._cache.get(folder)
+        if cached is not None and cached[:2] == (info.st_ino, info.st_mtime_ns):
+            return cached[2]
+        listing: _Listing = []
+        for entry in _entries(Path(folder)):
+            try:
+                link = entry.is_symlink()
+                listing.append((entry.name, not link and entry.is_dir(), link))
+            except OSError:
+                continue
+        if time.time_ns() - info.st_mtime_ns > _SETTLED_NS:
+            with self._lock:
+                self._cache[folder] = (info.st_ino, info.st_mtime_ns, listing)
+        return listing
+
+
+def _refused(
+    policy: Policy, root: Path, prefixes: list[tuple[str, ...]], listings: _Listings,
+    verdicts: dict[str, bool],
+) -> list[Path]:
     out: list[Path] = []
-    stack: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
+    stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
     while stack:
         folder, rel = stack.pop()
-        for entry in _entries(folder):
-            parts = (*rel, entry.name)
-            if not _reachable(parts, prefixes) or entry.is_symlink():
+        for name, is_dir, is_link in listings.entries(folder):
+            parts = (*rel, name)
+            if is_link or not _reachable(parts, prefixes):
                 continue
-            decision = policy.check(Act.read("/".join(parts)))
-            if decision.verdict is not Verdict.ALLOW:
-                out.append(Path(entry.path))
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append((Path(entry.path), parts))
+            key = "/".join(parts)
+            refused = verdicts.get(key)
+            if refused is None:
+                refused = policy.check(Act.read(key)).verdict is not Verdict.ALLOW
+                verdicts[key] = refused
+            path = os.path.join(folder, name)
+            if refused:
+                out.append(Path(path))
+            elif is_dir:
+                stack.append((path, parts))
     return out
 
 
@@ -147,8 +195,11 @@ def read_masks(root: Path, policy: Policy) -> Callable[[], list[Path]] | None:
         return None
     real = root.resolve()
 
+    listings = _Listings()
+    verdicts: dict[str, bool] = {}  # the policy is fixed for the run: a path's answer is too
+
     def masks() -> list[Path]:
-        refused = _refused(policy, real, prefixes)
+        refused = _refused(policy, real, prefixes, listings, verdicts)
         return sorted(set(refused) | set(_other_links(real, refused)))
 
     return masks

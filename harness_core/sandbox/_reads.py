@@ -223,7 +223,14 @@ def plan_reads(
 
 
 def _inside_any(path: Path, roots: Iterable[Path]) -> bool:
-    return any(path == root or root in path.parents for root in roots)
+    """Whether `path` is one of `roots` or lies below one (by string: no stat, no Path
+    objects per parent; this runs for every mask at every command)."""
+    text = str(path)
+    for root in roots:
+        base = str(root)
+        if text == base or text.startswith(base if base.endswith("/") else base + "/"):
+            return True
+    return False
 
 
 _empty: Path | None = None
