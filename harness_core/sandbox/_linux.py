@@ -43,16 +43,21 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
-from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
-from harness_core.sandbox._process import Launch, PosixLauncher
+from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._proxy import FORWARDER, SANDBOX_SOCKET
 from harness_core.sandbox._reads import ReadPlan, empty_file, plan_reads
+from harness_core.sandbox._resident import (
+    INTERPRETER,
+    ResidentLauncher,
+    ResidentStart,
+    inner_source,
+)
 
 __all__ = [
     "BwrapInfo",
@@ -64,8 +69,6 @@ __all__ = [
 ]
 
 _PROBE_SECONDS = 10.0
-_INTERPRETER = os.path.realpath(sys.executable)
-"""Runs the egress forwarder inside the sandbox (no site, no user paths)."""
 
 
 @dataclass(frozen=True)
@@ -347,25 +350,6 @@ def _probe(path: str, command: Sequence[str], seccomp: bytes | None) -> BwrapInf
     return info
 
 
-def _read_child_pid(fd: int) -> int | None:
-    """Read bwrap's `--info-fd` JSON to EOF; None when bwrap exited before writing it."""
-    data = b""
-    deadline = time.monotonic() + _PROBE_SECONDS
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            raise SandboxUnavailable("bwrap did not report its sandbox within 10 s")
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    try:
-        pid = json.loads(data)["child-pid"] if data else None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SandboxUnavailable(f"unreadable bwrap --info-fd output: {data!r}") from exc
-    return pid if isinstance(pid, int) else None
-
-
 _placeholder_users: dict[Path, int] = {}
 _placeholder_lock = threading.Lock()
 
@@ -387,17 +371,49 @@ def _release_placeholders(paths: Sequence[Path]) -> None:
                 pass
 
 
-class LinuxLauncher(PosixLauncher):
-    """Starts each command inside bubblewrap with the spec's limits (see module docstring).
+def _still_placeholder(path: Path) -> bool:
+    """Whether a placeholder this process made is still empty (nothing wrote into it
+    from the host: a `git init` by the git tool makes `.git` real)."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            with os.scandir(path) as listing:
+                return next(listing, None) is None
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
-    bwrap is started without a `preexec_fn` (so Python can use the fast spawn path),
-    reports the pid of the sandbox's first process on `--info-fd`, and waits on
-    `--block-fd` before it runs anything of the payload's. In that pause `_admit`
-    puts that process in the pids cgroup and sets its rlimits; everything the
-    payload starts descends from it and inherits both.
+
+def _identity(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    """Each path with its inode: a mount follows the inode, so a path replaced on the
+    host (renamed over, deleted and made again) is no longer covered in a running sandbox."""
+    out: list[tuple[str, int, int]] = []
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            out.append((str(path), -1, -1))
+            continue
+        out.append((str(path), info.st_dev, info.st_ino))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """What a sandbox is built from; a command that needs another one gets a fresh sandbox."""
+
+    reads: ReadPlan
+    plan: ProtectionPlan
+    inodes: tuple[tuple[str, int, int], ...]
+
+
+class LinuxLauncher(ResidentLauncher):
+    """Runs every command inside one bubblewrap sandbox per run and fit (see `_resident`).
+
+    Before each command the read masks and protected-path binds are worked out as the
+    policy decides them now; while they (and the inodes under them) equal those the
+    running sandbox was built with, the command starts inside it; otherwise a fresh
+    sandbox is started and the old one retired when its last command is finished.
     """
-
-    _limits_in_child = False
 
     def __init__(
         self,
@@ -408,38 +424,17 @@ class LinuxLauncher(PosixLauncher):
         pids: PidsHierarchy | None,
         seccomp: bytes | None,
     ) -> None:
-        import resource  # unix only; this module is imported on every platform
-
-        super().__init__(selected, spec, apply_rlimits=True, pids=pids)
-        self._prlimit = resource.prlimit
+        super().__init__(selected, spec, pids=pids)
         self._bwrap = bwrap
         self._seccomp = seccomp
         self._workdir = spec.workdir.resolve()
-
-    def _admit(
-        self, process: subprocess.Popen[bytes], launch: Launch, cgroup: PidsCgroup | None
-    ) -> None:
-        info_read, block_write = launch.handshake
-        child = _read_child_pid(info_read)
-        if child is not None:
-            try:
-                if cgroup is not None:
-                    cgroup.admit(child)
-                for res, soft, hard in self._rlimits:
-                    self._prlimit(child, res, (soft, hard))
-            except ProcessLookupError:
-                child = None  # bwrap failed on its own; its exit status says why
-            except OSError as exc:
-                raise SandboxUnavailable(f"could not limit the sandbox: {exc}") from exc
-        if child is not None:
-            os.write(block_write, b"1")
 
     def _environment(self) -> dict[str, str]:
         env = super()._environment()
         env["TMPDIR"] = "/tmp"  # the private tmpfs; a host TMPDIR may be read-only or hidden
         return env
 
-    def _wrap(self, request: LaunchRequest, program: str, env: dict[str, str]) -> Launch:
+    def _fits(self) -> Hashable:
         spec = self.spec
         reads = plan_reads(
             spec.env,
@@ -449,57 +444,56 @@ class LinuxLauncher(PosixLauncher):
             workdir=self._workdir,
         )
         with _placeholder_lock:
-            plan = plan_protection(
-                self.spec.workdir, self.spec.read_only, pending=_placeholder_users.keys()
-            )
+            pending = [p for p in _placeholder_users if _still_placeholder(p)]
+        plan = plan_protection(spec.workdir, spec.read_only, pending=pending)
+        watched = (*reads.mask_dirs, *reads.mask_files, *plan.read_only, *plan.keep)
+        return _Fit(reads, plan, _identity(watched))
+
+    def _inner_argv(self, program: str, argv: Sequence[str]) -> tuple[str, list[str]]:
+        if self.spec.egress is None:
+            return super()._inner_argv(program, argv)
+        wrapped = [INTERPRETER, "-I", "-S", "-c", FORWARDER, SANDBOX_SOCKET, program, *argv[1:]]
+        return INTERPRETER, wrapped
+
+    def _start(self, key: Hashable) -> ResidentStart:
+        assert isinstance(key, _Fit)
+        plan = key.plan
+        with _placeholder_lock:
             for path in plan.placeholders:
                 _placeholder_users[path] = _placeholder_users.get(path, 0) + 1
         fds: list[int] = []
-        handshake: list[int] = []
         try:
             seccomp_fd = _readable_pipe(self._seccomp) if self._seccomp is not None else None
             fds += [] if seccomp_fd is None else [seccomp_fd]
             empty_fds = [_readable_pipe(b"") for _ in plan.empty_files]
             fds += empty_fds
-            info_read, info_write = os.pipe()
-            handshake.append(info_read)
-            fds.append(info_write)
-            block_read, block_write = os.pipe()
-            handshake.append(block_write)
-            fds.append(block_read)
         except OSError:
-            for fd in fds + handshake:
+            for fd in fds:
                 os.close(fd)
             _release_placeholders(plan.placeholders)
             raise
-        command = [program, *request.argv[1:]]
-        if spec.egress is not None:
-            command = [_INTERPRETER, "-I", "-S", "-c", FORWARDER, SANDBOX_SOCKET, *command]
+        env = self._environment()
         argv = bwrap_arguments(
             self._bwrap,
             workdir=self._workdir,
-            cwd=Path(request.cwd).resolve(),
+            cwd=self._workdir,
             network=False,
             plan=plan,
             env=env,
-            command=command,
+            command=[INTERPRETER, "-I", "-S", "-c", inner_source()],
             seccomp_fd=seccomp_fd,
             empty_file_fds=empty_fds,
-            info_fd=info_write,
-            block_fd=block_read,
-            reads=reads,
-            empty=empty_file() if reads.mask_files else None,
-            egress=spec.egress,
+            reads=key.reads,
+            empty=empty_file() if key.reads.mask_files else None,
+            egress=self.spec.egress,
         )
         placeholders = plan.placeholders
-        return Launch(
+        return ResidentStart(
             argv=argv,
-            executable=None,
             env=env,
             pass_fds=tuple(fds),
             parent_fds=fds,
-            handshake=handshake,
-            on_finish=[lambda: _release_placeholders(placeholders)] if placeholders else [],
+            on_close=[lambda: _release_placeholders(placeholders)] if placeholders else [],
         )
 
 
