@@ -76,8 +76,8 @@ class Launchers:
 
     def close(self) -> None:
         """End the run's sandboxes (their resident launchers) and stop the egress proxy."""
-        for launcher in {id(self.commands): self.commands, id(self.gates): self.gates}.values():
-            close = getattr(launcher, "close", None)
+        for used in {id(self.commands): self.commands, id(self.gates): self.gates}.values():
+            close = getattr(used, "close", None)
             if close is not None:
                 close()
         if self.egress is not None:

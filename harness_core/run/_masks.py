@@ -115,27 +115,39 @@ class _Listings:
 
 def _refused(
     policy: Policy, root: Path, prefixes: list[tuple[str, ...]], listings: _Listings,
-    verdicts: dict[str, bool],
+    derived: dict[str, tuple[_Listing, list[Path], list[tuple[str, tuple[str, ...]]]]],
 ) -> list[Path]:
     out: list[Path] = []
     stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
     while stack:
         folder, rel = stack.pop()
-        for name, is_dir, is_link in listings.entries(folder):
-            parts = (*rel, name)
-            if is_link or not _reachable(parts, prefixes):
-                continue
-            key = "/".join(parts)
-            refused = verdicts.get(key)
-            if refused is None:
-                refused = policy.check(Act.read(key)).verdict is not Verdict.ALLOW
-                verdicts[key] = refused
-            path = os.path.join(folder, name)
-            if refused:
-                out.append(Path(path))
-            elif is_dir:
-                stack.append((path, parts))
+        listing = listings.entries(folder)
+        known = derived.get(folder)
+        if known is None or known[0] is not listing:  # the object itself: ids are reused
+            known = (listing, *_judge(policy, folder, rel, listing, prefixes))
+            derived[folder] = known
+        out += known[1]
+        stack += known[2]
     return out
+
+
+def _judge(
+    policy: Policy, folder: str, rel: tuple[str, ...], listing: _Listing,
+    prefixes: list[tuple[str, ...]],
+) -> tuple[list[Path], list[tuple[str, tuple[str, ...]]]]:
+    """One folder's entries: those refused, and the folders to look into."""
+    refused: list[Path] = []
+    below: list[tuple[str, tuple[str, ...]]] = []
+    for name, is_dir, is_link in listing:
+        parts = (*rel, name)
+        if is_link or not _reachable(parts, prefixes):
+            continue
+        path = os.path.join(folder, name)
+        if policy.check(Act.read("/".join(parts))).verdict is not Verdict.ALLOW:
+            refused.append(Path(path))
+        elif is_dir:
+            below.append((path, parts))
+    return refused, below
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
@@ -196,10 +208,11 @@ def read_masks(root: Path, policy: Policy) -> Callable[[], list[Path]] | None:
     real = root.resolve()
 
     listings = _Listings()
-    verdicts: dict[str, bool] = {}  # the policy is fixed for the run: a path's answer is too
+    # Per folder, what its (unchanged) listing yields: the policy is fixed for the run.
+    derived: dict[str, tuple[_Listing, list[Path], list[tuple[str, tuple[str, ...]]]]] = {}
 
     def masks() -> list[Path]:
-        refused = _refused(policy, real, prefixes, listings, verdicts)
+        refused = _refused(policy, real, prefixes, listings, derived)
         return sorted(set(refused) | set(_other_links(real, refused)))
 
     return masks

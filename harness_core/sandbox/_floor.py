@@ -22,7 +22,12 @@ import sys
 from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._process import PosixLauncher
-from harness_core.sandbox._resident import INTERPRETER, ResidentLauncher, ResidentStart, inner_source
+from harness_core.sandbox._resident import (
+    INTERPRETER,
+    ResidentLauncher,
+    ResidentStart,
+    inner_source,
+)
 
 __all__ = ["FloorLauncher"]
 

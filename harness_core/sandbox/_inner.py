@@ -107,7 +107,7 @@ def _execute(message: dict[str, Any], fds: list[int], status: socket.socket) -> 
         for res, soft, hard in message["rlimits"]:
             resource.setrlimit(res, (soft, hard))
         os.chdir(message["cwd"])
-        os.execve(program, message["argv"], dict(_pairs(message["env"])))
+        os.execve(program, message["argv"], {**dict(_pairs(message["env"])), **_extra_env})
     except OSError as exc:
         what = exc.filename if isinstance(exc.filename, bytes) else program
         os.write(2, b"io: cannot run %s: %s\n" % (what, (exc.strerror or "").encode()))
@@ -297,12 +297,22 @@ class Launcher:
             self.cgroups.retry()
 
 
+PROXY_VARIABLES = (b"HTTP_PROXY", b"HTTPS_PROXY", b"http_proxy", b"https_proxy",
+                   b"NO_PROXY", b"no_proxy")
+_extra_env: dict[bytes, bytes] = {}
+"""Set in every command's environment: the egress forwarder's proxy variables."""
+
+
 def main() -> None:
-    """`SOURCE CONTROL_FD [CGROUP_DIR_FD PREFIX PIDS_MAX]`."""
+    """`CONTROL_FD [--cgroups DIR_FD PREFIX PIDS_MAX] [--proxy-env]`."""
+    args = sys.argv[2:]
     cgroups = None
-    if len(sys.argv) > 4:
+    if args[:1] == ["--cgroups"]:
         _dumpable(0)
-        cgroups = Cgroups(int(sys.argv[2]), sys.argv[3], sys.argv[4])
+        cgroups = Cgroups(int(args[1]), args[2], args[3])
+        args = args[4:]
+    if args[:1] == ["--proxy-env"]:  # run under the egress forwarder: pass its variables on
+        _extra_env.update({k: os.environb[k] for k in PROXY_VARIABLES if k in os.environb})
     launcher = Launcher(socket.socket(fileno=int(sys.argv[1])), cgroups)
     while not launcher.done():
         launcher.step()

@@ -35,20 +35,18 @@ paths come from the spec, which the run derives from its policy.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import select
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness_core.errors import SandboxUnavailable
-from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
+from harness_core.sandbox._base import SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._proxy import FORWARDER, SANDBOX_SOCKET
 from harness_core.sandbox._reads import ReadPlan, empty_file, plan_reads
@@ -119,6 +117,15 @@ def _relative(path: Path, workdir: Path, real_workdir: Path) -> Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def _relatives(workdir: Path, protected: tuple[Path, ...]) -> tuple[Path, tuple[Path, ...]]:
+    """The workdir's real path and each protected path inside it, relative (worked out
+    once per launcher: this runs before every command)."""
+    real = workdir.resolve()
+    rels = (_relative(path, workdir, real) for path in protected)
+    return real, tuple(rel for rel in rels if rel is not None)
+
+
 def plan_protection(
     workdir: Path, protected: Iterable[Path], *, pending: Collection[Path] = ()
 ) -> ProtectionPlan:
@@ -137,15 +144,13 @@ def plan_protection(
     Returns:
         The plan, each list sorted so that a parent is bound before its children.
     """
-    real = workdir.resolve()
+    real, rels = _relatives(workdir, tuple(Path(p) for p in protected))
+    pending = set(pending)
     keep: set[Path] = set()
     read_only: set[Path] = set()
     empty_dirs: set[Path] = set()
     empty_files: set[Path] = set()
-    for path in protected:
-        rel = _relative(Path(path), workdir, real)
-        if rel is None:
-            continue
+    for rel in rels:
         current = real
         for index, part in enumerate(rel.parts):
             current = current / part
@@ -449,12 +454,6 @@ class LinuxLauncher(ResidentLauncher):
         watched = (*reads.mask_dirs, *reads.mask_files, *plan.read_only, *plan.keep)
         return _Fit(reads, plan, _identity(watched))
 
-    def _inner_argv(self, program: str, argv: Sequence[str]) -> tuple[str, list[str]]:
-        if self.spec.egress is None:
-            return super()._inner_argv(program, argv)
-        wrapped = [INTERPRETER, "-I", "-S", "-c", FORWARDER, SANDBOX_SOCKET, program, *argv[1:]]
-        return INTERPRETER, wrapped
-
     def _start(self, key: Hashable) -> ResidentStart:
         assert isinstance(key, _Fit)
         plan = key.plan
@@ -473,6 +472,10 @@ class LinuxLauncher(ResidentLauncher):
             _release_placeholders(plan.placeholders)
             raise
         env = self._environment()
+        # With network = true the egress forwarder runs once per sandbox, as the
+        # launcher's parent, and the launcher passes its proxy variables to each command.
+        forwarder = ([INTERPRETER, "-I", "-S", "-c", FORWARDER, SANDBOX_SOCKET]
+                     if self.spec.egress is not None else [])
         argv = bwrap_arguments(
             self._bwrap,
             workdir=self._workdir,
@@ -480,7 +483,7 @@ class LinuxLauncher(ResidentLauncher):
             network=False,
             plan=plan,
             env=env,
-            command=[INTERPRETER, "-I", "-S", "-c", inner_source()],
+            command=[*forwarder, INTERPRETER, "-I", "-S", "-c", inner_source()],
             seccomp_fd=seccomp_fd,
             empty_file_fds=empty_fds,
             reads=key.reads,
@@ -494,6 +497,7 @@ class LinuxLauncher(ResidentLauncher):
             pass_fds=tuple(fds),
             parent_fds=fds,
             on_close=[lambda: _release_placeholders(placeholders)] if placeholders else [],
+            launcher_args=["--proxy-env"] if forwarder else [],
         )
 
 

@@ -54,7 +54,7 @@ class RemoteProcess(subprocess.Popen[bytes]):
     ) -> None:
         self.args = list(args)
         self.pid = pid
-        self.returncode: int | None = None  # type: ignore[misc]
+        self.returncode: int | None = None
         self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
         self._child_created = False
         self.text_mode = False
