@@ -185,7 +185,7 @@ class Resident:
                 status.close()
             if isinstance(exc, OSError):
                 self.failed = f"the sandbox's launcher is gone ({exc.strerror or exc})"
-                raise SandboxUnavailable(self._dead_message()) from exc
+                raise SandboxUnavailable(self.dead_message()) from exc
             raise
         finally:
             for (_, run), (_, status) in pairs:
@@ -200,7 +200,7 @@ class Resident:
             return self.failed
         said = b""
         if self.process.stderr is not None:
-            with contextlib.suppress(OSError, TypeError):
+            with contextlib.suppress(OSError, TypeError, ValueError):
                 os.set_blocking(self.process.stderr.fileno(), False)
                 said = self.process.stderr.read(4096) or b""
         text = said.decode(errors="replace").strip().splitlines()
@@ -222,7 +222,7 @@ class Resident:
                 send_message(spare.run, message, stdio)
             except OSError as exc:
                 self.failed = f"a spare of the sandbox's launcher is gone ({exc.strerror or exc})"
-                raise SandboxUnavailable(self._dead_message()) from exc
+                raise SandboxUnavailable(self.dead_message()) from exc
             finally:
                 spare.run.close()
         except BaseException:
@@ -245,7 +245,7 @@ class Resident:
             self.failed = (f"the sandbox's launcher did not ready a process within "
                            f"{_START_SECONDS:g} s")
             self.kill()
-            raise SandboxUnavailable(self._dead_message()) from None
+            raise SandboxUnavailable(self.dead_message()) from None
         except OSError as exc:
             data, ancillary = b"", []
             self.failed = f"the sandbox's launcher is gone ({exc})"
@@ -257,7 +257,7 @@ class Resident:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(timeout=1)
                 self.failed = f"the sandbox's launcher ended ({self.why_dead()})"
-            raise SandboxUnavailable(self._dead_message())
+            raise SandboxUnavailable(self.dead_message())
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
                 pid: int = struct.unpack("3i", payload[:12])[0]
@@ -272,7 +272,7 @@ class Resident:
             raise SandboxUnavailable(f"the launcher reported an unexpected cgroup {name!r}")
         return PidsCgroup(self.cgroup.hierarchy, self.cgroup.path / name)
 
-    def _dead_message(self) -> str:
+    def dead_message(self) -> str:
         return (f"{self.failed}; the command did not start, and the next command starts "
                 "a fresh sandbox")
 

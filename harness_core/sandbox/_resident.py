@@ -94,11 +94,11 @@ class ResidentLauncher(PosixLauncher):
         with self._resident_lock:
             current = self._current
             if current is not None and not current.alive():
-                self._current = None
-                self._retire(current)
                 if current.failed is None:
                     current.failed = f"the sandbox's launcher ended ({current.why_dead()})"
-                raise SandboxUnavailable(current._dead_message())
+                self._current = None
+                self._retire(current)
+                raise SandboxUnavailable(current.dead_message())
             if current is not None and current.key != key:
                 self._current = None
                 self._retire(current)
