@@ -1,7 +1,7 @@
 """Expand the policy's read refusals into the paths the sandbox masks.
 
-The sandbox confines and never decides, so the run hands it a function that, at each
-sandbox start, walks the workspace and asks the policy (`Policy.check(Act.read(...))`,
+The sandbox confines and never decides, so the run hands it a function that, before
+each command, walks the workspace and asks the policy (`Policy.check(Act.read(...))`,
 the same decision the file tools get) about every path a deny-read rule could match.
 A refused directory is masked whole (files created in it later stay hidden too); a
 refused file is masked, and so is every other name the workspace has for it (a hard
@@ -12,6 +12,12 @@ Only the directories a deny-read pattern can reach are walked: the literal leadi
 components of each pattern (``secrets/**`` walks ``secrets``; ``**/*.pem`` walks the
 whole workspace). The hard-link search walks the whole workspace, and only when a
 refused file has more than one link.
+
+This runs before every command, so it is kept cheap: a directory whose inode and mtime
+are unchanged since it was listed is not listed again, and what its entries yielded
+(refused, or a folder to look into) is reused. A listing is reused only if the mtime was
+already more than a second old when it was taken: file times come from a coarse clock,
+and two changes within one tick leave the mtime as the first one set it.
 """
 
 from __future__ import annotations

@@ -36,16 +36,14 @@ from harness_core.errors import HarnessError, SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger
-from harness_core.sandbox._remote import RemoteProcess
+from harness_core.sandbox._remote import peek_status
 
 __all__ = [
     "DEFAULT_ENV_NAMES",
     "Launch",
     "PosixLauncher",
-    "exit_fd",
     "has_exited",
     "kill_process_tree",
-    "peek_status",
     "resolve_program",
     "rlimit_plan",
     "scrub_env",
@@ -156,40 +154,6 @@ class _ChildSetup:
             self._cgroup.enter()
         for res, soft, hard in self._limits:
             self._setrlimit(res, (soft, hard))
-
-
-def peek_status(process: subprocess.Popen[bytes]) -> int | None:
-    """The exit status of `process` as a shell reports it (0-255, or 128+N for signal N)
-    if it has exited, leaving it unreaped (its pid stays reserved); else None."""
-    if isinstance(process, RemoteProcess):
-        return process.peek_status()
-    if process.returncode is not None:
-        code = process.returncode
-        return code if code >= 0 else 128 - code
-    try:
-        info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return 128 + signal.SIGKILL
-    if info is None or info.si_pid == 0:
-        return None
-    if info.si_code == os.CLD_EXITED:
-        return int(info.si_status)
-    return 128 + int(info.si_status)
-
-
-def exit_fd(process: subprocess.Popen[bytes]) -> int | None:
-    """A new fd that becomes readable when `process` exits (the caller closes it), or
-    None where the kernel offers none (poll `peek_status` then)."""
-    if isinstance(process, RemoteProcess):
-        return process.exit_fd()
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        fd: int = opener(process.pid)
-    except OSError:
-        return None
-    return fd
 
 
 def has_exited(pid: int) -> bool:

@@ -11,12 +11,12 @@ away from that view before any command runs:
 - The well-known secret stores (`SECRET_STORES`) and the io store are masked wherever
   they would still be visible (an empty read-only tmpfs over a directory, an empty
   read-only file over a file).
-- Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated at each
-  sandbox start, so a file the agent created since is covered too) is masked the same way.
+- Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated before
+  each command, so a file the agent created since is covered too) is masked the same way.
 
 The homes and the paths bound back are worked out once per environment in a process (a
 toolchain installed on the host during a run shows at the next `io`); the secret stores
-and the masks are looked at again at every sandbox start. Pure except for `stat` calls
+and the masks are looked at again before every command. Pure except for `stat` calls
 on the host; the mounts themselves are `bwrap` arguments.
 """
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import IO
 
-__all__ = ["RemoteProcess"]
+__all__ = ["RemoteProcess", "exit_fd", "peek_status"]
 
 
 def _zombie_code(pid: int) -> int | None:
@@ -180,3 +180,37 @@ class RemoteProcess(subprocess.Popen[bytes]):
             if self.returncode is None:  # unreleased: the pid is still this process's
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.pid, sig)
+
+
+def peek_status(process: subprocess.Popen[bytes]) -> int | None:
+    """The exit status of `process` as a shell reports it (0-255, or 128+N for signal N)
+    if it has exited, leaving it unreaped (its pid stays reserved); else None."""
+    if isinstance(process, RemoteProcess):
+        return process.peek_status()
+    if process.returncode is not None:
+        code = process.returncode
+        return code if code >= 0 else 128 - code
+    try:
+        info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return 128 + signal.SIGKILL
+    if info is None or info.si_pid == 0:
+        return None
+    if info.si_code == os.CLD_EXITED:
+        return int(info.si_status)
+    return 128 + int(info.si_status)
+
+
+def exit_fd(process: subprocess.Popen[bytes]) -> int | None:
+    """A new fd that becomes readable when `process` exits (the caller closes it), or
+    None where the kernel offers none (poll `peek_status` then)."""
+    if isinstance(process, RemoteProcess):
+        return process.exit_fd()
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(process.pid)
+    except OSError:
+        return None
+    return fd

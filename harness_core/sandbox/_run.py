@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import IO
 
 from harness_core.sandbox._base import LaunchRequest, ProcessLauncher, SandboxSpec
-from harness_core.sandbox._process import exit_fd, peek_status
+from harness_core.sandbox._remote import exit_fd, peek_status
 
 __all__ = ["DEFAULT_MAX_OUTPUT", "CommandResult", "run_command"]
 

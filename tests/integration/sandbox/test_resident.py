@@ -29,7 +29,6 @@ from harness_core.sandbox import (
     LaunchRequest,
     ProcessLauncher,
     SandboxConfig,
-    SandboxLimits,
     SandboxSpec,
     Selected,
     launcher,
