@@ -212,10 +212,10 @@ class Resident:
         cgroup). Does not wait for the command to start: the spare's pid is its pid."""
         with self._lock:
             spare = self._spares.pop(0) if self._spares else None
-        if spare is None:
+        while spare is None:  # all taken (a pipeline's stages, other threads): one more
             self._add_spares(1)
             with self._lock:
-                spare = self._spares.pop(0)
+                spare = self._spares.pop(0) if self._spares else None
         try:
             pid, cgroup = self._ready(spare.status)
             try:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import resource
 import select
 import socket
 import struct
@@ -96,6 +95,8 @@ def _close_except(keep: set[int]) -> None:
 
 def _execute(message: dict[str, Any], fds: list[int], status: socket.socket) -> None:
     """In the spare: become the command. Never returns."""
+    import resource  # unix only; `main` loaded it before any spare was forked
+
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
     for fd in set(fds):
@@ -305,6 +306,8 @@ _extra_env: dict[bytes, bytes] = {}
 
 def main() -> None:
     """`CONTROL_FD [--cgroups DIR_FD PREFIX PIDS_MAX] [--proxy-env]`."""
+    import resource  # noqa: F401 - loaded once here, so no spare loads it on a command's path
+
     args = sys.argv[2:]
     cgroups = None
     if args[:1] == ["--cgroups"]:

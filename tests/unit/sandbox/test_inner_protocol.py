@@ -42,3 +42,24 @@ def test_end_of_file_is_none_not_an_error() -> None:
         assert recv_message(right) is None
     finally:
         right.close()
+
+
+def test_a_zombie_exit_status_is_read_from_proc_without_reaping_it() -> None:
+    import signal
+    import subprocess
+
+    from harness_core.sandbox._remote import _zombie_code, peek_status
+
+    exited = subprocess.Popen(["sh", "-c", "exit 5"])
+    killed = subprocess.Popen(["sleep", "30"])
+    killed.send_signal(signal.SIGTERM)
+    try:
+        for process, code in ((exited, 5), (killed, -signal.SIGTERM)):
+            os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)  # a zombie now
+            assert _zombie_code(process.pid) == code
+            assert peek_status(process) == (code if code >= 0 else 128 - code)
+            assert process.returncode is None  # still unreaped: its pid stays reserved
+    finally:
+        exited.wait()
+        killed.wait()
+    assert _zombie_code(exited.pid) is None  # reaped: nothing to read
