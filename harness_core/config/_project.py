@@ -44,6 +44,7 @@ from harness_core.errors import ConfigError, PolicyError
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
 from harness_core.policy._patterns import compile_path
+from harness_core.policy._rules import compile_rule_pattern
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig, SandboxLimits
@@ -129,7 +130,7 @@ def _policy(
                 except PolicyError as exc:
                     message = redact(exc.message, secrets, min_length=1)
                     raise ConfigError(
-                        f"'policy.{key}[{index}]' in {cf.describe()}: {message}"
+                        f"'policy.{key}[{index}]' in {cf.describe()}: {message}", hint=exc.hint
                     ) from exc
     return Policy(tier=table.tier, rules=tuple(rules), approval=table.approval,
                   protected=protected)
@@ -334,7 +335,19 @@ def _agent_limits(t: AgentsTable) -> AgentLimits:
     return AgentLimits(max_depth=t.max_depth, max_children=t.max_children, parallel=t.parallel)
 
 
-def _agents(agents: Mapping[str, AgentTable]) -> dict[str, AgentDef]:
+def _agents(agents: Mapping[str, AgentTable], required: _Required) -> dict[str, AgentDef]:
+    for name, entry in agents.items():
+        for key, kind, patterns in (("deny_write", ActKind.WRITE, entry.deny_write),
+                                    ("deny_net", ActKind.NET, entry.deny_net)):
+            for index, pattern in enumerate(patterns):
+                try:
+                    compile_rule_pattern(kind, pattern)
+                except PolicyError as exc:
+                    path = ("agents", name, key)
+                    origin = _origin(_node_at(required.tree, path))
+                    where = f" in {origin.describe()}" if origin else ""
+                    raise ConfigError(f"'{dotted((*path, index))}'{where}: {exc.message}",
+                                      hint=exc.hint) from exc
     return {
         name: AgentDef(
             name=name,
@@ -506,7 +519,7 @@ def project(
         context_max_tokens=model.context.max_tokens,
         web=web,
         mcp=_mcp(model.mcp, merged, required),
-        agents=_agents(model.agents.__pydantic_extra__ or {}),
+        agents=_agents(model.agents.__pydantic_extra__ or {}, required),
         agent_limits=_agent_limits(model.agents),
         templates_dir=model.templates.dir,
         template_dirs=_template_dirs(workspace, model.templates.dir, env),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from harness_core.errors import PolicyError
+from harness_core.policy._patterns import bad_port
 
 __all__ = ["Act", "ActKind"]
 
@@ -26,7 +27,8 @@ class ActKind(Enum):
     EXEC = "exec"
     """Start a program; the target is the program, `argv` the whole command."""
     NET = "net"
-    """Dial a host from this process or a command it starts; the target is the host."""
+    """Dial a host from this process or a command it starts; the target is ``host:port``
+    (or the host alone when the port is not known)."""
 
     # Members are singletons compared by identity, so the identity hash is consistent
     # with equality; Enum's own hash runs Python code, and every `Act` hash (policy
@@ -42,7 +44,8 @@ class Act:
         kind: What kind of act.
         target: For READ/WRITE the path relative to the workspace root (posix,
             normalised by `Workspace.resolve`; ``""`` is the root); for EXEC the
-            program (``argv[0]``); for NET the host (a port is ignored when matching).
+            program (``argv[0]``); for NET ``host:port`` (``[v6addr]:port`` for IPv6),
+            or the host alone when the port is not known.
         argv: For EXEC, the whole command; empty for the other kinds.
     """
 
@@ -73,14 +76,31 @@ class Act:
         return Act(ActKind.EXEC, args[0], args)
 
     @staticmethod
-    def net(host: str) -> Act:
-        """Dialling `host` (``host`` or ``host:port``).
+    def net(host: str, port: int | None = None) -> Act:
+        """Dialling `host` on `port`.
+
+        Args:
+            host: ``host``, ``host:port``, ``[v6addr]:port`` or a bare IPv6 address.
+            port: The port that will be dialled, when `host` does not carry it. An act
+                with no port could reach any port: a net rule that names a port never
+                allows it, and a deny rule that names a port refuses it.
 
         Raises:
-            PolicyError: `host` is empty.
+            PolicyError: `host` is empty, or a port is not a number from 1 to 65535.
         """
-        if not host.strip():
+        text = host.strip()
+        if not text:
             raise PolicyError("a net act needs a host")
+        if port is not None:
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                raise PolicyError(f"a net act's port must be a number from 1 to 65535, not {port!r}")
+            if ":" in text and not text.startswith("["):
+                text = f"[{text}]"
+            return Act(ActKind.NET, f"{text}:{port}")
+        if bad_port(text) is not None:
+            raise PolicyError(
+                f"a net act's port must be a number from 1 to 65535: {host!r}"
+            )
         return Act(ActKind.NET, host)
 
     @property

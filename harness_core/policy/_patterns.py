@@ -7,7 +7,10 @@ Three dialects, one per kind of target:
   segment crosses segments (``dir/**`` also matches ``dir`` itself, ``**/x`` also
   matches ``x`` at the root), ``[...]`` is a class (``[!...]`` negates), ``\\`` escapes.
 * **commands** (exec): ``*`` matches anything at all, spaces and slashes included.
-* **hosts** (net): like commands, compared case-insensitively.
+* **hosts** (net): ``host``, ``*.domain``, ``host:port``, ``*.domain:port``,
+  ``[v6addr]`` or ``[v6addr]:port`` (a bare IPv6 address takes no port). The host part
+  is a glob like a command's, compared case-insensitively, a trailing dot ignored; the
+  port is a number from 1 to 65535 (``*`` or no port: every port).
 
 This module only translates and normalises text; it never touches the filesystem.
 """
@@ -22,12 +25,15 @@ from harness_core.errors import PolicyError
 
 __all__ = [
     "GLOB_CHARS",
+    "bad_port",
     "compile_command",
     "compile_host",
     "compile_path",
+    "net_port",
     "normalise_host",
     "normalise_path_pattern",
     "normalise_target_path",
+    "split_host_port",
 ]
 
 GLOB_CHARS = frozenset("*?[\\")
@@ -203,9 +209,83 @@ def compile_command(pattern: str) -> re.Pattern[str]:
 
 @lru_cache(maxsize=4096)
 def compile_host(pattern: str) -> re.Pattern[str]:
-    """Compile a host pattern, case-insensitive."""
+    """Compile the host part of a net pattern, case-insensitive (the port: `net_port`).
+
+    Raises:
+        PolicyError: The pattern is empty, names no host, or its port is not 1-65535.
+    """
+    host, _ = _net_pattern(pattern)
+    try:
+        regex = _translate_free(host)
+    except PolicyError as exc:
+        raise PolicyError(f"net pattern {pattern!r}: {exc.message}", hint=exc.hint) from exc
+    return _compile(pattern, regex, re.DOTALL | re.IGNORECASE)
+
+
+def net_port(pattern: str) -> int | None:
+    """The port a net pattern names; None when it names none (or ``*``): every port.
+
+    Raises:
+        PolicyError: The pattern is malformed (as `compile_host`).
+    """
+    return _net_pattern(pattern)[1]
+
+
+_PORT_HINT = "a port is a number from 1 to 65535, e.g. 'pypi.org:443'; no port means every port"
+
+
+@lru_cache(maxsize=4096)
+def _net_pattern(pattern: str) -> tuple[str, int | None]:
     _require(pattern)
-    return _compile(pattern, _translate_free(pattern.strip().lower()), re.DOTALL | re.IGNORECASE)
+    host, port_text = _split_host(pattern.strip().lower(), pattern=True)
+    if host is None:
+        raise PolicyError(
+            f"net pattern {pattern!r}: only ':port' may follow ']'",
+            hint="write an IPv6 address as '[::1]' or '[::1]:8080'",
+        )
+    host = host.rstrip(".")
+    if not host:
+        raise PolicyError(
+            f"net pattern {pattern!r} names no host", hint="write '*:443' for every host on 443"
+        )
+    if port_text is None or port_text == "*":
+        return host, None
+    port = _parse_port(port_text)
+    if port is None:
+        raise PolicyError(
+            f"net pattern {pattern!r}: port {port_text!r} is not a number from 1 to 65535",
+            hint=_PORT_HINT,
+        )
+    return host, port
+
+
+def _parse_port(text: str) -> int | None:
+    """`text` as a port (1-65535, ASCII digits only), or None."""
+    if not text.isascii() or not text.isdigit():
+        return None
+    port = int(text)
+    return port if 1 <= port <= 65535 else None
+
+
+def _split_host(text: str, *, pattern: bool) -> tuple[str | None, str | None]:
+    """(host, port text or None); host None when text follows ``]`` that is not a port.
+
+    ``[v6]`` and ``[v6]:port`` are IPv6 (in a pattern only when the brackets hold a
+    ``:``, else ``[...]`` is a glob class); one ``:`` separates a port; two or more
+    (a bare IPv6 address) leave no port.
+    """
+    if text.startswith("["):
+        end = text.find("]")
+        inner = text[1:end] if end != -1 else ""
+        if end != -1 and (":" in inner or not pattern):
+            rest = text[end + 1 :]
+            if not rest:
+                return inner, None
+            return (inner, rest[1:]) if rest.startswith(":") else (None, None)
+    if text.count(":") == 1:
+        host, _, port = text.partition(":")
+        return host, port
+    return text, None
 
 
 def normalise_target_path(target: str) -> str | None:
@@ -226,12 +306,27 @@ def normalise_target_path(target: str) -> str | None:
     return normal
 
 
+def bad_port(target: str) -> str | None:
+    """The port text of a net target when it is there and not a number from 1 to 65535."""
+    host, port_text = _split_host(target.strip().lower(), pattern=False)
+    if host is None or port_text is None or _parse_port(port_text) is not None:
+        return None
+    return port_text
+
+
+def split_host_port(target: str) -> tuple[str, int | None]:
+    """A net act's target as (host, port): lower-case, no brackets, no trailing dot.
+
+    ``PyPI.org:443`` → ``("pypi.org", 443)``, ``[::1]:8080`` → ``("::1", 8080)``,
+    ``::1`` → ``("::1", None)``. A port that is missing or not a number from 1 to 65535
+    gives None: the act could reach any port.
+    """
+    host, port_text = _split_host(target.strip().lower(), pattern=False)
+    if host is None:
+        return target.strip().lower().rstrip("."), None
+    return host.rstrip("."), None if port_text is None else _parse_port(port_text)
+
+
 def normalise_host(host: str) -> str:
     """Lower-case a host and drop a port, IPv6 brackets and a trailing dot."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        end = host.find("]")
-        host = host[1:end] if end != -1 else host[1:]
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    return host.rstrip(".")
+    return split_host_port(host)[0]

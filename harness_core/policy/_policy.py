@@ -30,7 +30,10 @@ matches ``dir`` and everything under it). Command patterns match the command lin
 (``argv[0]`` or its basename) and the line with ``argv[0]`` replaced by its basename, so
 ``/usr/bin/git push`` is caught by ``git push*``. An allow must match the literal line:
 widening an allow to the basename would let ``./pytest`` — a file the agent can write —
-pass as ``pytest*``. Host patterns are case-insensitive and ignore a port.
+pass as ``pytest*``. Host patterns are case-insensitive; a net rule that names a port
+(``pypi.org:443``) matches only that port, one that names none matches every port. An
+act that names no port could reach any port: a rule with a port never allows it and a
+deny rule with a port refuses it (deny wins whenever it might apply).
 Command patterns are textual: ``git -C . push`` is not ``git push*``.
 
 `check` is pure and does no I/O; patterns are compiled once, when the policy is built.
@@ -50,10 +53,12 @@ from harness_core.errors import PolicyError
 from harness_core.policy._act import Act, ActKind
 from harness_core.policy._patterns import (
     GLOB_CHARS,
+    compile_host,
     compile_path,
-    normalise_host,
+    net_port,
     normalise_path_pattern,
     normalise_target_path,
+    split_host_port,
 )
 from harness_core.policy._rules import (
     BUILTIN_LAYER,
@@ -124,6 +129,42 @@ class _Matcher:
         return self.decisions[best - 1] if best else None
 
 
+@dataclass(frozen=True)
+class _NetMatcher:
+    """The net rules of one effect, in order: (host regex, port or None, decision).
+
+    A rule without a port matches every port. A rule with a port matches an act on that
+    port, and an act whose port is unknown only when `unknown_port_matches` (deny rules:
+    such an act might reach the denied port).
+    """
+
+    rules: tuple[tuple[re.Pattern[str], int | None, Decision], ...]
+    unknown_port_matches: bool
+
+    @staticmethod
+    def build(rules: Sequence[Rule], verdict: Verdict) -> _NetMatcher:
+        word = "allowed" if verdict is Verdict.ALLOW else "denied"
+        entries = tuple(
+            (
+                compile_host(rule.pattern),
+                net_port(rule.pattern),
+                Decision(verdict, _reason(rule, word, verdict), rule.pattern, rule.layer),
+            )
+            for rule in rules
+        )
+        return _NetMatcher(entries, verdict is Verdict.DENY)
+
+    def first(self, host: str, port: int | None) -> Decision | None:
+        """The decision of the first rule that matches `host` on `port`, if one does."""
+        for regex, rule_port, decision in self.rules:
+            if rule_port is not None and rule_port != port:
+                if port is not None or not self.unknown_port_matches:
+                    continue
+            if regex.fullmatch(host) is not None:
+                return decision
+        return None
+
+
 def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
     if rule.layer == GATE_LAYER and verdict is Verdict.DENY:
         return (f"an input of a verification gate ({rule.pattern!r}): the agent may not change"
@@ -135,6 +176,8 @@ def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
 class _Compiled:
     deny: Mapping[ActKind, _Matcher]
     allow: Mapping[ActKind, _Matcher]
+    net_deny: _NetMatcher
+    net_allow: _NetMatcher
     defaults: Mapping[ActKind, Decision]
     exact_write_allows: frozenset[str]
     protected: tuple[tuple[str, re.Pattern[str]], ...]
@@ -147,7 +190,11 @@ def _build(
     deny: dict[ActKind, list[tuple[Rule, re.Pattern[str]]]] = {k: [] for k in ActKind}
     allow: dict[ActKind, list[tuple[Rule, re.Pattern[str]]]] = {k: [] for k in ActKind}
     exact: set[str] = set()
+    net: dict[Effect, list[Rule]] = {Effect.DENY: [], Effect.ALLOW: []}
     for rule in rules:
+        if rule.kind is ActKind.NET:
+            net[rule.effect].append(rule)
+            continue
         bucket = deny if rule.effect is Effect.DENY else allow
         bucket[rule.kind].append((rule, compile_rule_pattern(rule.kind, rule.pattern)))
         if rule.effect is Effect.ALLOW and rule.kind is ActKind.WRITE:
@@ -162,6 +209,8 @@ def _build(
     return _Compiled(
         deny={k: _Matcher.build(v, Verdict.DENY) for k, v in deny.items()},
         allow={k: _Matcher.build(v, Verdict.ALLOW) for k, v in allow.items()},
+        net_deny=_NetMatcher.build(net[Effect.DENY], Verdict.DENY),
+        net_allow=_NetMatcher.build(net[Effect.ALLOW], Verdict.ALLOW),
         defaults={k: _tier_default(tier, approval, k) for k in ActKind},
         exact_write_allows=frozenset(exact),
         protected=guarded,
@@ -296,8 +345,11 @@ class Policy:
         if kind is ActKind.EXEC:
             deny_candidates, allow_candidates = _exec_lines(act.command)
         elif kind is ActKind.NET:
-            host = normalise_host(act.target)
-            deny_candidates = allow_candidates = (host,)
+            host, port = split_host_port(act.target)
+            decision = compiled.net_deny.first(host, port)
+            if decision is None:
+                decision = compiled.net_allow.first(host, port)
+            return compiled.defaults[kind] if decision is None else decision
         else:
             path = normalise_target_path(act.target)
             if path is None:
@@ -368,7 +420,7 @@ class Policy:
 
         Args:
             deny_write: Path patterns the agent may not write.
-            deny_net: Host patterns the agent may not dial.
+            deny_net: Host patterns the agent may not dial (``host`` or ``host:port``).
             layer: The layer the rules are attributed to, e.g. ``agent:reviewer``.
 
         Raises:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness_core.errors import SandboxUnavailable
+from harness_core.errors import PolicyError, SandboxUnavailable
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, Act, ActKind, Policy, Verdict
 from harness_core.run._gate import Gate
 from harness_core.run._masks import read_masks
@@ -86,7 +86,10 @@ class Launchers:
 
 def _policy_decider(policy: Policy) -> Callable[[str, int], tuple[bool, str]]:
     def decide(host: str, port: int) -> tuple[bool, str]:
-        decision = policy.check(Act.net(f"{host}:{port}"))
+        try:
+            decision = policy.check(Act.net(host, port))
+        except PolicyError as exc:  # port 0: nothing to dial, nothing to decide
+            return False, exc.message
         return decision.verdict is Verdict.ALLOW, decision.reason
 
     return decide
@@ -99,7 +102,10 @@ def _recording_decider(
     stores: list[Store] = []
 
     def decide(host: str, port: int) -> tuple[bool, str]:
-        act = Act.net(f"{host}:{port}")
+        try:
+            act = Act.net(host, port)
+        except PolicyError as exc:  # port 0: nothing to dial, nothing to decide
+            return False, exc.message
         with lock:
             if store is not None and not stores:
                 stores.append(store.reopen())
