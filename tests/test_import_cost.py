@@ -89,6 +89,12 @@ def test_a_scripted_run_imports_no_httpx(tmp_path: Path) -> None:
     loaded = _modules_after(["run", "say done", "-w", str(tmp_path), "--json"], env=env)
     assert "harness_core.run" in loaded  # the run really happened in this process
     assert not {"httpx", "httpcore", "h2", "truststore"} & loaded
+    # The keys' docstrings are read for `io config schema|init`, not on a load.
+    assert "harness_core.config._validate" in loaded and "harness_core.config._docs" not in loaded
+    # A run that calls no `shell` tool keeps a handle registry but loads no shell planner.
+    assert "harness_core.shell._handles" in loaded
+    assert not {"harness_core.shell._plan", "harness_core.shell._runner",
+                "harness_core.shell._parser", "harness_core.shell._lexer"} & loaded
 
 
 def test_config_show_names_the_trust_store_without_importing_httpx(tmp_path: Path) -> None:

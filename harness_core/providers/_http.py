@@ -108,7 +108,8 @@ class HttpProvider(ABC):
             urls=(self._base_url,),
         )
         self._fragments: dict[int, tuple[Message, Any]] = {}
-        self._joined: tuple[tuple[Message, ...], str] | None = None
+        self._joined: tuple[tuple[Message, ...], bytes] | None = None
+        self._tools_cache: tuple[object, bytes] | None = None
         self.last_attempts: tuple[ProviderAttempt, ...] = ()
 
     def __repr__(self) -> str:
@@ -130,8 +131,14 @@ class HttpProvider(ABC):
         ...
 
     @abstractmethod
-    def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        """The JSON text of the body's conversation array."""
+    def _messages_json(self, messages: tuple[Message, ...]) -> bytes:
+        """The body's conversation array as UTF-8 JSON.
+
+        Bytes, not text: a long run's conversation is copied into each request, and
+        one non-ASCII character anywhere (a dash in the system prompt) makes a `str`
+        two or four bytes a character and its `.encode()` a transcoding of the whole
+        conversation on every step; bytes are only ever copied.
+        """
         ...
 
     @abstractmethod
@@ -255,11 +262,29 @@ class HttpProvider(ABC):
 
     def payload(self, request: CompletionRequest, *, stream: bool) -> bytes:
         """The encoded request body: `_body`'s fields and the conversation array."""
-        rest = WIRE_JSON.encode(self._body(request, stream=stream))
+        body = self._body(request, stream=stream)
+        tools = body.pop("tools", None)
+        rest = WIRE_JSON.encode(body).encode()
         messages = self._messages_json(request.messages)
         self._prune(request.messages)
-        head = '{"' + self.messages_field + '":' + messages
-        return (head + ("," + rest[1:] if len(rest) > 2 else "}")).encode()
+        parts = [b'{"', self.messages_field.encode(), b'":', messages]
+        if tools is not None:
+            parts += (b',"tools":', self._tools_json(request, tools))
+        parts += (b",", rest[1:]) if len(rest) > 2 else (b"}",)
+        return b"".join(parts)
+
+    def _tools_json(self, request: CompletionRequest, tools: object) -> bytes:
+        """The encoded `tools` of the body, encoded again only when the request's tools
+        or web access differ from the previous request's (every step offers the same
+        few dozen schemas: encoding them was a tenth of a step's own work). What a
+        vendor puts in `tools` depends on nothing else."""
+        key = (request.tools, request.web)
+        cached = self._tools_cache
+        if cached is not None and cached[0] == key:  # identical specs: compared by identity
+            return cached[1]
+        encoded = WIRE_JSON.encode(tools).encode()
+        self._tools_cache = (key, encoded)
+        return encoded
 
     def encoded(self, message: Message, encode: Callable[[Message], Any]) -> Any:
         """`encode(message)`, computed once per message object.
@@ -277,16 +302,16 @@ class HttpProvider(ABC):
         return value
 
     def joined(
-        self, messages: tuple[Message, ...], fragments: Callable[[Message], Iterable[str]]
-    ) -> str:
-        """The comma-joined JSON fragments of `messages` (without the brackets).
+        self, messages: tuple[Message, ...], fragments: Callable[[Message], Iterable[bytes]]
+    ) -> bytes:
+        """The comma-joined UTF-8 JSON fragments of `messages` (without the brackets).
 
         When the messages extend those of the previous call (the usual step: two or three
         new messages at the end), the previous text is reused and only the new messages
         are joined on, so a step's cost stays flat however long the run grows; the
         prefix is compared by identity in C (`tuple ==`), not message by message.
         """
-        head, rest = "", messages
+        head, rest = b"", messages
         previous = self._joined
         if previous is not None:
             done, text = previous
@@ -294,7 +319,7 @@ class HttpProvider(ABC):
                 head, rest = text, messages[len(done) :]
         parts = [fragment for message in rest for fragment in fragments(message)]
         if parts:
-            head = head + "," + ",".join(parts) if head else ",".join(parts)
+            head = b",".join((head, *parts)) if head else b",".join(parts)
         self._joined = (messages, head)
         return head
 

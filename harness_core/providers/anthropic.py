@@ -79,7 +79,7 @@ class AnthropicProvider(HttpProvider):
     ) -> None:
         validate_web("anthropic", config.web)
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
-        self._turns: tuple[tuple[Message, ...], str, tuple[str, list[str]] | None] | None = None
+        self._turns: tuple[tuple[Message, ...], bytes, tuple[str, list[bytes]] | None] | None = None
         self._system: tuple[tuple[Message, ...], str] | None = None
 
     def _check_web(self, request: CompletionRequest) -> None:
@@ -128,12 +128,14 @@ class AnthropicProvider(HttpProvider):
         self._system = (messages, text)
         return text
 
-    def _messages_json(self, messages: tuple[Message, ...]) -> str:
+    def _messages_json(self, messages: tuple[Message, ...]) -> bytes:
         # The same turns as `wire_messages`, from each message's blocks encoded once.
         # Consecutive messages of one role merge into one turn, so only the last turn
         # can still grow: the turns before it are kept as text between steps, and a
         # request that extends the previous one encodes only its new messages.
-        closed, last, rest = "", None, messages
+        closed: bytes = b""
+        last: tuple[str, list[bytes]] | None = None
+        rest = messages
         previous = self._turns
         if previous is not None:
             done, done_closed, done_last = previous
@@ -150,12 +152,12 @@ class AnthropicProvider(HttpProvider):
                 last[1].extend(blocks)
                 continue
             if last is not None:
-                closed = closed + "," + _turn_json(*last) if closed else _turn_json(*last)
+                closed = b",".join((closed, _turn_json(*last))) if closed else _turn_json(*last)
             last = (role, list(blocks))
         self._turns = (messages, closed, last)
         if last is None:
-            return "[" + closed + "]"
-        return "[" + (closed + "," if closed else "") + _turn_json(*last) + "]"
+            return b"".join((b"[", closed, b"]"))
+        return b"".join((b"[", closed, b"," if closed else b"", _turn_json(*last), b"]"))
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -245,13 +247,13 @@ def system_text(messages: tuple[Message, ...]) -> str:
     return "\n\n".join(m.content for m in messages if m.role is Role.SYSTEM and m.content)
 
 
-def _turn_json(role: str, blocks: list[str]) -> str:
-    return f'{{"role":"{role}","content":[{",".join(blocks)}]}}'
+def _turn_json(role: str, blocks: list[bytes]) -> bytes:
+    return b"".join((b'{"role":"', role.encode(), b'","content":[', b",".join(blocks), b"]}"))
 
 
-def _encode_blocks(message: Message) -> tuple[str, tuple[str, ...]]:
+def _encode_blocks(message: Message) -> tuple[str, tuple[bytes, ...]]:
     role, blocks = _blocks(message)
-    return role, tuple(WIRE_JSON.encode(block) for block in blocks)
+    return role, tuple(WIRE_JSON.encode(block).encode() for block in blocks)
 
 
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:

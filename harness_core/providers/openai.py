@@ -81,7 +81,7 @@ class OpenAIProvider(HttpProvider):
         validate_web(self.name, config.web)
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._url_text = self._base_url + "/chat/completions"
-        self._encoded_prefix: tuple[tuple[Message, ...], str, tuple[Media, ...]] | None = None
+        self._encoded_prefix: tuple[tuple[Message, ...], bytes, tuple[Media, ...]] | None = None
         self._tokens_field = (
             "max_completion_tokens" if _OPENAI_HOST in self._base_url else "max_tokens"
         )
@@ -125,12 +125,12 @@ class OpenAIProvider(HttpProvider):
             options["filters"] = {"allowed_domains": list(web.allowed_domains)}
         body["web_search_options"] = options
 
-    def _messages_json(self, messages: tuple[Message, ...]) -> str:
+    def _messages_json(self, messages: tuple[Message, ...]) -> bytes:
         # A tool message carries only text, so the images of a run of tool results go
         # in one user message after it (`image_turn`). The text of the previous
         # request is kept (without an image turn it still owed) and extended when this
         # request extends that one, so a step's cost stays flat as the run grows.
-        head, rest = "", messages
+        head, rest = b"", messages
         pending: tuple[Media, ...] = ()
         previous = self._encoded_prefix
         if previous is not None:
@@ -138,23 +138,24 @@ class OpenAIProvider(HttpProvider):
             if len(messages) >= len(done) and messages[: len(done)] == done:
                 head, pending, rest = done_head, done_pending, messages[len(done) :]
         encode = self._encode_message
-        parts: list[str] = [head] if head else []
+        parts: list[bytes] = [head] if head else []
         waiting: list[Media] = list(pending)
         for message in rest:
             if waiting and message.role is not Role.TOOL:
-                parts.append(WIRE_JSON.encode(image_turn(waiting)))
+                parts.append(WIRE_JSON.encode(image_turn(waiting)).encode())
                 waiting = []
             parts.append(self.encoded(message, encode))
             if message.media:
                 waiting.extend(media_text(message)[1])
-        head = ",".join(parts)
+        head = b",".join(parts)
         self._encoded_prefix = (messages, head, tuple(waiting))
         if waiting:
-            return "[" + head + ("," if head else "") + WIRE_JSON.encode(image_turn(waiting)) + "]"
-        return "[" + head + "]"
+            turn = WIRE_JSON.encode(image_turn(waiting)).encode()
+            return b"".join((b"[", head, b"," if head else b"", turn, b"]"))
+        return b"".join((b"[", head, b"]"))
 
-    def _encode_message(self, message: Message) -> str:
-        return WIRE_JSON.encode(wire_message(message, self.config.system_role))
+    def _encode_message(self, message: Message) -> bytes:
+        return WIRE_JSON.encode(wire_message(message, self.config.system_role)).encode()
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")

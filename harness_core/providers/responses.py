@@ -85,12 +85,12 @@ class OpenAIResponsesProvider(HttpProvider):
         validate_web(self.name, config.web)
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._url_text = self._base_url + "/responses"
-        self._reasoning: dict[TurnKey, tuple[str, ...]] = {}
+        self._reasoning: dict[TurnKey, tuple[bytes, ...]] = {}
         # The last answer: the messages its request carried, its id and its turn key.
         self._last: tuple[tuple[Message, ...], str, TurnKey] | None = None
         self._start = 0
         self._previous: str | None = None
-        self._extras: tuple[tuple[str, ...], str] = ((), "")
+        self._extras: tuple[tuple[bytes, ...], str] = ((), "")
 
     def _check_web(self, request: CompletionRequest) -> None:
         validate_web(self.name, request.web)
@@ -164,19 +164,19 @@ class OpenAIResponsesProvider(HttpProvider):
             body["stream"] = True
         return body
 
-    def _messages_json(self, messages: tuple[Message, ...]) -> str:
-        return "[" + self.joined(messages[self._start :], self._fragments_of) + "]"
+    def _messages_json(self, messages: tuple[Message, ...]) -> bytes:
+        return b"".join((b"[", self.joined(messages[self._start :], self._fragments_of), b"]"))
 
-    def _fragments_of(self, message: Message) -> tuple[str, ...]:
-        fragments: tuple[str, ...] = self.encoded(message, self._encode)
+    def _fragments_of(self, message: Message) -> tuple[bytes, ...]:
+        fragments: tuple[bytes, ...] = self.encoded(message, self._encode)
         return fragments
 
-    def _encode(self, message: Message) -> tuple[str, ...]:
+    def _encode(self, message: Message) -> tuple[bytes, ...]:
         items = wire_items(message, self.config.system_role)
-        carried: tuple[str, ...] = ()
+        carried: tuple[bytes, ...] = ()
         if message.role is Role.ASSISTANT:
             carried = self._reasoning.get(turn_key(message), ())
-        return carried + tuple(WIRE_JSON.encode(item) for item in items)
+        return carried + tuple(WIRE_JSON.encode(item).encode() for item in items)
 
     # --- response ----------------------------------------------------------------------
 
@@ -225,7 +225,7 @@ class OpenAIResponsesProvider(HttpProvider):
         raise self.stream_error("stream ended before response.completed")
 
     def _done(self, state: ResponseState, ttft: float | None) -> CompletionResponse:
-        self._extras = (tuple(state.reasoning), state.response_id)
+        self._extras = (tuple(item.encode() for item in state.reasoning), state.response_id)
         return state.response(ttft)
 
     def _stream_failure(self, data: dict[str, Any]) -> Exception:

@@ -27,12 +27,15 @@ class ContextBudget:
     """Keeps a running view of the conversation under `max_tokens`.
 
     Appending is O(1); a view is built per step. Elision only ever moves forward, so a
-    message elided once stays elided (the view is stable step to step).
+    message elided once stays elided (the view is stable step to step), and its marker
+    is made once: every later view holds the same marker object, which the providers'
+    encoders recognise by identity and do not encode again.
     """
 
     def __init__(self, max_tokens: int | None) -> None:
         self.max_tokens = max_tokens
         self._messages: list[Message] = []
+        self._shown: list[Message] = []  # `_messages` with each elided one as its marker
         self._sizes: list[int] = []
         self._total = 0
         self._elided: set[int] = set()
@@ -44,6 +47,7 @@ class ContextBudget:
 
     def append(self, message: Message) -> None:
         self._messages.append(message)
+        self._shown.append(message)
         size = estimate_tokens(message)
         self._sizes.append(size)
         self._total += size
@@ -60,11 +64,7 @@ class ContextBudget:
         """The messages the model sees now."""
         if self.max_tokens is not None and self._total > self.max_tokens:
             self._elide()
-        if not self._elided:
-            return tuple(self._messages)
-        return tuple(
-            _marker(m) if i in self._elided else m for i, m in enumerate(self._messages)
-        )
+        return tuple(self._shown)
 
     def _elide(self) -> None:
         assert self.max_tokens is not None
@@ -74,9 +74,11 @@ class ContextBudget:
         while self._total > self.max_tokens and i < last:
             message = self._messages[i]
             if message.role is Role.TOOL and i not in self._elided:
-                marker_size = estimate_tokens(_marker(message))
+                marker = _marker(message)
+                marker_size = estimate_tokens(marker)
                 if self._sizes[i] > marker_size:
                     self._elided.add(i)
+                    self._shown[i] = marker
                     self._total += marker_size - self._sizes[i]
                     self._sizes[i] = marker_size
             i += 1

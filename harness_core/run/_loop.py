@@ -88,6 +88,18 @@ class _Stop(Exception):  # noqa: N818 - internal control flow
 
 
 @dataclass
+class _StepEnd:
+    """A step's checkpoint, written with its last call's observation when it can be."""
+
+    step: int
+    tokens: int
+    armed: bool = False
+    """The step's last call is next, on the sequential path (not a spawn)."""
+    at: float | None = None
+    """When the checkpoint was written with the observation (None: not yet)."""
+
+
+@dataclass
 class _Drive:
     run_id: str
     spec: RunSpec
@@ -108,6 +120,7 @@ class _Drive:
     recorded_upto: int = -1
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
+    step_end: _StepEnd | None = None
 
 
 class Runner:
@@ -379,15 +392,20 @@ class Runner:
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     recorded.usage)
                 drive.gate.step = step
+                drive.step_end = _StepEnd(step, tokens) if calls else None
                 self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
                 pause, approve, answer = None, None, None
                 done = not calls
-                now = self.clock.monotonic()
-                self.store.record_checkpoint(
-                    drive.run_id, step, CheckpointState(step, done=done),
-                    tokens=tokens,
-                    wall_seconds=now - drive.started,
-                )
+                end, drive.step_end = drive.step_end, None
+                if end is not None and end.at is not None:
+                    now = end.at  # committed with the last call's observation
+                else:
+                    now = self.clock.monotonic()
+                    self.store.record_checkpoint(
+                        drive.run_id, step, CheckpointState(step, done=done),
+                        tokens=tokens,
+                        wall_seconds=now - drive.started,
+                    )
                 drive.wall_before += now - drive.started
                 drive.started = now
                 drive.tokens_used += tokens
@@ -537,6 +555,8 @@ class Runner:
                     raise _Stop(held.status, held.reason, held.pause)
                 index = end
                 continue
+            if index == len(calls) - 1 and drive.step_end is not None:
+                drive.step_end.armed = True
             self._run_call(drive, step, index, calls[index], entries.get(index),
                            pause=pause, approve=approve, answer=answer)
             index += 1
@@ -603,8 +623,10 @@ class Runner:
         except ToolError as exc:
             outcome = ToolOutcome(f"error: {exc}", is_error=True)
         self._report_plan_tool(drive, step, index, call, outcome)
-        self._observe(drive, step, index, call, outcome)
         stalled = drive.progress.observe(call.key())
+        if stalled is not None and drive.step_end is not None:
+            drive.step_end.armed = False  # the run stops in this step: no checkpoint for it
+        self._observe(drive, step, index, call, outcome)
         if stalled is not None:
             self._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": stalled}))
             raise _Stop(RunStatus.STOPPED, stalled)
@@ -639,8 +661,18 @@ class Runner:
         data = dict(outcome.data)
         if outcome.refused is not None:
             data["refused"] = outcome.refused.to_json()
-        self.store.record_observation(drive.run_id, step, index, result, data=data or None,
-                                      edits=edits)
+        end = drive.step_end
+        if end is not None and end.armed and end.step == step:
+            # The step's last call: its observation and the step's checkpoint commit
+            # together (one transaction where there were two, the same order of effects).
+            end.armed, end.at = False, self.clock.monotonic()
+            self.store.record_observation(
+                drive.run_id, step, index, result, data=data or None, edits=edits,
+                checkpoint=CheckpointState(step, done=False), tokens=end.tokens,
+                wall_seconds=end.at - drive.started)
+        else:
+            self.store.record_observation(drive.run_id, step, index, result,
+                                          data=data or None, edits=edits)
         drive.context.append(Message.tool(result))
         self._emit(Event(EventKind.TOOL_RESULT, drive.run_id, {
             "step": step, "call_id": call.id, "name": call.name, "output": result.output,

@@ -15,7 +15,6 @@ every sibling has ended or paused.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -203,6 +202,10 @@ def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
         for job in live:
             _drive_job(runner, drive, job, runner.store)
         return
+    # Imported here: `concurrent.futures` brings in `logging` (~5 ms of every run's
+    # start-up), and only children run in parallel need it.
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="io-child") as pool:
         futures = [pool.submit(_in_thread, runner, drive, job) for job in live]
         try:

@@ -6,6 +6,8 @@ a typed error, never half-read."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness_core.errors import CheckpointFormatError
 from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import StoreParts
@@ -16,7 +18,27 @@ from harness_core.store._records import (
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
 
-__all__ = ["CheckpointQueries"]
+__all__ = ["CheckpointQueries", "write_checkpoint"]
+
+
+def write_checkpoint(conn: Any, run_id: str, step: int, state: CheckpointState, *,
+                     tokens: int, wall_seconds: float) -> None:
+    """The checkpoint and budget draw statements, inside the caller's transaction."""
+    conn.execute(
+        "INSERT OR REPLACE INTO checkpoints(run_id, step_index, format, created_at, state)"
+        " VALUES (?,?,?,?,?)",
+        (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state.to_json())),
+    )
+    conn.execute(
+        "INSERT OR REPLACE INTO budget_draws(run_id, step_index, steps, tokens,"
+        " wall_seconds) VALUES (?,?,?,?,?)",
+        (run_id, step, 1, tokens, wall_seconds),
+    )
+    conn.execute(
+        "UPDATE runs SET steps_used = ?, tokens_used = tokens_used + ?,"
+        " wall_used = wall_used + ?, updated_at = ? WHERE run_id = ?",
+        (step + 1, tokens, wall_seconds, _now(), run_id),
+    )
 
 class CheckpointQueries(StoreParts):
     """Checkpoints and budget draws."""
@@ -34,21 +56,8 @@ class CheckpointQueries(StoreParts):
     ) -> None:
         """Commit the step's checkpoint and its budget draw in one transaction."""
         with self._tx() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO checkpoints(run_id, step_index, format, created_at, state)"
-                " VALUES (?,?,?,?,?)",
-                (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state.to_json())),
-            )
-            conn.execute(
-                "INSERT OR REPLACE INTO budget_draws(run_id, step_index, steps, tokens,"
-                " wall_seconds) VALUES (?,?,?,?,?)",
-                (run_id, step, 1, tokens, wall_seconds),
-            )
-            conn.execute(
-                "UPDATE runs SET steps_used = ?, tokens_used = tokens_used + ?,"
-                " wall_used = wall_used + ?, updated_at = ? WHERE run_id = ?",
-                (step + 1, tokens, wall_seconds, _now(), run_id),
-            )
+            write_checkpoint(conn, run_id, step, state, tokens=tokens,
+                             wall_seconds=wall_seconds)
 
     def update_checkpoint_state(self, run_id: str, step: int, state: CheckpointState) -> None:
         """Replace the state of an existing checkpoint (e.g. after the gates ran)."""

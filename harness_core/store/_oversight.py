@@ -17,6 +17,8 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 
+INBOX_CHANNEL = "io_inbox"  # the PostgreSQL channel post_inbox notifies on
+
 __all__ = ["OversightQueries"]
 
 class OversightQueries(StoreParts):
@@ -88,6 +90,8 @@ class OversightQueries(StoreParts):
                 "INSERT INTO run_inbox(run_id, kind, body, created_at) VALUES (?,?,?,?)",
                 (run_id, kind, dumps(body), _now()),
             )
+            if self.backend == "postgresql":  # wakes the driver's has_inbox (at commit)
+                conn.execute("SELECT pg_notify(?, ?)", (INBOX_CHANNEL, run_id))
 
     def take_inbox(self, run_id: str, step: int) -> list[tuple[str, dict[str, Any]]]:
         """Consume pending operator messages at a step boundary, oldest first."""
@@ -105,7 +109,19 @@ class OversightQueries(StoreParts):
         return [(str(r[1]), loads(r[2])) for r in rows]
 
     def has_inbox(self, run_id: str) -> bool:
-        """Whether an operator message waits (a cheap read, no transaction)."""
+        """Whether an operator message waits (a cheap read, no transaction).
+
+        On PostgreSQL the driver's connection listens for `post_inbox`'s notification,
+        so a step asks the server only after one came (or on the first call, which
+        starts listening): no round trip a step for an inbox that is almost always empty.
+        """
+        if self.backend == "postgresql":
+            conn: Any = self._conn
+            if conn.listening(INBOX_CHANNEL):
+                if not conn.take_notified(INBOX_CHANNEL, run_id):
+                    return False
+            else:
+                conn.listen(INBOX_CHANNEL)
         rows = self._query(
             "SELECT 1 FROM run_inbox WHERE run_id = ? AND consumed_step IS NULL LIMIT 1", (run_id,)
         )

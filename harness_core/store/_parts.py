@@ -36,6 +36,8 @@ class StoreParts:
     """The two things a query mixin needs from `Store`."""
 
     _conn: sqlite3.Connection
+    backend: str
+    """"sqlite" or "postgresql" (set by `Store` when it opens)."""
 
     if TYPE_CHECKING:
 

@@ -68,7 +68,7 @@ def advisory_key(kind: str, name: str) -> int:
 
 
 class _Cursor:
-    """The part of a DB-API cursor the store reads."""
+    """The part of a DB-API cursor the store reads (a statement sent at once)."""
 
     def __init__(self, cursor: Any) -> None:
         self._cursor = cursor
@@ -78,15 +78,10 @@ class _Cursor:
         return rows[0] if rows else None
 
     def fetchall(self) -> list[tuple[Any, ...]]:
-        import psycopg
-
+        if self._cursor.description is None:
+            return []  # a statement without rows (INSERT, UPDATE)
         try:
-            # In a pipeline the rows arrive on the first fetch (which syncs).
             return [tuple(r) for r in self._cursor.fetchall()]
-        except psycopg.ProgrammingError as exc:
-            if "didn't produce" in str(exc) or "no result" in str(exc):
-                return []  # a statement without rows (INSERT, UPDATE)
-            raise _mapped(exc) from exc
         except Exception as exc:  # psycopg.Error, mapped at the boundary
             raise _mapped(exc) from exc
 
@@ -99,6 +94,40 @@ class _Cursor:
 
     def close(self) -> None:
         self._cursor.close()
+
+
+class _Queued(_Cursor):
+    """A statement queued in a write transaction: reading its answer sends the queue."""
+
+    def __init__(self, owner: PgConnection) -> None:
+        self._owner = owner
+        self._answer: tuple[list[tuple[Any, ...]], int] | None = None
+
+    @classmethod
+    def empty(cls, owner: PgConnection) -> _Queued:
+        queued = cls(owner)
+        queued.settle([], 0)
+        return queued
+
+    def settle(self, rows: list[tuple[Any, ...]], rowcount: int) -> None:
+        self._answer = (rows, rowcount)
+
+    def _read(self) -> tuple[list[tuple[Any, ...]], int]:
+        if self._answer is None:
+            self._owner.flush()
+        if self._answer is None:  # the queue failed before this statement's answer
+            raise PgError("the transaction failed before this statement ran")
+        return self._answer
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self._read()[0])
+
+    @property
+    def rowcount(self) -> int:
+        return self._read()[1]
+
+    def close(self) -> None:
+        return None
 
 
 def _mapped(exc: Exception) -> sqlite3.DatabaseError:
@@ -145,8 +174,17 @@ class PgConnection:
         # every commit waits for a WAL flush: measured 48 ms a step here (bench/fleet.py).
         self._conn.execute("SET synchronous_commit = off")
         self._keys: dict[str, tuple[str, ...]] = {}
-        self._pipeline: Any = None
+        # A write transaction is queued, rendered client-side, and sent as one
+        # multi-statement query when an answer is read or at COMMIT: one round trip
+        # and one call into psycopg a transaction, where a statement each cost ~0.1 ms.
+        self._client = psycopg.ClientCursor(self._conn)
+        self._queue: list[str] = []
+        self._waiting: list[_Queued] = []
         self.in_transaction = False
+        self._listening: set[str] = set()
+        self._notified: set[tuple[str, str]] = set()
+        self._conn.add_notify_handler(
+            lambda n: self._notified.add((n.channel, n.payload)))
 
     # ---- the sqlite3.Connection surface -------------------------------------------
 
@@ -158,6 +196,8 @@ class PgConnection:
         if word in ("COMMIT", "ROLLBACK"):
             return self._end(word)
         text = self._translate(statement)
+        if self.in_transaction:
+            return self._enqueue(text, params)
         try:
             return _Cursor(self._conn.execute(text, tuple(params)))
         except Exception as exc:
@@ -165,14 +205,75 @@ class PgConnection:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         text = self._translate(sql.strip())
+        if self.in_transaction:
+            for row in rows:
+                self._enqueue(text, row)
+            return
         try:
             with self._conn.cursor() as cursor:
                 cursor.executemany(text, [tuple(r) for r in rows])
         except Exception as exc:
             raise _mapped(exc) from exc
 
+    def _enqueue(self, text: str, params: Sequence[Any] = ()) -> _Queued:
+        try:
+            rendered = self._client.mogrify(text, tuple(params)) if params else text
+        except Exception as exc:
+            raise _mapped(exc) from exc
+        queued = _Queued(self)
+        self._queue.append(rendered)
+        self._waiting.append(queued)
+        return queued
+
+    def flush(self) -> None:
+        """Send the queued statements as one query; each queued cursor gets its answer."""
+        if not self._queue:
+            return
+        sql, waiting = ";\n".join(self._queue), self._waiting
+        self._queue, self._waiting = [], []
+        cursor = self._client
+        try:
+            cursor.execute(sql)
+            for queued in waiting:
+                rows = [tuple(r) for r in cursor.fetchall()] if cursor.description else []
+                queued.settle(rows, int(cursor.rowcount))
+                if not cursor.nextset():
+                    break
+        except Exception as exc:
+            raise _mapped(exc) from exc
+
     def close(self) -> None:
         self._conn.close()
+
+    # ---- notifications ---------------------------------------------------------------
+
+    def listening(self, channel: str) -> bool:
+        """Whether this connection listens on `channel` (see `listen`)."""
+        return channel in self._listening
+
+    def listen(self, channel: str) -> None:
+        """LISTEN on `channel`: notifications arriving from now on are kept."""
+        try:
+            self._conn.execute(f'LISTEN "{channel}"')
+        except Exception as exc:
+            raise _mapped(exc) from exc
+        self._listening.add(channel)
+
+    def take_notified(self, channel: str, payload: str) -> bool:
+        """Whether (channel, payload) was notified since the last take; reads what has
+        arrived on the socket without waiting and without a round trip."""
+        pgconn = self._conn.pgconn
+        try:
+            pgconn.consume_input()
+            while (notice := pgconn.notifies()) is not None:
+                if pgconn.notify_handler is not None:
+                    pgconn.notify_handler(notice)
+        except Exception as exc:
+            raise _mapped(exc) from exc
+        if (channel, payload) in self._notified:
+            self._notified.discard((channel, payload))
+            return True
+        return False
 
     # ---- ownership ------------------------------------------------------------------
 
@@ -187,20 +288,8 @@ class PgConnection:
         row = self.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()
         if row and row[0]:
             return True
-        import psycopg
-
-        own = not self.in_transaction
-        if self._pipeline is not None:  # the wait needs its error at once, not at a sync
-            pipeline, self._pipeline = self._pipeline, None
-            try:
-                pipeline.__exit__(None, None, None)
-                return self._wait_lock(key, own)
-            except psycopg.Error as exc:
-                raise _mapped(exc) from exc
-            finally:
-                self._pipeline = self._conn.pipeline()
-                self._pipeline.__enter__()
-        return self._wait_lock(key, own)
+        self.flush()  # the wait below talks to the server directly
+        return self._wait_lock(key, not self.in_transaction)
 
     def _wait_lock(self, key: int, own: bool) -> bool:
         import psycopg
@@ -244,40 +333,30 @@ class PgConnection:
     # ---- translation ------------------------------------------------------------------
 
     def _begin(self) -> _Cursor:
-        """A pipeline, then BEGIN and the store-wide writer lock: the transaction's
-        statements go out without waiting for each answer, and the first read or the
-        COMMIT syncs. A step's transactions cost a round trip or two, not one a
-        statement (bench/fleet.py)."""
-        try:
-            self._pipeline = self._conn.pipeline()
-            self._pipeline.__enter__()
-            self.in_transaction = True
-            self._conn.execute("BEGIN")
-            return _Cursor(self._conn.execute(_STORE_LOCK_SQL))
-        except Exception as exc:
-            raise _mapped(exc) from exc
+        """BEGIN and the store-wide writer lock, queued with the transaction's statements
+        (see `flush`): a step's transactions cost a round trip each (bench/fleet.py)."""
+        self.in_transaction = True
+        self._queue, self._waiting = [], []
+        self._enqueue("BEGIN")
+        return self._enqueue(_STORE_LOCK_SQL)
 
     def _end(self, word: str) -> _Cursor:
-        pipeline, self._pipeline = self._pipeline, None
         self.in_transaction = False
-        try:
-            if word == "COMMIT":
-                cursor = self._conn.execute("COMMIT")
-                if pipeline is not None:
-                    pipeline.__exit__(None, None, None)  # sync: a failed write raises here
-                return _Cursor(cursor)
-            if pipeline is not None:
-                try:
-                    pipeline.__exit__(None, None, None)
-                except Exception:  # the failure being rolled back, already reported
-                    pass
-            return _Cursor(self._conn.execute("ROLLBACK"))
-        except Exception as exc:
+        if word == "ROLLBACK":
+            self._queue, self._waiting = [], []
             self._recover()
-            raise _mapped(exc) from exc
+            return _Queued.empty(self)
+        self._queue.append("COMMIT")
+        self._waiting.append(_Queued(self))
+        try:
+            self.flush()
+        except Exception:
+            self._recover()
+            raise
+        return _Queued.empty(self)
 
     def _recover(self) -> None:
-        """After a failed COMMIT: leave no transaction open on the connection."""
+        """After a failure or a ROLLBACK: leave no transaction open on the connection."""
         import psycopg
 
         try:

@@ -13,10 +13,17 @@ from typing import Any
 
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.records import Citation, Edit, ProviderAttempt, ServerToolCall
+from harness_core.store._checkpoints import write_checkpoint
 from harness_core.store._codec import dumps, loads, message_from_json, message_to_json
 from harness_core.store._parts import HOST, StoreParts
 from harness_core.store._parts import now as _now
-from harness_core.store._records import AttemptRecord, EditRecord, LedgerEntry, StepRecord
+from harness_core.store._records import (
+    AttemptRecord,
+    CheckpointState,
+    EditRecord,
+    LedgerEntry,
+    StepRecord,
+)
 
 __all__ = ["StepQueries"]
 
@@ -89,17 +96,15 @@ class StepQueries(StoreParts):
                  usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens,
                  usage.server_tool_requests, latency_ms, ttft_ms, stop_reason, HOST),
             )
-            base = conn.execute(
-                "SELECT COALESCE(MAX(seq), -1) + 1 FROM provider_attempts"
-                " WHERE run_id = ? AND step_index = ?", (run_id, step),
-            ).fetchone()[0]
-            for i, attempt in enumerate(attempts):
-                conn.execute(
-                    "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
-                    " error, status) VALUES (?,?,?,?,?,?,?,?)",
-                    (run_id, step, base + i, attempt.provider, attempt.model,
-                     1 if attempt.ok else 0, attempt.error, attempt.status),
-                )
+            # Each row's seq is computed by its INSERT (after the failed attempts already
+            # recorded for the step): no answer to wait for inside the transaction.
+            conn.executemany(
+                "INSERT INTO provider_attempts(run_id, step_index, seq, provider, model, ok,"
+                " error, status) SELECT ?, ?, COALESCE(MAX(seq), -1) + 1, ?, ?, ?, ?, ?"
+                " FROM provider_attempts WHERE run_id = ? AND step_index = ?",
+                [(run_id, step, a.provider, a.model, 1 if a.ok else 0, a.error, a.status,
+                  run_id, step) for a in attempts],
+            )
             for cite in citations:
                 conn.execute(
                     "INSERT INTO citations(run_id, step_index, url, title, cited_text)"
@@ -186,8 +191,16 @@ class StepQueries(StoreParts):
         *,
         data: dict[str, Any] | None = None,
         edits: Sequence[Edit] = (),
+        checkpoint: CheckpointState | None = None,
+        tokens: int = 0,
+        wall_seconds: float = 0.0,
     ) -> None:
-        """Write a tool call's observation (and the tool message) after it ran."""
+        """Write a tool call's observation (and the tool message) after it ran.
+
+        With `checkpoint`, the observation of a step's last call and the step's checkpoint
+        (as `record_checkpoint` writes it, with `tokens` and `wall_seconds`) commit in one
+        transaction: both or neither, one commit where there were two.
+        """
         with self._tx() as conn:
             conn.execute(
                 "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
@@ -203,6 +216,9 @@ class StepQueries(StoreParts):
                      edit.lines_added, edit.lines_removed, edit.bytes_before, edit.bytes_after),
                 )
             self._insert_messages(conn, run_id, step, [Message.tool(result)])
+            if checkpoint is not None:
+                write_checkpoint(conn, run_id, step, checkpoint, tokens=tokens,
+                                 wall_seconds=wall_seconds)
 
     def ledger(self, run_id: str, step: int | None = None) -> list[LedgerEntry]:
         """Ledger entries of the run (or of one step), in order."""

@@ -11,25 +11,28 @@ from its record and never signalled.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_core.errors import InvalidToolArguments, SandboxUnavailable, ToolError
 from harness_core.messages import ToolSpec
-from harness_core.shell import (
-    Blocked,
-    Capture,
-    HandlePoll,
-    HandleRegistry,
-    LineChecker,
-    LineResult,
-    RunPlan,
-    prepare,
-    run_line,
-)
 from harness_core.tools._base import Refusal, Tool, ToolContext, ToolOutcome
 from harness_core.tools._support import req_str
 
+if TYPE_CHECKING:
+    from harness_core.shell import (
+        Blocked,
+        Capture,
+        HandlePoll,
+        HandleRegistry,
+        LineResult,
+        RunPlan,
+    )
+
 __all__ = ["Shell", "ShellKill", "ShellPoll", "ShellStart", "shell_tools"]
+
+# The shell's lexer, parser, planner and runner are imported by the first call that
+# needs them (`from harness_core.shell import ...` inside the calls), not with the
+# tools: a run that never calls `shell` does not load them.
 
 _LINE_HELP = (
     "Admitted: words with single/double quotes and backslash escapes, | ; && ||, the "
@@ -82,6 +85,8 @@ def _line_arg(args: dict[str, Any], tool: str) -> str:
 
 
 def _prepared(line: str, ctx: ToolContext) -> RunPlan | ToolOutcome:
+    from harness_core.shell import Blocked, prepare
+
     prepared = prepare(line, ctx.workspace, ctx.gate)
     if isinstance(prepared, Blocked):
         return _refused(prepared)
@@ -124,6 +129,8 @@ class Shell:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InvalidToolArguments("shell: `timeout_seconds` must be a positive number")
         timeout = min(float(timeout), ctx.exec_timeout)
+        from harness_core.shell import LineChecker, run_line
+
         plan = _prepared(line, ctx)
         if isinstance(plan, ToolOutcome):
             return plan
@@ -189,6 +196,8 @@ class ShellStart:
     )
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        from harness_core.shell import Blocked, LineChecker
+
         line = _line_arg(args, "shell_start")
         registry = _registry(ctx, "shell_start")
         if isinstance(registry, ToolOutcome):

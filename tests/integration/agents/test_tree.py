@@ -3,7 +3,6 @@ scripted replay for the whole tree (depth-first request order)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -174,23 +173,33 @@ def test_max_depth_and_max_children_are_enforced_and_recorded(tmp_path: Path, ws
                                                 "parallel": 4}
 
 
+def _rendezvous(mine: str, theirs: str) -> tuple[str, dict[str, object]]:
+    """A command that marks its start and waits (up to 20 s) for the other child's mark:
+    it prints "met" only when both ran at once."""
+    wait = (f"touch {mine}; i=0; while [ ! -e {theirs} ] && [ $i -lt 400 ]; do sleep 0.05;"
+            f" i=$((i+1)); done; [ -e {theirs} ] && echo met-{theirs}")
+    return ("exec", {"argv": ["sh", "-c", wait]})
+
+
 def test_parallel_children_overlap_in_time(tmp_path: Path, ws: Path) -> None:
+    # Each child waits for the other's mark: run one after the other, neither meets.
     script = [
-        line("", spawn("sleep a"), spawn("sleep b")),
-        line("", ("exec", {"argv": ["sleep", "1"]})),
+        line("", spawn("wait for b"), spawn("wait for a")),
+        line("", _rendezvous("a.mark", "b.mark")),
         line("a slept"),
-        line("", ("exec", {"argv": ["sleep", "1"]})),
+        line("", _rendezvous("b.mark", "a.mark")),
         line("b slept"),
         line("both done"),
     ]
     with Store(tmp_path / "state.db") as store:
-        began = time.monotonic()
-        outcome = run_tree(store, provider(tmp_path, script), spec(ws))
-        took = time.monotonic() - began
+        policy = Policy.from_lists(tier="workspace-write", allow_exec=["sh -c *"])
+        outcome = run_tree(store, provider(tmp_path, script), spec(ws, policy=policy))
         assert outcome.status is RunStatus.FINISHED
         obs = _observations(store, outcome.run_id)
         assert "a slept" in obs[0] and "b slept" in obs[1]
-    assert took < 1.8, f"two 1 s children took {took:.2f} s: they did not overlap"
+        children = store.child_runs(outcome.run_id)
+        seen = " ".join(o for child in children for o in _observations(store, child.run_id))
+    assert "met-b.mark" in seen and "met-a.mark" in seen, seen
 
 
 def test_a_childs_question_pauses_the_tree_and_the_roots_id_answers_it(

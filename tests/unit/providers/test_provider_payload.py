@@ -85,3 +85,26 @@ def test_a_history_that_changed_in_the_middle_is_encoded_afresh(
     second = CompletionRequest(model="m", messages=tuple(elided), tools=TOOLS)
     assert json.loads(provider.payload(second, stream=True)) == _plain(vendor, provider, second)
     assert json.loads(provider.payload(first, stream=True)) == _plain(vendor, provider, first)
+
+
+def test_the_tools_are_encoded_again_when_the_offered_tools_or_web_change(
+    vendor: str, make_provider: MakeProvider
+) -> None:
+    """The encoded tools are kept between requests: a request that offers other tools
+    (or other web access) must not be sent the previous request's."""
+    from dataclasses import replace
+
+    from harness_core import ToolSpec, WebAccess
+
+    provider = make_provider(vendor, None)
+    messages = tuple(_conversation(2))
+    other = (*TOOLS, ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}}))
+    renamed = (replace(TOOLS[0], description="Run one command."),)
+    web = WebAccess(search=True) if vendor != "anthropic" else WebAccess(fetch=True)
+    for tools, access in ((TOOLS, None), (other, None), (TOOLS, None), (renamed, None),
+                          (TOOLS, web), (TOOLS, None), ((), None)):
+        request = CompletionRequest(model="m", messages=messages, tools=tools, web=access)
+        if access is not None and vendor == "openrouter":
+            continue  # OpenRouter declares no web tools
+        assert json.loads(provider.payload(request, stream=True)) == _plain(
+            vendor, provider, request)

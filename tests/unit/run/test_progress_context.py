@@ -160,3 +160,16 @@ def test_the_marker_keeps_the_error_flag_and_names_an_unnamed_tool() -> None:
     marker = budget.view()[0]
     assert marker.is_error is True
     assert marker.content.startswith("[observation of a tool call c9 elided")
+
+
+def test_an_elided_message_is_the_same_marker_object_in_every_later_view() -> None:
+    """The providers encode a message once per object: a marker made afresh for every
+    view would be encoded again at every step of a long run."""
+    budget = ContextBudget(60)
+    budget.extend([_tool(0), *[Message.user("u") for _ in range(4)]])
+    first = budget.view()
+    budget.append(Message.user("more"))
+    second = budget.view()
+    assert "elided to fit" in first[0].content
+    assert second[0] is first[0] and second[1:5] == first[1:5]
+    assert budget.messages[0].content.startswith("0")  # the budget's own list keeps the original

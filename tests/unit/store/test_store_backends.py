@@ -175,7 +175,10 @@ def test_postgresql_commits_are_not_flushed_per_commit_and_writers_are_serialise
                               policy={}, sandbox=None, messages=[])
             done.set()
 
-        with first._tx():
+        with first._tx() as conn:
+            # A write transaction is sent whole at its first read (or COMMIT), the writer
+            # lock first: after this read, `first` holds the lock on the server.
+            assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)
             writer = threading.Thread(target=write)
             writer.start()
             with psycopg.connect(postgres_url, autocommit=True) as watch:
@@ -197,3 +200,48 @@ def test_postgresql_text_holds_no_nul_but_json_payloads_keep_it(postgres_url: st
                          policy={}, sandbox=None, messages=[Message.user("x\x00y")])
         assert store.run("r1").goal == "a\u2400b"
         assert store.messages("r1")[0].content == "x\x00y"
+
+
+def test_inbox_seen_by_the_driver_on_every_backend(store: Store, location: str) -> None:
+    """A steer left by another connection reaches the driver's `has_inbox`: at once on
+    SQLite, and through a LISTEN/NOTIFY on PostgreSQL (the driver then asks the server
+    only after a notification)."""
+    import threading
+
+    store.create_run("r2", goal="g", workspace="/w", model=None, settings={},
+                     policy={}, sandbox=None, messages=[])
+    with Store(location) as operator:
+        operator.post_inbox("r1", "steer", {"text": "before"})  # before the driver listens
+        assert store.has_inbox("r1")
+        assert store.take_inbox("r1", 0) == [("steer", {"text": "before"})]
+        assert not store.has_inbox("r1")
+        operator.post_inbox("r2", "steer", {"text": "other run"})
+        operator.post_inbox("r1", "interrupt", {})
+        seen = False
+        for _ in range(2000):  # poll: a notification arrives a moment after its commit
+            seen = store.has_inbox("r1")
+            if seen or threading.Event().wait(0.005):
+                break
+        assert seen
+        assert store.take_inbox("r1", 1) == [("interrupt", {})]
+        assert not store.has_inbox("r1")
+        assert store.take_inbox("r2", 1) == [("steer", {"text": "other run"})]
+
+
+def test_a_failed_statement_in_a_queued_transaction_rolls_back_whole(store: Store) -> None:
+    """A write transaction whose statements are queued (PostgreSQL) or sent one by one
+    (SQLite) commits all or nothing: a duplicate key in its last statement loses the rest."""
+    from harness_core.errors import StateError
+
+    call = ToolCall("c1", "read_file", {"path": "a"})
+    store.record_intent("r1", 0, 0, call)
+    with pytest.raises(StateError):
+        with store._tx() as conn:
+            conn.execute("UPDATE runs SET goal = ? WHERE run_id = ?", ("changed", "r1"))
+            conn.execute(
+                "INSERT INTO ledger(run_id, step_index, call_index, call_id, name, arguments,"
+                " intent_at) VALUES (?,?,?,?,?,?,?)", ("r1", 0, 0, "c1", "read_file", "{}", "t"))
+    assert store.run("r1").goal == "g"
+    assert [e.call_id for e in store.ledger("r1")] == ["c1"]
+    store.record_observation("r1", 0, 0, ToolResult("c1", "read_file", "ok"))  # the store goes on
+    assert store.ledger("r1")[0].observation == "ok"
