@@ -79,9 +79,10 @@ TARGETS: dict[str, list[Group]] = {
 _EQUIVALENT = Path(__file__).with_name("mutation_equivalent.txt")
 """Survivors read and classified by hand (`key  class: why`, one a line): counted apart."""
 
-_STATUS = {0: "survived", 1: "killed", 3: "killed", 5: "no tests", 33: "skipped",
+_STATUS = {0: "survived", 1: "killed", 3: "killed", 5: "no tests", 33: "no tests",
            34: "skipped", 35: "suspicious", 36: "timeout", 24: "timeout", -24: "timeout",
-           152: "timeout", 255: "timeout", -11: "segfault"}
+           152: "timeout", 255: "timeout", -11: "segfault", -9: "segfault"}
+"""mutmut's exit codes; "no tests": no selected test calls the mutated function."""
 
 
 def _config(sources: list[str], tests: list[str]) -> str:
@@ -115,7 +116,7 @@ def _tally(work: Path) -> tuple[Counter[str], list[str]]:
     for meta in (work / "mutants").rglob("*.meta"):
         data = json.loads(meta.read_text())
         for key, code in data.get("exit_code_by_key", {}).items():
-            status = "not reached" if code is None else _STATUS.get(code, "suspicious")
+            status = "not run in the box" if code is None else _STATUS.get(code, "suspicious")
             counts[status] += 1
             if status == "survived":
                 survivors.append(key)
