@@ -54,7 +54,7 @@ TARGETS: dict[str, list[Group]] = {
           "tests/unit/session/test_context_budget.py"]),
         ([f"{_RUN}_loop.py"],
          ["tests/unit/run/test_stops.py", "tests/unit/session/test_stall_resume.py",
-          "tests/unit/session/test_plan_and_questions.py",
+          "tests/unit/session/test_plan_and_questions.py", "tests/unit/run/test_gate_inputs.py",
           "tests/unit/run/test_mutants_loop.py"]),
     ],
     "policy": [(["harness_core/policy"], ["tests/unit/policy"])],
