@@ -492,3 +492,16 @@ def test_resume_arguments_that_do_not_fit_the_pause(pause: Pause | None, approve
 def test_resume_arguments_that_fit(pause: Pause | None, approve: bool | None,
                                    answer: str | None) -> None:
     _check_resume_args(pause, approve, answer)
+
+
+def test_a_run_owner_is_alive_only_as_the_very_process_it_was() -> None:
+    import os
+
+    from harness_core.run._loop import _own_start_time, _process_alive
+
+    me, started = os.getpid(), _own_start_time()
+    assert _process_alive(me, None) is True
+    assert _process_alive(me, started) is True
+    assert _process_alive(me, started + 0.5) is False  # the pid was reused by another
+    assert _process_alive(me, started - 0.009) is True
+    assert _process_alive(2**22 + 12345, None) is False  # no such process
