@@ -51,7 +51,7 @@ TARGETS: dict[str, list[Group]] = {
         ([f"{_RUN}_progress.py", f"{_RUN}_budget.py", f"{_RUN}_context.py"],
          ["tests/unit/run/test_stops.py", "tests/unit/run/test_progress_context.py",
           "tests/unit/session/test_stall_resume.py",
-          "tests/unit/session/test_context_budget.py"]),
+          "tests/unit/session/test_context_budget.py", "tests/unit/run/test_mutants_context.py"]),
         ([f"{_RUN}_loop.py"],
          ["tests/unit/run/test_stops.py", "tests/unit/session/test_stall_resume.py",
           "tests/unit/session/test_plan_and_questions.py", "tests/unit/run/test_gate_inputs.py",
