@@ -146,7 +146,8 @@ def _functions(path: Path) -> dict[str, str]:
     if not path.exists():
         return {}
     source = path.read_text(encoding="utf-8")
-    return {node.name: ast.get_source_segment(source, node) or ""
+    lines = source.splitlines()
+    return {node.name: "\n".join(lines[node.lineno - 1:node.end_lineno])
             for node in ast.walk(ast.parse(source))
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
 

@@ -505,3 +505,88 @@ def test_a_run_owner_is_alive_only_as_the_very_process_it_was() -> None:
     assert _process_alive(me, started + 0.5) is False  # the pid was reused by another
     assert _process_alive(me, started - 0.009) is True
     assert _process_alive(2**22 + 12345, None) is False  # no such process
+
+
+def test_the_wall_clock_budget_spans_a_resume(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    lines = [_line(f"s{i}", _write(f"f{i}.txt", str(i))) for i in range(8)]
+    spec = spec_for(ws, "go", budget=Budget(max_steps=None, max_tokens=None, wall_seconds=5))
+    clock = ManualClock()
+    with Store(tmp_path / "state.db") as store:
+
+        def tick_and_interrupt(event: Event) -> None:
+            if event.kind is EventKind.STEP_STARTED:
+                clock.advance(2.0)
+            if event.kind is EventKind.CHECKPOINT and event.data["step"] == 0:
+                store.post_inbox(event.run_id, "interrupt", {})
+
+        first = Runner(store, _scripted(tmp_path, lines), clock=clock,
+                       on_event=tick_and_interrupt).start(spec)
+        assert (first.status, first.steps, store.run(first.run_id).wall_used) == (
+            RunStatus.INTERRUPTED, 1, 2.0)
+
+        def tick(event: Event) -> None:
+            if event.kind is EventKind.STEP_STARTED:
+                clock.advance(2.0)
+
+        second = Runner(store, _scripted(tmp_path, lines), clock=clock,
+                        on_event=tick).resume(first.run_id, spec)
+        # 2 s before the resume, then 2 s a step: the budget is spent before step 3
+        assert (second.status, second.steps, second.reason) == (
+            RunStatus.STOPPED, 3, "budget: the wall-clock budget of 5s is spent")
+        assert store.run(first.run_id).wall_used == 6.0
+
+
+def test_an_answer_given_on_resume_is_the_asking_calls_observation(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    ask = {"name": "ask_question", "arguments": {"question": "which colour?"}}
+    lines = [_line("asking", ask), _line("done")]
+    with Store(tmp_path / "state.db") as store:
+        paused = Runner(store, _scripted(tmp_path, lines), clock=ManualClock()).start(
+            spec_for(ws, "go"))
+        assert (paused.status, paused.reason) == (RunStatus.PAUSED, "paused for question")
+        assert paused.pause is not None and paused.pause.question == "which colour?"
+        events = Events()
+        done = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                      on_event=events).resume(paused.run_id, spec_for(ws, "go"), answer="blue")
+        assert done.status is RunStatus.FINISHED
+        (entry,) = store.ledger(paused.run_id)
+        assert (entry.observation, entry.is_error) == ("The operator answered: blue", False)
+        (question,) = store.questions(paused.run_id)
+        assert (question.question, question.answer, question.answered_by) == (
+            "which colour?", "blue", "person")
+    answered = [e.data for e in events.seen if e.kind is EventKind.QUESTION]
+    assert answered == [{"step": 0, "question": "which colour?", "answer": "blue",
+                         "answered_by": "person"}]
+    assert [e.data["output"] for e in events.seen if e.kind is EventKind.TOOL_RESULT] == [
+        "The operator answered: blue"]
+
+
+def test_a_child_is_resumed_through_its_root(tmp_path: Path) -> None:
+    from harness_core.store._tree import TreePlace
+
+    with Store(tmp_path / "state.db") as store:
+        for run_id, place in (("root", None), ("kid", TreePlace("root", 1, 0, 0))):
+            store.create_run(run_id, goal="g", workspace=str(tmp_path), model="m",
+                             settings={}, policy={}, sandbox=None, messages=[],
+                             parent_run_id="root" if place else None, tree=place)
+        with pytest.raises(UsageError) as info:
+            Runner(store, _scripted(tmp_path, [])).resume("kid", spec_for(_ws(tmp_path), "g"))
+    assert str(info.value) == ("run kid is a child in the tree of run root; a child is"
+                               " resumed through its root")
+    assert info.value.hint == "io resume root"
+
+
+def test_a_continued_turn_keeps_both_parts_records() -> None:
+    from harness_core import Citation, ProviderAttempt, ServerToolCall
+
+    first = CompletionResponse(text="a", citations=(Citation("u1"),),
+                               server_tool_calls=(ServerToolCall("web_search"),),
+                               attempts=(ProviderAttempt("p", "m", True),))
+    more = CompletionResponse(text="b", citations=(Citation("u2"),),
+                              server_tool_calls=(ServerToolCall("web_fetch"),),
+                              attempts=(ProviderAttempt("p", "m", False, "x"),))
+    merged = _continued(first, more)
+    assert [c.url for c in merged.citations] == ["u1", "u2"]
+    assert [s.name for s in merged.server_tool_calls] == ["web_search", "web_fetch"]
+    assert [a.ok for a in merged.attempts] == [True, False]
