@@ -590,3 +590,45 @@ def test_a_continued_turn_keeps_both_parts_records() -> None:
     assert [c.url for c in merged.citations] == ["u1", "u2"]
     assert [s.name for s in merged.server_tool_calls] == ["web_search", "web_fetch"]
     assert [a.ok for a in merged.attempts] == [True, False]
+
+
+def _gated_run(tmp_path: Path, content: str) -> tuple[Any, Events]:
+    ws = _ws(tmp_path)
+    (ws / "b.txt").write_text("old\n")
+    gate = VerifyCriterion(command="cat b.txt", inputs=("b.txt",), editable=True)
+    spec = spec_for(ws, "go", contract=TaskContract(goal="go", verify=(gate,)))
+    lines = [_line("w", _write("b.txt", content)), _line("done")]
+    events = Events()
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                         on_event=events).start(spec)
+        assert list(store.verifications(outcome.run_id)) == list(outcome.gates)
+    return outcome, events
+
+
+def test_a_gate_whose_inputs_the_agent_changed_says_so(tmp_path: Path) -> None:
+    outcome, events = _gated_run(tmp_path, "new\n")
+    (gate,) = outcome.gates
+    assert (gate.step_index, gate.criterion, gate.passed, gate.exit_status, gate.output,
+            gate.sandbox, gate.inputs) == (
+        1, "cat b.txt", True, 0, "new\n", "off",
+        {"inputs": ["b.txt"], "editable": True, "untouched": False, "modified": ["b.txt"]})
+    assert [(e.kind, e.data) for e in events.seen if e.kind in (
+        EventKind.WARNING, EventKind.VERIFICATION)] == [
+        (EventKind.WARNING, {"text": "gate inputs were modified by the agent (cat b.txt):"
+                                     " b.txt", "gate": "cat b.txt",
+                             "modified_inputs": ["b.txt"], "editable": True}),
+        (EventKind.VERIFICATION, {"step": 1, "command": "cat b.txt", "passed": True,
+                                  "exit_status": 0, "output": "new\n", "sandbox": "off",
+                                  "duration_seconds": 0.0, "inputs_untouched": False,
+                                  "modified_inputs": ["b.txt"]})]
+
+
+def test_a_gate_whose_inputs_were_left_alone_says_untouched(tmp_path: Path) -> None:
+    outcome, events = _gated_run(tmp_path, "old\n")
+    (gate,) = outcome.gates
+    assert gate.inputs == {"inputs": ["b.txt"], "editable": True, "untouched": True,
+                           "modified": []}
+    assert [e.kind for e in events.seen].count(EventKind.WARNING) == 0
+    (verdict,) = [e.data for e in events.seen if e.kind is EventKind.VERIFICATION]
+    assert (verdict["inputs_untouched"], verdict["modified_inputs"]) == (True, [])
