@@ -237,6 +237,10 @@ def _kill(process: psutil.Process, why: str, out: list[dict[str, Any]]) -> None:
 
 
 def _kill_cgroup(path: Path, out: list[dict[str, Any]]) -> None:
+    with contextlib.suppress(OSError):  # a sandbox's cgroup holds its commands' cgroups
+        for inner in path.iterdir():
+            if inner.is_dir():
+                _kill_cgroup(inner, out)
     procs = path / "cgroup.procs"
     for _ in range(100):
         try:
