@@ -26,6 +26,7 @@ from harness_core import (
     SessionInUse,
     StateError,
     Store,
+    TodoItem,
     ToolCall,
     ToolResult,
     Usage,
@@ -121,9 +122,9 @@ def test_spend_rows_keep_unreported_numbers_none(store: Store) -> None:
 def test_sessions_todos_and_questions(store: Store) -> None:
     store.create_session("s1", workspace="/w", title="t")
     assert store.session("s1").title == "t"
-    assert store.replace_todos("r1", [{"content": "do", "status": "pending"}]) == 1
-    assert store.replace_todos("r1", [{"content": "do", "status": "done"}]) == 2
-    assert store.todos("r1")[0]["status"] == "done"
+    assert store.replace_todos("r1", [TodoItem("do", "pending")]) == 1
+    assert store.replace_todos("r1", [TodoItem("do", "done")]) == 2
+    assert store.todos("r1") == [TodoItem("do", "done", 2)]
 
 
 _HOLDER = textwrap.dedent("""
