@@ -654,7 +654,9 @@ def _is_absolute(path: str) -> bool:
 
 def _split_absolute(path: str) -> list[str]:
     drive, rest = os.path.splitdrive(path)
-    parts = [p for p in rest.replace("\\", "/").split("/") if p not in ("", ".")]
+    if _WINDOWS:  # elsewhere a backslash is an ordinary character of a name
+        rest = rest.replace("\\", "/")
+    parts = [p for p in rest.split("/") if p not in ("", ".")]
     return [drive.lower(), *parts] if drive else parts
 
 

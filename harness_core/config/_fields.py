@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from pydantic import BaseModel
 
+from harness_core.config import _model
 from harness_core.config._model import SECRET, IoToml, NoCeiling
 
 __all__ = [
@@ -57,8 +58,8 @@ class FieldSpec:
         annotation: Its type (for a leaf), None-stripped.
         model: The table model (for a table, an array of tables or named tables).
         secret: It holds a credential.
-        description: Its documentation (the attribute docstring).
         default: Its declared default.
+        owner: The table model that declares it (None for an operator-named table).
     """
 
     name: str
@@ -66,8 +67,18 @@ class FieldSpec:
     annotation: Any
     model: type[BaseModel] | None
     secret: bool
-    description: str
     default: Any
+    owner: type[BaseModel] | None = None
+
+    @property
+    def description(self) -> str:
+        """Its documentation (the attribute docstring), on one line; read from the
+        models' source the first time any description is asked for, never on a load."""
+        from harness_core.config._docs import field_doc
+
+        if self.owner is None:
+            return ""
+        return " ".join(field_doc(self.owner, self.name).split())
 
     @property
     def ceiling(self) -> bool:
@@ -136,8 +147,8 @@ def specs(model: type[BaseModel]) -> Mapping[str, FieldSpec]:
             annotation=_strip_none(info.annotation),
             model=sub,
             secret=SECRET in info.metadata,
-            description=" ".join((info.description or "").split()),
             default=info.default,
+            owner=model,
         )
     return out
 
@@ -155,7 +166,7 @@ def named_model(model: type[BaseModel]) -> type[BaseModel] | None:
 def item_spec(model: type[BaseModel]) -> FieldSpec:
     """The spec of one operator-named table of `model` (see `named_model`)."""
     sub = named_model(model)
-    return FieldSpec("*", Kind.TABLE, None, sub, False, "", None)
+    return FieldSpec("*", Kind.TABLE, None, sub, False, None)
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -334,12 +345,28 @@ def json_schema() -> dict[str, Any]:
     dropped: an editor then offers exactly the values a file may hold. Descriptions are
     the attribute docstrings of the models, on one line each.
     """
-    schema = _drop_null(IoToml.model_json_schema())
+    raw = IoToml.model_json_schema()
+    _add_descriptions(raw, IoToml)
+    for name, definition in raw.get("$defs", {}).items():
+        _add_descriptions(definition, getattr(_model, name, None))
+    schema = _drop_null(raw)
     assert isinstance(schema, dict)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         **schema,
     }
+
+
+def _add_descriptions(definition: dict[str, Any], model: Any) -> None:
+    """Each property of a model's schema gets its key's docstring as description."""
+    from harness_core.config._docs import field_doc
+
+    if not isinstance(model, type) or not issubclass(model, BaseModel):
+        return
+    for name, prop in definition.get("properties", {}).items():
+        doc = field_doc(model, name)
+        if doc and "description" not in prop:
+            prop["description"] = doc
 
 
 def _drop_null(node: Any) -> Any:

@@ -72,8 +72,9 @@ def make_client(
     Raises:
         ConfigError: A `ca_bundle` cannot be loaded, or no trust store is installed.
     """
-    verify = ssl_context(ca_bundles)
-    http2 = any(url.startswith("https://") for url in urls) and has_http2()
+    https = any(url.startswith("https://") for url in urls)
+    verify = ssl_context(ca_bundles) if https or ca_bundles or _proxied(env) else _no_tls()
+    http2 = https and has_http2()
     limits = httpx.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_KEEPALIVE)
     mounts = proxy_mounts(env, verify=verify, http2=http2, limits=limits)
     return httpx.Client(
@@ -85,6 +86,18 @@ def make_client(
         trust_env=False,
         follow_redirects=False,
     )
+
+
+def _proxied(env: Mapping[str, str]) -> bool:
+    return any(_setting(env, name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"))
+
+
+def _no_tls() -> ssl.SSLContext:
+    """The context of a client that never speaks TLS: every URL plain http, no proxy,
+    no redirect followed. It verifies certificates and host names but trusts no CA, so
+    a TLS connection through it fails closed. Building the real store would import
+    truststore (~13 ms of start-up) for a local model's plain-http server."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _setting(env: Mapping[str, str], name: str) -> str:

@@ -75,7 +75,11 @@ class Launchers:
         activate_ledger().note_run(run_id, store_key(store))
 
     def close(self) -> None:
-        """Stop the egress proxy, if there is one."""
+        """End the run's sandboxes (their resident launchers) and stop the egress proxy."""
+        for used in {id(self.commands): self.commands, id(self.gates): self.gates}.values():
+            close = getattr(used, "close", None)
+            if close is not None:
+                close()
         if self.egress is not None:
             self.egress.close()
 

@@ -1,7 +1,7 @@
 """Expand the policy's read refusals into the paths the sandbox masks.
 
-The sandbox confines and never decides, so the run hands it a function that, at each
-sandbox start, walks the workspace and asks the policy (`Policy.check(Act.read(...))`,
+The sandbox confines and never decides, so the run hands it a function that, before
+each command, walks the workspace and asks the policy (`Policy.check(Act.read(...))`,
 the same decision the file tools get) about every path a deny-read rule could match.
 A refused directory is masked whole (files created in it later stay hidden too); a
 refused file is masked, and so is every other name the workspace has for it (a hard
@@ -12,6 +12,12 @@ Only the directories a deny-read pattern can reach are walked: the literal leadi
 components of each pattern (``secrets/**`` walks ``secrets``; ``**/*.pem`` walks the
 whole workspace). The hard-link search walks the whole workspace, and only when a
 refused file has more than one link.
+
+This runs before every command, so it is kept cheap: a directory whose inode and mtime
+are unchanged since it was listed is not listed again, and what its entries yielded
+(refused, or a folder to look into) is reused. A listing is reused only if the mtime was
+already more than a second old when it was taken: file times come from a coarse clock,
+and two changes within one tick leave the mtime as the first one set it.
 """
 
 from __future__ import annotations
@@ -115,27 +121,39 @@ class _Listings:
 
 def _refused(
     policy: Policy, root: Path, prefixes: list[tuple[str, ...]], listings: _Listings,
-    verdicts: dict[str, bool],
+    derived: dict[str, tuple[_Listing, list[Path], list[tuple[str, tuple[str, ...]]]]],
 ) -> list[Path]:
     out: list[Path] = []
     stack: list[tuple[str, tuple[str, ...]]] = [(str(root), ())]
     while stack:
         folder, rel = stack.pop()
-        for name, is_dir, is_link in listings.entries(folder):
-            parts = (*rel, name)
-            if is_link or not _reachable(parts, prefixes):
-                continue
-            key = "/".join(parts)
-            refused = verdicts.get(key)
-            if refused is None:
-                refused = policy.check(Act.read(key)).verdict is not Verdict.ALLOW
-                verdicts[key] = refused
-            path = os.path.join(folder, name)
-            if refused:
-                out.append(Path(path))
-            elif is_dir:
-                stack.append((path, parts))
+        listing = listings.entries(folder)
+        known = derived.get(folder)
+        if known is None or known[0] is not listing:  # the object itself: ids are reused
+            known = (listing, *_judge(policy, folder, rel, listing, prefixes))
+            derived[folder] = known
+        out += known[1]
+        stack += known[2]
     return out
+
+
+def _judge(
+    policy: Policy, folder: str, rel: tuple[str, ...], listing: _Listing,
+    prefixes: list[tuple[str, ...]],
+) -> tuple[list[Path], list[tuple[str, tuple[str, ...]]]]:
+    """One folder's entries: those refused, and the folders to look into."""
+    refused: list[Path] = []
+    below: list[tuple[str, tuple[str, ...]]] = []
+    for name, is_dir, is_link in listing:
+        parts = (*rel, name)
+        if is_link or not _reachable(parts, prefixes):
+            continue
+        path = os.path.join(folder, name)
+        if policy.check(Act.read("/".join(parts))).verdict is not Verdict.ALLOW:
+            refused.append(Path(path))
+        elif is_dir:
+            below.append((path, parts))
+    return refused, below
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
@@ -196,10 +214,11 @@ def read_masks(root: Path, policy: Policy) -> Callable[[], list[Path]] | None:
     real = root.resolve()
 
     listings = _Listings()
-    verdicts: dict[str, bool] = {}  # the policy is fixed for the run: a path's answer is too
+    # Per folder, what its (unchanged) listing yields: the policy is fixed for the run.
+    derived: dict[str, tuple[_Listing, list[Path], list[tuple[str, tuple[str, ...]]]]] = {}
 
     def masks() -> list[Path]:
-        refused = _refused(policy, real, prefixes, listings, verdicts)
+        refused = _refused(policy, real, prefixes, listings, derived)
         return sorted(set(refused) | set(_other_links(real, refused)))
 
     return masks

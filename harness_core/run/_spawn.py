@@ -15,7 +15,6 @@ every sibling has ended or paused.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -34,6 +33,7 @@ from harness_core.run._tree import (
 )
 from harness_core.store import Pause, RunRecord, RunStatus, Store
 from harness_core.store._tree import TreePlace
+from harness_core.tool_data import SpawnRefused
 from harness_core.tools import ToolOutcome
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def run_spawns(
                 jobs.append(job)
                 continue
         runner._observe(drive, step, index, call, ToolOutcome(
-            refusal, is_error=True, data={"spawn_refused": refusal}))
+            refusal, is_error=True, data=SpawnRefused(refusal)))
         stalled = stalled or _stalled(runner, drive, call)
     _execute(runner, drive, jobs)
     return _settle(runner, drive, step, jobs) or stalled
@@ -203,6 +203,10 @@ def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
         for job in live:
             _drive_job(runner, drive, job, runner.store)
         return
+    # Imported here: `concurrent.futures` brings in `logging` (~5 ms of every run's
+    # start-up), and only children run in parallel need it.
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="io-child") as pool:
         futures = [pool.submit(_in_thread, runner, drive, job) for job in live]
         try:

@@ -24,6 +24,8 @@ _LAZY = {
     "EgressProxy": "harness_core.sandbox._proxy",
     "Swept": "harness_core.sandbox._ledger",
     "activate_ledger": "harness_core.sandbox._ledger",
+    "exit_fd": "harness_core.sandbox._remote",
+    "peek_status": "harness_core.sandbox._remote",
     "sweep": "harness_core.sandbox._ledger",
     "CommandResult": "harness_core.sandbox._run",
     "run_command": "harness_core.sandbox._run",
@@ -44,7 +46,9 @@ __all__ = [
     "Selected",
     "Swept",
     "activate_ledger",
+    "exit_fd",
     "launcher",
+    "peek_status",
     "run_command",
     "select",
     "sweep",
@@ -61,5 +65,6 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from harness_core.sandbox._ledger import Swept, activate_ledger, sweep
     from harness_core.sandbox._proxy import EgressProxy
+    from harness_core.sandbox._remote import exit_fd, peek_status
     from harness_core.sandbox._run import CommandResult, run_command
     from harness_core.sandbox._select import launcher, select

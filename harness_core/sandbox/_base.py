@@ -131,8 +131,9 @@ class SandboxSpec:
         env_allow: Names of variables allowed through the scrub beyond the default set.
         read_paths: Host paths kept readable although they lie in the hidden home.
         hidden: Host paths masked in every command (the io store and its siblings).
-        masked: Called at each sandbox start: the paths the policy refuses to read,
-            already expanded; each is masked before the command runs.
+        masked: Called before each command: the paths the policy refuses to read,
+            already expanded; each is masked before the command runs (a sandbox built
+            with other masks is not reused for it).
         egress: Where the run's egress proxy listens (a unix socket), when commands
             may reach the network through it; None means no proxy.
     """

@@ -158,7 +158,10 @@ def _sweep_stale(base: Path) -> None:
         try:
             os.kill(int(match.group(1)), 0)
         except ProcessLookupError:
-            try:
+            try:  # a sandbox's cgroup holds its commands' cgroups
+                for inner in entry.iterdir():
+                    if inner.is_dir():
+                        inner.rmdir()
                 entry.rmdir()
             except OSError:
                 pass
@@ -272,7 +275,7 @@ class PidsCgroup:
             time.sleep(0.001)
 
     def remove(self) -> bool:
-        """Kill what is left and remove the cgroup.
+        """Kill what is left and remove the cgroup (and the cgroups inside it).
 
         Returns:
             Whether the directory is gone (a member stuck in the kernel can keep it).

@@ -7,21 +7,47 @@ says so. On Linux it still puts each command in its own `pids` cgroup when a
 writable one exists, which both bounds `max_processes` and lets the kill reach a
 grandchild that left its session and lost its parent. Without that cgroup such a
 grandchild can outlive the kill, and `Selected` says that too.
+
+On Linux the commands start through a resident launcher (`_resident`): one process per
+run, started with the scrubbed environment in a session of its own, that starts each
+command as its child (each in its own session, cgroup and rlimits) and exits when `io`
+closes its socket or dies. Elsewhere each command is started directly.
 """
 
 from __future__ import annotations
 
-from harness_core.sandbox._base import SandboxSpec, Selected
+import subprocess
+import sys
+
+from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._process import PosixLauncher
+from harness_core.sandbox._resident import (
+    INTERPRETER,
+    ResidentLauncher,
+    ResidentStart,
+    inner_source,
+)
 
 __all__ = ["FloorLauncher"]
 
+_RESIDENT = sys.platform.startswith("linux")
+"""The launcher reads its children's pids with SCM_CREDENTIALS, which is Linux's."""
 
-class FloorLauncher(PosixLauncher):
+
+class FloorLauncher(ResidentLauncher):
     """Runs the program itself, in its own session, under rlimits (and a pids cgroup)."""
 
     def __init__(
         self, selected: Selected, spec: SandboxSpec, *, pids: PidsHierarchy | None
     ) -> None:
-        super().__init__(selected, spec, apply_rlimits=True, pids=pids)
+        super().__init__(selected, spec, pids=pids)
+
+    def _start(self, key: object) -> ResidentStart:
+        return ResidentStart(
+            argv=[INTERPRETER, "-I", "-S", "-c", inner_source()], env=self._environment())
+
+    def popen(self, request: LaunchRequest) -> subprocess.Popen[bytes]:
+        if _RESIDENT:
+            return super().popen(request)
+        return PosixLauncher.popen(self, request)

@@ -100,7 +100,10 @@ class Ledger:
             self._compact()
         with contextlib.suppress(OSError):
             with open(self.path, "a", encoding="utf-8") as handle:
-                if self._lines == 0:
+                if self._lines == 0 or handle.tell() == 0:
+                    # A new file: this process's first line, a forked child's first line
+                    # (its pid names another file), or after the file was removed. Lines
+                    # without the owner line above them could never be swept.
                     handle.write(json.dumps(self._header()) + "\n")
                     self._lines = 1
                 handle.write(json.dumps(record) + "\n")
@@ -234,6 +237,10 @@ def _kill(process: psutil.Process, why: str, out: list[dict[str, Any]]) -> None:
 
 
 def _kill_cgroup(path: Path, out: list[dict[str, Any]]) -> None:
+    with contextlib.suppress(OSError):  # a sandbox's cgroup holds its commands' cgroups
+        for inner in path.iterdir():
+            if inner.is_dir():
+                _kill_cgroup(inner, out)
     procs = path / "cgroup.procs"
     for _ in range(100):
         try:
@@ -297,6 +304,24 @@ def _owner_gone(data: dict[str, Any]) -> bool:
     return _same(pid, data.get("owner_started")) is None
 
 
+def _drop_ownerless(path: Path) -> None:
+    """Remove a ledger without an owner line once the pid its name gives is gone.
+
+    Such files were left by processes that appended to a ledger whose first line they
+    had not written (a forked child, or after the file was removed); nothing in one can
+    be matched to its owner's start time, so nothing is killed on its word. Left in
+    place they were read again by every later `io` (hundreds on a test machine: tens of
+    milliseconds of every start-up).
+    """
+    try:
+        pid = int(path.stem.removeprefix("io-"))
+    except ValueError:
+        return
+    if pid != os.getpid() and not psutil.pid_exists(pid):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def sweep(
     folder: Path | None = None,
     *,
@@ -321,7 +346,10 @@ def sweep(
             data = read_ledger(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-        if data is None or not _owner_gone(data):
+        if data is None:
+            _drop_ownerless(path)
+            continue
+        if not _owner_gone(data):
             continue
         stores = data.get("stores") or []
         if store is not None and stores and store not in stores and data.get("entries"):

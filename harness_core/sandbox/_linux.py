@@ -1,31 +1,34 @@
 """The Linux native backend: bubblewrap namespaces, a seccomp filter, rlimits, a pids cgroup.
 
-Each command runs under `bwrap` in new user, mount, PID, IPC, UTS and network
-namespaces (with `[sandbox] network = true` the one way out is the run's egress proxy,
-see `_proxy`), with every capability dropped and new
-user namespaces disabled inside. The filesystem is the host's, read-only, with a
-private `/tmp`, an empty `/run` (host daemons' sockets live there), fresh `/dev`
-and `/proc`, and the workdir bound writable. Protected paths inside the workdir are
-bound read-only on top; one that does not exist yet gets an empty read-only
-placeholder over its first missing component (an empty file for the last component,
-an empty directory for one above it), so it cannot be created either. Every
-existing directory on the way to a protected path is bound onto itself, which makes
-it a mount point: it can still be written into but not renamed away, so
-`mv .git x; mkdir -p .git/hooks` does not get around the read-only `.git/hooks`.
-A missing `.git` therefore becomes an empty read-only directory and `git init`
-cannot run inside; that is the price of the guarantee.
+Commands run in a bubblewrap sandbox kept for the run (`_resident`: one sandbox, a
+launcher inside it, each command handed to it) in new user, mount, PID, IPC, UTS and
+network namespaces (with `[sandbox] network = true` the one way out is the run's egress
+proxy, see `_proxy`), with every capability dropped and new user namespaces disabled
+inside. The filesystem is the host's, read-only, with a private `/tmp`, an empty `/run`
+(host daemons' sockets live there), fresh `/dev` and `/proc`, and the workdir bound
+writable. Protected paths inside the workdir are bound read-only on top; one that does
+not exist yet gets an empty read-only placeholder over its first missing component (an
+empty file for the last component, an empty directory for one above it), so it cannot
+be created either. Every existing directory on the way to a protected path is bound
+onto itself, which makes it a mount point: it can still be written into but not renamed
+away, so `mv .git x; mkdir -p .git/hooks` does not get around the read-only
+`.git/hooks`. A missing `.git` therefore becomes an empty read-only directory and `git
+init` cannot run inside; that is the price of the guarantee.
 
-A placeholder needs a mount point, and the mount point is created in the real
-workdir. It is removed again when the last command of this process that covers it
-has finished, if it is still empty. Two `io` processes sharing a workspace do not
-know each other's placeholders; one may remove a mount point the other still uses.
+A placeholder needs a mount point, and the mount point is created in the real workdir.
+It is removed again when the last sandbox of this process that covers it has ended, if
+it is still empty; one the host filled meanwhile (the git tool's `git init`) is no
+longer treated as a placeholder, so the next command gets a sandbox that binds it.
+Two `io` processes sharing a workspace do not know each other's placeholders; one may
+remove a mount point the other still uses.
 
-bwrap loads the seccomp program (`_seccomp`) from a pipe just before it executes
-the payload, and closes the pipe: the payload inherits fds 0, 1 and 2 only.
-bwrap pauses (`--block-fd`) once the sandbox exists and before anything of the
-payload runs; in that pause the runner puts the sandbox's first process into the
-command's pids cgroup and sets its rlimits, and every process the payload starts
-inherits both.
+bwrap loads the seccomp program (`_seccomp`) from a pipe just before it executes the
+launcher, and closes the pipe; the launcher and every command inherit the filter. The
+rlimits and the pids cgroup are set per command by the launcher (`_inner`).
+
+Before each command `LinuxLauncher._fits` works out the read masks and protected-path
+binds the policy decides now, with the inode under each: a sandbox built from other
+ones is not reused (see `_resident`).
 
 `probe_bwrap` runs the real argument set once per process against `true`, so a
 host where bwrap is installed but user namespaces are refused (Ubuntu's AppArmor
@@ -35,28 +38,22 @@ paths come from the spec, which the run derives from its policy.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-import select
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness_core.errors import SandboxUnavailable
-from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
-from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
-from harness_core.sandbox._process import Launch, PosixLauncher
-from harness_core.sandbox._proxy import FORWARDER, SANDBOX_SOCKET
-from harness_core.sandbox._reads import ReadPlan, empty_file, plan_reads
+from harness_core.sandbox._proxy import SANDBOX_SOCKET
+from harness_core.sandbox._reads import ReadPlan
 
 __all__ = [
     "BwrapInfo",
-    "LinuxLauncher",
     "ProtectionPlan",
     "bwrap_arguments",
     "plan_protection",
@@ -64,8 +61,6 @@ __all__ = [
 ]
 
 _PROBE_SECONDS = 10.0
-_INTERPRETER = os.path.realpath(sys.executable)
-"""Runs the egress forwarder inside the sandbox (no site, no user paths)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +111,15 @@ def _relative(path: Path, workdir: Path, real_workdir: Path) -> Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def _relatives(workdir: Path, protected: tuple[Path, ...]) -> tuple[Path, tuple[Path, ...]]:
+    """The workdir's real path and each protected path inside it, relative (worked out
+    once per launcher: this runs before every command)."""
+    real = workdir.resolve()
+    rels = (_relative(path, workdir, real) for path in protected)
+    return real, tuple(rel for rel in rels if rel is not None)
+
+
 def plan_protection(
     workdir: Path, protected: Iterable[Path], *, pending: Collection[Path] = ()
 ) -> ProtectionPlan:
@@ -134,15 +138,13 @@ def plan_protection(
     Returns:
         The plan, each list sorted so that a parent is bound before its children.
     """
-    real = workdir.resolve()
+    real, rels = _relatives(workdir, tuple(Path(p) for p in protected))
+    pending = set(pending)
     keep: set[Path] = set()
     read_only: set[Path] = set()
     empty_dirs: set[Path] = set()
     empty_files: set[Path] = set()
-    for path in protected:
-        rel = _relative(Path(path), workdir, real)
-        if rel is None:
-            continue
+    for rel in rels:
         current = real
         for index, part in enumerate(rel.parts):
             current = current / part
@@ -347,25 +349,6 @@ def _probe(path: str, command: Sequence[str], seccomp: bytes | None) -> BwrapInf
     return info
 
 
-def _read_child_pid(fd: int) -> int | None:
-    """Read bwrap's `--info-fd` JSON to EOF; None when bwrap exited before writing it."""
-    data = b""
-    deadline = time.monotonic() + _PROBE_SECONDS
-    while True:
-        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        if not ready:
-            raise SandboxUnavailable("bwrap did not report its sandbox within 10 s")
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    try:
-        pid = json.loads(data)["child-pid"] if data else None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise SandboxUnavailable(f"unreadable bwrap --info-fd output: {data!r}") from exc
-    return pid if isinstance(pid, int) else None
-
-
 _placeholder_users: dict[Path, int] = {}
 _placeholder_lock = threading.Lock()
 
@@ -385,122 +368,6 @@ def _release_placeholders(paths: Sequence[Path]) -> None:
                     path.unlink()
             except OSError:
                 pass
-
-
-class LinuxLauncher(PosixLauncher):
-    """Starts each command inside bubblewrap with the spec's limits (see module docstring).
-
-    bwrap is started without a `preexec_fn` (so Python can use the fast spawn path),
-    reports the pid of the sandbox's first process on `--info-fd`, and waits on
-    `--block-fd` before it runs anything of the payload's. In that pause `_admit`
-    puts that process in the pids cgroup and sets its rlimits; everything the
-    payload starts descends from it and inherits both.
-    """
-
-    _limits_in_child = False
-
-    def __init__(
-        self,
-        selected: Selected,
-        spec: SandboxSpec,
-        *,
-        bwrap: BwrapInfo,
-        pids: PidsHierarchy | None,
-        seccomp: bytes | None,
-    ) -> None:
-        import resource  # unix only; this module is imported on every platform
-
-        super().__init__(selected, spec, apply_rlimits=True, pids=pids)
-        self._prlimit = resource.prlimit
-        self._bwrap = bwrap
-        self._seccomp = seccomp
-        self._workdir = spec.workdir.resolve()
-
-    def _admit(
-        self, process: subprocess.Popen[bytes], launch: Launch, cgroup: PidsCgroup | None
-    ) -> None:
-        info_read, block_write = launch.handshake
-        child = _read_child_pid(info_read)
-        if child is not None:
-            try:
-                if cgroup is not None:
-                    cgroup.admit(child)
-                for res, soft, hard in self._rlimits:
-                    self._prlimit(child, res, (soft, hard))
-            except ProcessLookupError:
-                child = None  # bwrap failed on its own; its exit status says why
-            except OSError as exc:
-                raise SandboxUnavailable(f"could not limit the sandbox: {exc}") from exc
-        if child is not None:
-            os.write(block_write, b"1")
-
-    def _environment(self) -> dict[str, str]:
-        env = super()._environment()
-        env["TMPDIR"] = "/tmp"  # the private tmpfs; a host TMPDIR may be read-only or hidden
-        return env
-
-    def _wrap(self, request: LaunchRequest, program: str, env: dict[str, str]) -> Launch:
-        spec = self.spec
-        reads = plan_reads(
-            spec.env,
-            read_paths=spec.read_paths,
-            hidden=spec.hidden,
-            masked=spec.masked() if spec.masked is not None else (),
-            workdir=self._workdir,
-        )
-        with _placeholder_lock:
-            plan = plan_protection(
-                self.spec.workdir, self.spec.read_only, pending=_placeholder_users.keys()
-            )
-            for path in plan.placeholders:
-                _placeholder_users[path] = _placeholder_users.get(path, 0) + 1
-        fds: list[int] = []
-        handshake: list[int] = []
-        try:
-            seccomp_fd = _readable_pipe(self._seccomp) if self._seccomp is not None else None
-            fds += [] if seccomp_fd is None else [seccomp_fd]
-            empty_fds = [_readable_pipe(b"") for _ in plan.empty_files]
-            fds += empty_fds
-            info_read, info_write = os.pipe()
-            handshake.append(info_read)
-            fds.append(info_write)
-            block_read, block_write = os.pipe()
-            handshake.append(block_write)
-            fds.append(block_read)
-        except OSError:
-            for fd in fds + handshake:
-                os.close(fd)
-            _release_placeholders(plan.placeholders)
-            raise
-        command = [program, *request.argv[1:]]
-        if spec.egress is not None:
-            command = [_INTERPRETER, "-I", "-S", "-c", FORWARDER, SANDBOX_SOCKET, *command]
-        argv = bwrap_arguments(
-            self._bwrap,
-            workdir=self._workdir,
-            cwd=Path(request.cwd).resolve(),
-            network=False,
-            plan=plan,
-            env=env,
-            command=command,
-            seccomp_fd=seccomp_fd,
-            empty_file_fds=empty_fds,
-            info_fd=info_write,
-            block_fd=block_read,
-            reads=reads,
-            empty=empty_file() if reads.mask_files else None,
-            egress=spec.egress,
-        )
-        placeholders = plan.placeholders
-        return Launch(
-            argv=argv,
-            executable=None,
-            env=env,
-            pass_fds=tuple(fds),
-            parent_fds=fds,
-            handshake=handshake,
-            on_finish=[lambda: _release_placeholders(placeholders)] if placeholders else [],
-        )
 
 
 def _toolchains_under_tmp(path_var: str, workdir: Path) -> list[str]:

@@ -36,6 +36,7 @@ from harness_core.errors import HarnessError, SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger
+from harness_core.sandbox._remote import peek_status
 
 __all__ = [
     "DEFAULT_ENV_NAMES",
@@ -194,7 +195,7 @@ def kill_process_tree(process: subprocess.Popen[bytes], cgroup: PidsCgroup | Non
     """
     leader = process.pid
     if process.returncode is None:
-        victims = [] if has_exited(leader) else _descendants(leader)
+        victims = [] if peek_status(process) is not None else _descendants(leader)
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(leader, signal.SIGKILL)
         for victim in victims:

@@ -11,12 +11,12 @@ away from that view before any command runs:
 - The well-known secret stores (`SECRET_STORES`) and the io store are masked wherever
   they would still be visible (an empty read-only tmpfs over a directory, an empty
   read-only file over a file).
-- Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated at each
-  sandbox start, so a file the agent created since is covered too) is masked the same way.
+- Every path the run's policy refuses to read (`SandboxSpec.masked`, evaluated before
+  each command, so a file the agent created since is covered too) is masked the same way.
 
 The homes and the paths bound back are worked out once per environment in a process (a
 toolchain installed on the host during a run shows at the next `io`); the secret stores
-and the masks are looked at again at every sandbox start. Pure except for `stat` calls
+and the masks are looked at again before every command. Pure except for `stat` calls
 on the host; the mounts themselves are `bwrap` arguments.
 """
 
@@ -177,6 +177,24 @@ def _static(
     return tuple(homes), _exposed(env, homes, read_paths)
 
 
+def _needs_mask(path: Path, homes: Iterable[Path], visible: Iterable[Path]) -> bool:
+    """A path under a hidden home is already out of sight (the home is an empty tmpfs)
+    unless something bound back brings it back; masking it would make bwrap create its
+    mount point on a read-only tmpfs, which fails every command (the default store,
+    ~/.local/state/io/state.db, lies there)."""
+    return not _inside_any(path, homes) or _inside_any(path, visible)
+
+
+@functools.lru_cache(maxsize=16)
+def _maskable(
+    homes: tuple[Path, ...], visible: tuple[Path, ...], hidden: tuple[Path, ...]
+) -> tuple[Path, ...]:
+    """The secret stores and hidden paths that may need a mask (whether they exist is
+    looked at each time)."""
+    stores = [home / name for home in homes for name in SECRET_STORES]
+    return tuple(p for p in (*stores, *hidden) if _needs_mask(p, homes, visible))
+
+
 def plan_reads(
     env: Mapping[str, str],
     *,
@@ -201,14 +219,9 @@ def plan_reads(
     homes, exposed = _static(
         env.get("HOME", ""), env.get("PATH", ""), env.get("VIRTUAL_ENV", ""), tuple(read_paths)
     )
-    stores = [home / name for home in homes for name in SECRET_STORES]
     visible = (*exposed, *([Path(os.path.realpath(workdir))] if workdir else []))
-    # A path under a hidden home is already out of sight (the home is an empty tmpfs)
-    # unless something bound back brings it back; masking it would make bwrap create its
-    # mount point on a read-only tmpfs, which fails every command (the default store,
-    # ~/.local/state/io/state.db, lies there).
-    needed = [p for p in (*stores, *hidden, *masked)
-              if not _inside_any(p, homes) or _inside_any(p, visible)]
+    needed = [*_maskable(homes, visible, tuple(hidden)),
+              *(p for p in masked if _needs_mask(p, homes, visible))]
     dirs, files = _split(needed)
     # Nothing inside a masked directory needs (or could get) a mask of its own.
     dirs = [d for d in set(dirs) if not _inside_any(d, [o for o in dirs if o != d])]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from typing import IO
 
 from harness_core.sandbox._base import LaunchRequest, ProcessLauncher, SandboxSpec
-from harness_core.sandbox._process import has_exited
+from harness_core.sandbox._remote import exit_fd, peek_status
 
 __all__ = ["DEFAULT_MAX_OUTPUT", "CommandResult", "run_command"]
 
@@ -137,17 +137,6 @@ def _effective_timeout(launcher: ProcessLauncher, timeout: float | None) -> floa
     return wall if timeout is None else min(timeout, wall)
 
 
-def _open_pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        fd: int = opener(pid)
-    except OSError:
-        return None
-    return fd
-
-
 class _Pump:
     """Moves bytes between the pipes and buffers until the command and its tree are done."""
 
@@ -166,7 +155,7 @@ class _Pump:
         self.truncated = 0
         self.dropped: dict[int, int] = {1: 0, 2: 0}
         self._selector = selectors.DefaultSelector()
-        self._pidfd = _open_pidfd(process.pid)
+        self._pidfd = exit_fd(process)
         self._streams: dict[int, IO[bytes]] = {}
         for number, stream in ((1, process.stdout), (2, process.stderr)):
             if stream is not None:
@@ -202,7 +191,7 @@ class _Pump:
         return bool(self._streams)
 
     def _child_exited(self) -> bool:
-        return has_exited(self._process.pid)
+        return peek_status(self._process) is not None
 
     def _end_tree(self) -> None:
         """The command is over (exit or deadline): kill what is left, reap, stop feeding it."""

@@ -38,7 +38,8 @@ from harness_core.sandbox._base import (
 )
 from harness_core.sandbox._cgroup import PidsHierarchy, find_pids_hierarchy
 from harness_core.sandbox._floor import FloorLauncher
-from harness_core.sandbox._linux import BwrapInfo, LinuxLauncher, probe_bwrap
+from harness_core.sandbox._linux import BwrapInfo, probe_bwrap
+from harness_core.sandbox._linux_launcher import LinuxLauncher
 from harness_core.sandbox._macos import MacosLauncher
 from harness_core.sandbox._off import OffLauncher
 from harness_core.sandbox._process import DEFAULT_ENV_NAMES

@@ -27,14 +27,16 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from harness_core.clock import Clock
 from harness_core.errors import ToolError
 from harness_core.sandbox import ProcessLauncher
-from harness_core.shell._plan import Blocked, CheckedStage, RunPlan
-from harness_core.shell._runner import Execution
 from harness_core.workspace import Workspace
+
+if TYPE_CHECKING:  # the runner (and the planner) load with the first handle started
+    from harness_core.shell._plan import Blocked, CheckedStage, RunPlan
+    from harness_core.shell._runner import Execution
 
 __all__ = [
     "DEFAULT_POLL_WINDOW",
@@ -298,6 +300,8 @@ class HandleRegistry:
         capture = self.capture_dir / f"handle-{handle_id}-{os.getpid()}.log"
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         fd = os.open(capture, flags, 0o600)
+        from harness_core.shell._runner import Execution
+
         execution = Execution(
             plan, launcher=self.launcher, workspace=self.workspace, clock=self.clock,
             stdout_fd=fd, stderr_fd=fd, recheck=recheck,

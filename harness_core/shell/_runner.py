@@ -30,7 +30,7 @@ from pathlib import Path
 
 from harness_core.clock import Clock
 from harness_core.errors import ToolError
-from harness_core.sandbox import LaunchRequest, ProcessLauncher
+from harness_core.sandbox import LaunchRequest, ProcessLauncher, exit_fd, peek_status
 from harness_core.shell._plan import (
     Blocked,
     CheckedPipeline,
@@ -51,7 +51,6 @@ _SNAPSHOT_FIRST = 0.02
 _SNAPSHOT_MAX = 0.2
 # A process that escaped every kill may still hold the capture pipe; stop reading then.
 _DRAIN_GRACE = 1.0
-_HAS_PIDFD = hasattr(os, "pidfd_open")
 _HAS_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 _NO_PIDFD_TICK = 0.01
 _READ_CHUNK = 65536
@@ -136,21 +135,6 @@ class _Proc:
         self.popen = popen
         self.status = status
         self.pidfd: int | None = None
-
-
-def _waitid_status(pid: int) -> int | None:
-    """The exit status of `pid` if it has exited, leaving it unreaped; else None."""
-    if not _HAS_WAITID:
-        return None
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return None
-    if info is None or info.si_pid == 0:
-        return None
-    if info.si_code == os.CLD_EXITED:
-        return int(info.si_status)
-    return 128 + int(info.si_status)
 
 
 class Execution:
@@ -355,12 +339,9 @@ class Execution:
         proc = _Proc(stage, popen, None)
         self.tracker.add(popen)
         self._procs.append(proc)
-        if _HAS_PIDFD:
-            try:
-                proc.pidfd = os.pidfd_open(popen.pid)
-                self._selector.register(proc.pidfd, selectors.EVENT_READ, proc)
-            except OSError:
-                proc.pidfd = None
+        proc.pidfd = exit_fd(popen)
+        if proc.pidfd is not None:
+            self._selector.register(proc.pidfd, selectors.EVENT_READ, proc)
         return proc
 
     # -- waiting ------------------------------------------------------------------------
@@ -387,7 +368,7 @@ class Execution:
             timeout = next_snapshot - now
             if deadline is not None:
                 timeout = min(timeout, deadline - now)
-            if not _HAS_PIDFD or any(p.pidfd is None for p in pending):
+            if any(p.pidfd is None for p in pending):
                 timeout = min(timeout, _NO_PIDFD_TICK)
             self._pump(max(timeout, 0.0))
 
@@ -396,7 +377,7 @@ class Execution:
             return True
         assert proc.popen is not None
         if _HAS_WAITID:
-            proc.status = _waitid_status(proc.popen.pid)
+            proc.status = peek_status(proc.popen)
         else:  # without WNOWAIT the leader is reaped here (see _tree on group ids)
             code = proc.popen.poll()
             proc.status = None if code is None else (128 - code if code < 0 else code)

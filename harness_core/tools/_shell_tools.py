@@ -11,25 +11,29 @@ from its record and never signalled.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_core.errors import InvalidToolArguments, SandboxUnavailable, ToolError
 from harness_core.messages import ToolSpec
-from harness_core.shell import (
-    Blocked,
-    Capture,
-    HandlePoll,
-    HandleRegistry,
-    LineChecker,
-    LineResult,
-    RunPlan,
-    prepare,
-    run_line,
-)
-from harness_core.tools._base import Refusal, Tool, ToolContext, ToolOutcome
+from harness_core.tool_data import HandleData, HandleStarted, Refusal, ShellData
+from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._support import req_str
 
+if TYPE_CHECKING:
+    from harness_core.shell import (
+        Blocked,
+        Capture,
+        HandlePoll,
+        HandleRegistry,
+        LineResult,
+        RunPlan,
+    )
+
 __all__ = ["Shell", "ShellKill", "ShellPoll", "ShellStart", "shell_tools"]
+
+# The shell's lexer, parser, planner and runner are imported by the first call that
+# needs them (`from harness_core.shell import ...` inside the calls), not with the
+# tools: a run that never calls `shell` does not load them.
 
 _LINE_HELP = (
     "Admitted: words with single/double quotes and backslash escapes, | ; && ||, the "
@@ -58,9 +62,8 @@ def _refused_text(blocked: Blocked) -> str:
     return f"refused: {blocked.target}: {blocked.reason}{where}"
 
 
-def _refused(blocked: Blocked, **data: Any) -> ToolOutcome:
-    return ToolOutcome(_refused_text(blocked), is_error=True, data=dict(data),
-                       refused=_refusal(blocked))
+def _refused(blocked: Blocked) -> ToolOutcome:
+    return ToolOutcome(_refused_text(blocked), is_error=True, refused=_refusal(blocked))
 
 
 def _text(capture: Capture, name: str) -> str:
@@ -82,6 +85,8 @@ def _line_arg(args: dict[str, Any], tool: str) -> str:
 
 
 def _prepared(line: str, ctx: ToolContext) -> RunPlan | ToolOutcome:
+    from harness_core.shell import Blocked, prepare
+
     prepared = prepare(line, ctx.workspace, ctx.gate)
     if isinstance(prepared, Blocked):
         return _refused(prepared)
@@ -124,6 +129,8 @@ class Shell:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InvalidToolArguments("shell: `timeout_seconds` must be a positive number")
         timeout = min(float(timeout), ctx.exec_timeout)
+        from harness_core.shell import LineChecker, run_line
+
         plan = _prepared(line, ctx)
         if isinstance(plan, ToolOutcome):
             return plan
@@ -142,14 +149,9 @@ class Shell:
 
 def _result_outcome(result: LineResult, timeout: float, sandbox: str) -> ToolOutcome:
     stdout, stderr = _text(result.stdout, "stdout"), _text(result.stderr, "stderr")
-    data: dict[str, Any] = {
-        "sandbox": sandbox,
-        "exit_status": result.exit_status,
-        "stdout": stdout,
-        "stderr": stderr,
-        "truncated": result.stdout.omitted + result.stderr.omitted,
-        "timed_out": result.timed_out,
-    }
+    data = ShellData(sandbox=sandbox, exit_status=result.exit_status, stdout=stdout,
+                     stderr=stderr, truncated=result.stdout.omitted + result.stderr.omitted,
+                     timed_out=result.timed_out)
     if result.timed_out:
         head = (f"timed out after {timeout:g}s; every process of the line was killed "
                 f"(exit status {result.exit_status})")
@@ -189,6 +191,8 @@ class ShellStart:
     )
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        from harness_core.shell import Blocked, LineChecker
+
         line = _line_arg(args, "shell_start")
         registry = _registry(ctx, "shell_start")
         if isinstance(registry, ToolOutcome):
@@ -215,22 +219,15 @@ class ShellStart:
         return ToolOutcome(
             f"started handle {started.handle_id} (pids {pids}); read its output with "
             f"shell_poll and end it with shell_kill",
-            data={"handle": started.handle_id, "pids": list(started.pids)},
+            data=HandleStarted(started.handle_id, tuple(started.pids)),
             changed=True,
         )
 
 
-def _poll_data(poll: HandlePoll) -> dict[str, Any]:
-    return {
-        "handle": poll.handle_id,
-        "running": poll.running,
-        "exit_status": poll.exit_status,
-        "end_reason": poll.end_reason,
-        "cursor": poll.cursor,
-        "pending": poll.pending,
-        "orphaned": poll.orphaned,
-        "output": poll.text,
-    }
+def _poll_data(poll: HandlePoll) -> HandleData:
+    return HandleData(handle=poll.handle_id, running=poll.running, exit_status=poll.exit_status,
+                      end_reason=poll.end_reason, cursor=poll.cursor, pending=poll.pending,
+                      orphaned=poll.orphaned, output=poll.text)
 
 
 def _orphan_text(poll: HandlePoll, asked: str) -> str:

@@ -25,21 +25,24 @@ from harness_core.policy._patterns import compile_host, net_port, normalise_host
 
 A, D = Verdict.ALLOW, Verdict.DENY
 
-POLICY = Policy.from_lists(
-    tier=Tier.WORKSPACE_WRITE,
-    approval=ApprovalMode.DENY,
-    allow_net=[
-        "pypi.org:443",
-        "*.pythonhosted.org:443",
-        "github.com",
-        "127.0.0.1:8080",
-        "[::1]:9000",
-        "fe80::1",
-        "mirror.example:*",
-        "Upper.Example.:8443",
-    ],
-    deny_net=["github.com:22", "*:25"],
-)
+
+def port_policy() -> Policy:
+    """Built in each test (not at import), so every test runs the policy's own build."""
+    return Policy.from_lists(
+        tier=Tier.WORKSPACE_WRITE,
+        approval=ApprovalMode.DENY,
+        allow_net=[
+            "pypi.org:443",
+            "*.pythonhosted.org:443",
+            "github.com",
+            "127.0.0.1:8080",
+            "[::1]:9000",
+            "fe80::1",
+            "mirror.example:*",
+            "Upper.Example.:8443",
+        ],
+        deny_net=["github.com:22", "*:25"],
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,7 +86,7 @@ POLICY = Policy.from_lists(
     ],
 )
 def test_ports_decide(act: Act, verdict: Verdict, rule: str | None, layer: str) -> None:
-    decision = POLICY.check(act)
+    decision = port_policy().check(act)
     assert (decision.verdict, decision.rule, decision.layer) == (verdict, rule, layer)
     if rule is not None:
         assert repr(rule) in decision.reason
@@ -121,9 +124,9 @@ def test_narrowed_agent_deny_names_a_port() -> None:
 
 
 def test_port_rules_survive_json() -> None:
-    again = Policy.from_json(POLICY.to_json())
+    again = Policy.from_json(port_policy().to_json())
     for act in (Act.net("pypi.org", 443), Act.net("pypi.org", 80), Act.net("github.com", 22)):
-        assert again.check(act) == POLICY.check(act)
+        assert again.check(act) == port_policy().check(act)
 
 
 @pytest.mark.parametrize(
@@ -223,6 +226,6 @@ def test_act_net_refuses_a_bad_port_or_no_host(host: str, port: int | None) -> N
 
 def test_an_act_built_by_hand_with_a_bad_port_is_treated_as_any_port() -> None:
     act = Act(ActKind.NET, "github.com:0")
-    assert POLICY.check(act).rule == "github.com:22"
+    assert port_policy().check(act).rule == "github.com:22"
     assert Policy.from_lists(tier="read-only", approval="deny",
                              allow_net=["github.com:443"]).check(act).verdict is D
