@@ -9,6 +9,7 @@ from harness_core.store._records import (
     AttemptRecord,
     CheckpointRecord,
     CheckpointState,
+    DriveRecord,
     EditRecord,
     LedgerEntry,
     Pause,
@@ -19,6 +20,7 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
+from harness_core.store._spend import SpendRow
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
@@ -30,12 +32,14 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointState",
     "CopyReport",
+    "DriveRecord",
     "EditRecord",
     "LedgerEntry",
     "Pause",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
+    "SpendRow",
     "StepRecord",
     "QUICK_CHECK_SECONDS",
     "Store",

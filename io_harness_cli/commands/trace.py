@@ -52,7 +52,7 @@ def trace(
             _write_html(store, cfg, record.run_id, output)
             return
         if plan:
-            items = store.todos(record.run_id) if hasattr(store, "todos") else []
+            items = [i.to_json() for i in store.todos(record.run_id)]
             if json_out:
                 write_json({"run_id": record.run_id, "plan": items})
             else:
@@ -82,7 +82,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
     calls: dict[int, list[dict[str, Any]]] = {}
     for e in ledger:
         calls.setdefault(e.step_index, []).append({
-            "call_id": e.call_id, "name": e.name, "arguments": e.arguments,
+            "call_id": e.call_id, "name": e.name, "arguments": e.arguments_json(),
             "observation": e.observation, "is_error": e.is_error,
             "state": "observed" if e.has_observation else "intent only",
         })
@@ -110,7 +110,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "gates": [v.to_json() for v in verifications if v.step_index == last_round],
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
-        "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
+        "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
     }
 
 
