@@ -387,3 +387,29 @@ def test_an_absolute_path_pattern_is_refused_with_a_hint() -> None:
     assert caught.value.message == "path pattern '/etc/**' is absolute"
     assert caught.value.hint == (
         "path patterns are relative to the workspace root, e.g. 'build/**'")
+
+
+def test_empty_and_void_patterns_are_refused_with_hints() -> None:
+    with pytest.raises(PolicyError) as caught:
+        compile_command("  ")
+    assert caught.value.message == "a policy rule has an empty pattern"
+    assert caught.value.hint == (
+        "an empty pattern would match nothing; remove the rule or name a target")
+    with pytest.raises(PolicyError) as caught:
+        compile_path("./.")
+    assert caught.value.message == "a path pattern names nothing"
+    assert caught.value.hint == "'**' means every path"
+
+
+def test_an_invalid_glob_names_the_pattern() -> None:
+    with pytest.raises(PolicyError) as caught:
+        compile_path("f[a--]")
+    assert caught.value.message.startswith("pattern 'f[a--]' is not a valid glob: ")
+
+
+def test_compiled_patterns_keep_their_flags() -> None:
+    from harness_core.policy._patterns import compile_host
+
+    assert compile_command("rm*").fullmatch("rm -rf\nx") is not None
+    assert compile_path("**").fullmatch("a\nb/c") is not None
+    assert compile_host("PyPI.org").fullmatch("PYPI.ORG") is not None
