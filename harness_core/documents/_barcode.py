@@ -9,6 +9,7 @@ import zxingcpp
 from PIL import Image, UnidentifiedImageError
 
 from harness_core.documents._common import failed, read_input
+from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
@@ -39,8 +40,8 @@ def decode(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
               "orientation": r.orientation} for r in found if r.valid]
     if not codes:
         return ToolOutcome(output=f"no barcode found in {rel}",
-                           data={"path": rel, "barcodes": []})
+                           data=DocumentRead(rel, {"barcodes": []}))
     lines = [f"{rel}: {len(codes)} barcode(s)"]
     lines.extend(f"- {c['format']} at {c['position']}: {c['text']}" for c in codes)
     shown, _ = bounded("\n".join(lines), ctx.output_cap)
-    return ToolOutcome(output=shown, data={"path": rel, "barcodes": codes})
+    return ToolOutcome(output=shown, data=DocumentRead(rel, {"barcodes": codes}))

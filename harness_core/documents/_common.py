@@ -7,6 +7,8 @@ from typing import Any
 
 from harness_core.errors import InvalidToolArguments, WorkspaceError
 from harness_core.policy import ActKind
+from harness_core.records import Edit
+from harness_core.tool_data import FileWritten
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import gated_path
 
@@ -58,7 +60,7 @@ def write_output(
     except WorkspaceError as exc:
         return failed(f"{tool}: {exc}")
     # A binary document has no lines: the edit is recorded by size only.
-    edit = {"path": rel, "lines_added": 0, "lines_removed": 0, "bytes_before": before,
-            "bytes_after": len(data)}
+    edit = Edit(rel, lines_added=0, lines_removed=0, bytes_before=before,
+                bytes_after=len(data))
     return ToolOutcome(output=f"{summary}; wrote {len(data)} bytes to {rel}",
-                       data={"path": rel, "edits": [edit], **(extra or {})}, changed=True)
+                       data=FileWritten(rel, (edit,), extra or {}), changed=True)

@@ -11,6 +11,7 @@ from docx.text.paragraph import Paragraph
 
 from harness_core.documents._blocks import Block, parse_blocks
 from harness_core.documents._common import read_input, write_output
+from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
@@ -106,8 +107,7 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     rel, data = got
     blocks, margins = _parse(data)
     shown, cut = bounded(_render(blocks, margins) or "(no text)", ctx.output_cap)
-    return ToolOutcome(output=shown, data={"path": rel, "blocks": blocks, **margins,
-                                           "truncated": cut})
+    return ToolOutcome(output=shown, data=DocumentRead(rel, {"blocks": blocks, **margins}, cut))
 
 
 def document_text(data: bytes) -> str:

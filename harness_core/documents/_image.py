@@ -16,6 +16,7 @@ from PIL import Image, ImageSequence, UnidentifiedImageError
 
 from harness_core.documents._common import failed, read_input
 from harness_core.messages import Media
+from harness_core.tool_data import ImageData
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import req_str
 
@@ -84,6 +85,6 @@ def view_image(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         return failed(f"view_image: {rel}: {exc}")
     note = "" if media.data is data else f", scaled down from {len(data)} bytes to fit"
     text = f"{rel}: {media.media_type}, {media.width}x{media.height} px{note}"
-    return ToolOutcome(output=text, media=(media,), data={
-        "path": rel, "media_type": media.media_type, "width": media.width,
-        "height": media.height, "bytes": len(media.data), "sha256": media.source_sha256})
+    return ToolOutcome(output=text, media=(media,), data=ImageData(
+        rel, media.media_type, media.width, media.height, len(media.data),
+        media.source_sha256))

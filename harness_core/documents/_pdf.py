@@ -15,6 +15,7 @@ from typing import Any
 
 from harness_core.documents._common import failed, opt_str, read_input
 from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
@@ -95,5 +96,5 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             break
         kept.append(page)
         size += len(page["text"].encode("utf-8")) + 16
-    return ToolOutcome(output=shown, data={"path": rel, "page_count": count, "pages": kept,
-                                           "truncated": cut})
+    return ToolOutcome(output=shown, data=DocumentRead(rel, {"page_count": count, "pages": kept},
+                                                       cut))

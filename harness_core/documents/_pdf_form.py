@@ -17,6 +17,7 @@ from pypdf.generic import DictionaryObject, NameObject
 
 from harness_core.documents._common import failed, opt_str, read_input, write_output
 from harness_core.errors import InvalidToolArguments
+from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
@@ -137,7 +138,7 @@ def fill_form(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     fields = form_fields(reader)
     if not wanted:
         shown, _ = bounded(_listing(rel, fields), ctx.output_cap)
-        return ToolOutcome(output=shown, data={"path": rel, "fields": fields})
+        return ToolOutcome(output=shown, data=DocumentRead(rel, {"fields": fields}))
     try:
         values = _values(fields, wanted)
     except ValueError as exc:

@@ -9,6 +9,7 @@ import pptx
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
 from harness_core.documents._common import read_input
+from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
@@ -78,4 +79,4 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     slides = presentation_slides(data)
     text = "\n".join(slide_text(s) for s in slides) or "(no slides)"
     shown, cut = bounded(text, ctx.output_cap)
-    return ToolOutcome(output=shown, data={"path": rel, "slides": slides, "truncated": cut})
+    return ToolOutcome(output=shown, data=DocumentRead(rel, {"slides": slides}, cut))

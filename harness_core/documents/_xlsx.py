@@ -17,6 +17,7 @@ from openpyxl.utils.exceptions import CellCoordinatesException
 
 from harness_core.documents._common import failed, opt_str, read_input, req_list, write_output
 from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, opt_int, req_str
 
@@ -176,8 +177,8 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         return failed(f"xlsx_read: {exc.args[0]}")
     text = f"{rel}: sheets {', '.join(names)}\n" + "\n".join(_sheet_block(s) for s in sheets)
     shown, cut = bounded(text, ctx.output_cap)
-    return ToolOutcome(output=shown, data={"path": rel, "sheets": names, "read": sheets,
-                                           "truncated": cut})
+    return ToolOutcome(output=shown, data=DocumentRead(rel, {"sheets": names, "read": sheets},
+                                                       cut))
 
 
 def sheet_text(data: bytes, sheet: str | None) -> str:

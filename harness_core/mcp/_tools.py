@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness_core.messages import ToolSpec
+from harness_core.tool_data import McpData
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded
 
@@ -207,10 +208,9 @@ class McpTool:
         """
         result = self._caller.call_tool(self.server, self.remote_name, args, ctx.exec_timeout)
         text, cut = bounded(result.text, ctx.output_cap)
-        data: dict[str, Any] = {"server": self.server, "tool": self.remote_name}
-        if result.structured is not None and len(
-                json.dumps(result.structured, ensure_ascii=False)) <= ctx.output_cap:
-            data["structured"] = result.structured
-        if cut:
-            data["truncated_bytes"] = cut
+        structured = result.structured
+        if structured is not None and len(
+                json.dumps(structured, ensure_ascii=False)) > ctx.output_cap:
+            structured = None
+        data = McpData(self.server, self.remote_name, structured, cut or None)
         return ToolOutcome(output=text, is_error=result.is_error, data=data, changed=True)

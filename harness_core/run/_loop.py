@@ -35,7 +35,6 @@ from harness_core.providers import (
     Provider,
     ProviderAttempt,
 )
-from harness_core.records import Edit
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._inputs import (
@@ -53,6 +52,7 @@ from harness_core.run._tree import TreeContext, root_tree, with_spawn
 from harness_core.shell import HandleRegistry
 from harness_core.store import CheckpointState, Pause, RunStatus, Store, VerificationRecord
 from harness_core.store._tree import TreePlace
+from harness_core.tool_data import AnswerData, FileWritten, PlanData
 from harness_core.tools import PauseRequested, RunServices, Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
@@ -602,7 +602,7 @@ class Runner:
             "answered_by": "person",
         }))
         self._observe(drive, step, index, call, ToolOutcome(
-            f"The operator answered: {text}", data={"answer": text, "answered_by": "person"}))
+            f"The operator answered: {text}", data=AnswerData(text, "person")))
 
     def _execute(self, drive: _Drive, step: int, index: int, call: ToolCall, *,
                  resumed: bool = False) -> None:
@@ -634,19 +634,20 @@ class Runner:
     def _report_plan_tool(
         self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome
     ) -> None:
+        data = outcome.data
         if outcome.is_error:
             return
-        if call.name == "todo_write":
+        if call.name == "todo_write" and isinstance(data, PlanData):
             self._emit(Event(EventKind.PLAN, drive.run_id, {
-                "step": step, "items": outcome.data.get("todos", []),
-                "revision": outcome.data.get("revision")}))
-        elif call.name == "ask_question" and "answered_by" in outcome.data:
-            question, answer = outcome.data.get("question", ""), outcome.data.get("answer", "")
-            by = str(outcome.data["answered_by"])
-            self.store.record_question(drive.run_id, step, index, call.id, str(question),
-                                       answer=str(answer), answered_by=by)
+                "step": step, "items": [t.to_json() for t in data.todos],
+                "revision": data.revision}))
+        elif call.name == "ask_question" and isinstance(data, AnswerData):
+            question = data.question or ""
+            self.store.record_question(drive.run_id, step, index, call.id, question,
+                                       answer=data.answer, answered_by=data.answered_by)
             self._emit(Event(EventKind.QUESTION, drive.run_id, {
-                "step": step, "question": question, "answer": answer, "answered_by": by}))
+                "step": step, "question": question, "answer": data.answer,
+                "answered_by": data.answered_by}))
 
     def _observe(
         self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome
@@ -655,24 +656,21 @@ class Runner:
         # exact names stay in `data`, which the store keeps losslessly.
         result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
                             outcome.is_error, outcome.media)
-        edits = [Edit.from_json(e) for e in outcome.data.get("edits", [])]
+        edits = outcome.data.edits if isinstance(outcome.data, FileWritten) else ()
         for edit in edits:
             drive.changed.add(edit.path)
-        data = dict(outcome.data)
-        if outcome.refused is not None:
-            data["refused"] = outcome.refused.to_json()
         end = drive.step_end
         if end is not None and end.armed and end.step == step:
             # The step's last call: its observation and the step's checkpoint commit
             # together (one transaction where there were two, the same order of effects).
             end.armed, end.at = False, self.clock.monotonic()
             self.store.record_observation(
-                drive.run_id, step, index, result, data=data or None, edits=edits,
-                checkpoint=CheckpointState(step, done=False), tokens=end.tokens,
+                drive.run_id, step, index, result, data=outcome.data, refused=outcome.refused,
+                edits=edits, checkpoint=CheckpointState(step, done=False), tokens=end.tokens,
                 wall_seconds=end.at - drive.started)
         else:
-            self.store.record_observation(drive.run_id, step, index, result,
-                                          data=data or None, edits=edits)
+            self.store.record_observation(drive.run_id, step, index, result, data=outcome.data,
+                                          refused=outcome.refused, edits=edits)
         drive.context.append(Message.tool(result))
         self._emit(Event(EventKind.TOOL_RESULT, drive.run_id, {
             "step": step, "call_id": call.id, "name": call.name, "output": result.output,

@@ -33,6 +33,7 @@ from harness_core.run._tree import (
 )
 from harness_core.store import Pause, RunRecord, RunStatus, Store
 from harness_core.store._tree import TreePlace
+from harness_core.tool_data import SpawnRefused
 from harness_core.tools import ToolOutcome
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def run_spawns(
                 jobs.append(job)
                 continue
         runner._observe(drive, step, index, call, ToolOutcome(
-            refusal, is_error=True, data={"spawn_refused": refusal}))
+            refusal, is_error=True, data=SpawnRefused(refusal)))
         stalled = stalled or _stalled(runner, drive, call)
     _execute(runner, drive, jobs)
     return _settle(runner, drive, step, jobs) or stalled

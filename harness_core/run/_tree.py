@@ -22,6 +22,7 @@ from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.store import RunRecord, RunStatus, Store
+from harness_core.tool_data import ChildRunData
 from harness_core.tools import Toolbox, ToolContext, ToolOutcome
 from harness_core.tools._plan_tools import Answer, Responder
 
@@ -167,9 +168,8 @@ def child_observation(outcome: RunOutcome, agent: str | None, final: str) -> Too
     """What the parent sees of a child that ended: its final answer and its status."""
     who = f"child run {outcome.run_id}" + (f" (agent {agent})" if agent else "")
     gates = {True: "passed", False: "failed", None: "none ran"}[outcome.verified]
-    data: dict[str, Any] = {"child_run_id": outcome.run_id, "agent": agent,
-                            "status": outcome.status.value, "steps": outcome.steps,
-                            "verified": outcome.verified, "answer": final}
+    data = ChildRunData(outcome.run_id, agent, outcome.status.value, outcome.steps,
+                        outcome.verified, final)
     if outcome.status is RunStatus.FINISHED:
         text = f"{who} finished in {outcome.steps} step(s); gates: {gates}.\n\n{final}"
         return ToolOutcome(text, data=data)

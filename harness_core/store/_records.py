@@ -8,6 +8,7 @@ from typing import Any
 
 from harness_core.messages import ToolCall, Usage
 from harness_core.records import Edit, ProviderAttempt
+from harness_core.tool_data import Refusal, ToolData, read_tool_data
 
 __all__ = [
     "AttemptRecord",
@@ -185,7 +186,22 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """A tool call's intent and, once it ran, its observation."""
+    """A tool call's intent and, once it ran, its observation.
+
+    Attributes:
+        step_index: The step of the call.
+        call_index: Its index in the step.
+        call_id: Its id.
+        name: The tool.
+        arguments: The arguments as parsed (empty when they were not a JSON object).
+        observation: The text the model saw (None: the call has not been observed).
+        is_error: Whether the call failed or was refused.
+        data: The tool's typed record (`ShellData`, `FileWritten` …; `OpenData` for a
+            tool io does not know; None: none).
+        refused: Why the call was refused, when it was.
+        raw_arguments: The arguments text as the model sent it, when it was not a JSON
+            object.
+    """
 
     step_index: int
     call_index: int
@@ -194,11 +210,53 @@ class LedgerEntry:
     arguments: dict[str, Any]
     observation: str | None
     is_error: bool
-    data: dict[str, Any] | None
+    data: ToolData | None
+    refused: Refusal | None = None
+    raw_arguments: str | None = None
 
     @property
     def has_observation(self) -> bool:
         return self.observation is not None
+
+    @property
+    def call(self) -> ToolCall:
+        """The call, as the model asked for it."""
+        return ToolCall(self.call_id, self.name, dict(self.arguments), self.raw_arguments)
+
+    def arguments_json(self) -> dict[str, Any]:
+        """The arguments as recorded: ``{"__raw__": text}`` when they were not JSON."""
+        if self.raw_arguments is not None:
+            return {"__raw__": self.raw_arguments}
+        return self.arguments
+
+    def data_json(self) -> dict[str, Any] | None:
+        """The ``data`` column's object: the tool's record, and ``refused`` when set."""
+        return ledger_data_json(self.data, self.refused)
+
+
+def ledger_data_json(data: ToolData | None, refused: Refusal | None) -> dict[str, Any] | None:
+    """What the ledger's ``data`` column holds for a tool record and a refusal."""
+    out = {} if data is None else data.to_json()
+    if refused is not None:
+        out["refused"] = refused.to_json()
+    return out or None
+
+
+def ledger_entry(step: int, index: int, call_id: str, name: str, arguments: Any,
+                 observation: str | None, is_error: bool, data: Any) -> LedgerEntry:
+    """A ledger row read back: the recorded JSON turned into the typed entry."""
+    raw: str | None = None
+    if isinstance(arguments, dict) and set(arguments) == {"__raw__"}:
+        raw, arguments = str(arguments["__raw__"]), {}
+    refused: Refusal | None = None
+    record: ToolData | None = None
+    if isinstance(data, dict):
+        refusal = data.pop("refused", None)
+        refused = Refusal.from_json(refusal) if isinstance(refusal, dict) else None
+        record = read_tool_data(name, data) if data else None
+    return LedgerEntry(step, index, call_id, name,
+                       arguments if isinstance(arguments, dict) else {}, observation,
+                       is_error, record, refused, raw)
 
 
 @dataclass(frozen=True, slots=True)

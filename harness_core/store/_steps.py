@@ -23,7 +23,10 @@ from harness_core.store._records import (
     EditRecord,
     LedgerEntry,
     StepRecord,
+    ledger_data_json,
+    ledger_entry,
 )
+from harness_core.tool_data import Refusal, ToolData
 
 __all__ = ["StepQueries"]
 
@@ -189,7 +192,8 @@ class StepQueries(StoreParts):
         call_index: int,
         result: ToolResult,
         *,
-        data: dict[str, Any] | None = None,
+        data: ToolData | None = None,
+        refused: Refusal | None = None,
         edits: Sequence[Edit] = (),
         checkpoint: CheckpointState | None = None,
         tokens: int = 0,
@@ -197,16 +201,23 @@ class StepQueries(StoreParts):
     ) -> None:
         """Write a tool call's observation (and the tool message) after it ran.
 
-        With `checkpoint`, the observation of a step's last call and the step's checkpoint
-        (as `record_checkpoint` writes it, with `tokens` and `wall_seconds`) commit in one
-        transaction: both or neither, one commit where there were two.
+        Args:
+            data: The tool's record, kept in the ledger's ``data`` column.
+            refused: Why the call was refused, kept there too (as ``refused``).
+            edits: The size of each write it made (the ``edits`` table).
+            checkpoint: The step's checkpoint, when this is the step's last call: the
+                observation and the checkpoint (as `record_checkpoint` writes it, with
+                `tokens` and `wall_seconds`) commit in one transaction, both or neither,
+                one commit where there were two.
         """
+        recorded = ledger_data_json(data, refused)
         with self._tx() as conn:
             conn.execute(
                 "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
                 " WHERE run_id = ? AND step_index = ? AND call_index = ?",
                 (escape_surrogates(result.output), 1 if result.is_error else 0,
-                 dumps(data) if data is not None else None, _now(), run_id, step, call_index),
+                 dumps(recorded) if recorded is not None else None, _now(), run_id, step,
+                 call_index),
             )
             for edit in edits:
                 conn.execute(
@@ -231,10 +242,8 @@ class StepQueries(StoreParts):
             sql += " AND step_index = ?"
             params.append(step)
         rows = self._query(sql + " ORDER BY step_index, call_index", params)
-        return [
-            LedgerEntry(r[0], r[1], r[2], r[3], loads(r[4]), r[5], bool(r[6]), loads(r[7]))
-            for r in rows
-        ]
+        return [ledger_entry(r[0], r[1], r[2], r[3], loads(r[4]), r[5], bool(r[6]), loads(r[7]))
+                for r in rows]
 
     def edits(self, run_id: str) -> list[EditRecord]:
         """Per-file edit sizes recorded for the run, in the order they were written."""

@@ -8,6 +8,7 @@ out of the loop.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +16,7 @@ from harness_core.clock import Clock
 from harness_core.messages import Media, ToolSpec
 from harness_core.policy import Act, Decision
 from harness_core.sandbox import ProcessLauncher
+from harness_core.tool_data import OpenData, Refusal, ToolData
 from harness_core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -56,44 +58,15 @@ class PauseRequested(Exception):  # noqa: N818 - a control-flow signal, not an e
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """Why an act or a construct was refused.
-
-    Attributes:
-        reason: Why.
-        act: The act kind (``read``, ``write``, ``exec``, ``net``), when an act was refused.
-        target: The path, argv or host refused.
-        construct: The shell construct refused, when a construct was.
-        column: The construct's column.
-        rule: The rule pattern that decided, when a rule did.
-        layer: The layer of that rule (a scope name, ``tier`` or ``builtin``).
-    """
-
-    reason: str
-    act: str | None = None
-    target: str | None = None
-    construct: str | None = None
-    column: int | None = None
-    rule: str | None = None
-    layer: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"reason": self.reason}
-        for key in ("act", "target", "construct", "column", "rule", "layer"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-
-@dataclass(frozen=True)
 class ToolOutcome:
     """What a tool call produced.
 
     Attributes:
         output: The text the model sees.
         is_error: The call failed or was refused.
-        data: Structured details (for `io tool --json`, e.g. a shell's exit status).
+        data: The tool's typed record (`ShellData`, `FileWritten` …; None: none), for
+            the ledger and `io tool --json`. A plain mapping given here (a caller's own
+            tool) is kept as `OpenData`.
         refused: Set when the policy or the lexer refused the call.
         changed: Whether the call may have changed the workspace.
         media: Images for the model to see with `output` (`view_image`).
@@ -101,10 +74,15 @@ class ToolOutcome:
 
     output: str
     is_error: bool = False
-    data: dict[str, Any] = field(default_factory=lambda: {})
+    data: ToolData | None = None
     refused: Refusal | None = None
     changed: bool = False
     media: tuple[Media, ...] = ()
+
+    def __post_init__(self) -> None:
+        data: object = self.data
+        if isinstance(data, Mapping):
+            object.__setattr__(self, "data", OpenData(dict(data)) if data else None)
 
 
 class ActGate(Protocol):

@@ -20,6 +20,7 @@ from harness_core.errors import (
 from harness_core.messages import ToolSpec
 from harness_core.policy import Act
 from harness_core.sandbox import CommandResult, LaunchRequest, run_command
+from harness_core.tool_data import ExecData
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded_bytes, refusal_outcome
 
@@ -117,8 +118,8 @@ class Exec:
         return ToolOutcome(
             output="\n".join(parts),
             is_error=timed_out or status != 0,
-            data={"exit_status": status, "stdout": stdout, "stderr": stderr,
-                  "truncated": cut_out + cut_err, "timed_out": timed_out,
-                  "sandbox": ctx.launcher.selected.backend.value},
+            data=ExecData(exit_status=status, stdout=stdout, stderr=stderr,
+                          truncated=cut_out + cut_err, timed_out=timed_out,
+                          sandbox=ctx.launcher.selected.backend.value),
             changed=True,
         )

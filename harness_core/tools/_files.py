@@ -12,6 +12,8 @@ from typing import Any
 from harness_core.errors import InvalidToolArguments, WorkspaceError
 from harness_core.messages import ToolSpec
 from harness_core.policy import ActKind
+from harness_core.records import Edit
+from harness_core.tool_data import DirListing, FileRead, FileWritten, FindData, GrepData
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._support import (
     NOT_UTF8_NOTE,
@@ -41,7 +43,7 @@ _STR = {"type": "string"}
 _INT = {"type": "integer"}
 
 
-def measure_edit(path: str, before: bytes, after: bytes) -> dict[str, Any]:
+def measure_edit(path: str, before: bytes, after: bytes) -> Edit:
     """Lines added and removed, after trimming the common head and tail (a size, not a diff)."""
     old = before.decode("utf-8", errors="replace").splitlines()
     new = after.decode("utf-8", errors="replace").splitlines()
@@ -52,13 +54,8 @@ def measure_edit(path: str, before: bytes, after: bytes) -> dict[str, Any]:
     while (tail < len(old) - head and tail < len(new) - head
            and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]):
         tail += 1
-    return {
-        "path": path,
-        "lines_added": len(new) - head - tail,
-        "lines_removed": len(old) - head - tail,
-        "bytes_before": len(before),
-        "bytes_after": len(after),
-    }
+    return Edit(path, lines_added=len(new) - head - tail, lines_removed=len(old) - head - tail,
+                bytes_before=len(before), bytes_after=len(after))
 
 
 _LONE_SURROGATE = "the text holds a lone surrogate, which no UTF-8 file can hold"
@@ -95,7 +92,7 @@ class ReadFile:
             end = start + limit if limit > 0 else len(lines)
             text = "".join(lines[start:end])
         shown, cut = bounded(text, ctx.output_cap)
-        return ToolOutcome(output=shown, data={"path": rel, "truncated": cut})
+        return ToolOutcome(output=shown, data=FileRead(rel, cut))
 
 
 class WriteFile:
@@ -125,7 +122,7 @@ class WriteFile:
         edit = measure_edit(rel, before, data)
         return ToolOutcome(
             output=f"wrote {len(data)} bytes to {rel}",
-            data={"path": rel, "edits": [edit]},
+            data=FileWritten(rel, (edit,)),
             changed=True,
         )
 
@@ -172,7 +169,7 @@ class EditFile:
             return _failed(f"edit_file: {exc}")
         return ToolOutcome(
             output=f"edited {rel}",
-            data={"path": rel, "edits": [measure_edit(rel, before, after)]},
+            data=FileWritten(rel, (measure_edit(rel, before, after),)),
             changed=True,
         )
 
@@ -199,7 +196,7 @@ class ListDir:
             return _failed(f"list_dir: {exc}")
         lines = [e.name + ("/" if e.is_dir else "") for e in entries]
         shown, cut = bounded(_listing(lines, "(empty)"), ctx.output_cap)
-        return ToolOutcome(output=shown, data={"path": rel, "entries": lines, "truncated": cut})
+        return ToolOutcome(output=shown, data=DirListing(rel, tuple(lines), cut))
 
 
 def _listing(paths: list[str], empty: str) -> str:
@@ -262,7 +259,7 @@ class Find:
         except WorkspaceError as exc:
             return _failed(f"find: {exc}")
         shown, cut = bounded(_listing(hits, "(no matches)"), ctx.output_cap)
-        return ToolOutcome(output=shown, data={"matches": hits, "truncated": cut})
+        return ToolOutcome(output=shown, data=FindData(tuple(hits), cut))
 
 
 def _search(
@@ -322,4 +319,4 @@ class Grep:
         files = [rel] if rel and ctx.workspace.is_file(rel) else list(ctx.workspace.walk_files(rel))
         matches = _search(ctx, files, regex, _glob_regex(glob) if glob else None)
         shown, cut = bounded("\n".join(matches) if matches else "(no matches)", ctx.output_cap)
-        return ToolOutcome(output=shown, data={"count": len(matches), "truncated": cut})
+        return ToolOutcome(output=shown, data=GrepData(len(matches), cut))

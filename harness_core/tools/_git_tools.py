@@ -24,6 +24,7 @@ from typing import Any
 from harness_core.errors import InvalidToolArguments, ToolError
 from harness_core.messages import ToolSpec
 from harness_core.policy import Act, ActKind
+from harness_core.tool_data import GitCommitData, GitDiffData, GitStatusData
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._git import GitSettings, GitStatus, parse_status, quote_path, run_git
 from harness_core.tools._support import NOT_UTF8_NOTE, bounded, gated_path, refusal_outcome
@@ -110,10 +111,10 @@ class GitStatusTool:
         if odd:
             text += "\n" + NOT_UTF8_NOTE
         shown, cut = bounded(text, ctx.output_cap)
-        return ToolOutcome(shown, data={
-            "branch": status.branch, "commit": status.commit, "upstream": status.upstream,
-            "ahead": status.ahead, "behind": status.behind,
-            "entries": [e.to_json() for e in status.entries], "truncated": cut})
+        return ToolOutcome(shown, data=GitStatusData(
+            branch=status.branch, commit=status.commit, upstream=status.upstream,
+            ahead=status.ahead, behind=status.behind,
+            entries=tuple(e.to_json() for e in status.entries), truncated=cut))
 
 
 _DIFF_HEADER = re.compile(rb"^diff --git ", re.M)
@@ -194,11 +195,10 @@ class GitDiff:
         if skipped:
             shown += ("\n[left out: the policy refuses reading "
                       + ", ".join(quote_path(p)[0] for p in skipped) + "]")
-        return ToolOutcome(shown, data={
-            "mode": "staged" if staged else "worktree", "ref": ref,
-            "files": [quote_path(p)[0] for p in allowed],
-            "skipped": [quote_path(p)[0] for p in skipped],
-            "total_bytes": total, "truncated": cut})
+        return ToolOutcome(shown, data=GitDiffData(
+            mode="staged" if staged else "worktree", ref=ref,
+            files=tuple(quote_path(p)[0] for p in allowed),
+            skipped=tuple(quote_path(p)[0] for p in skipped), total_bytes=total, truncated=cut))
 
 
 def _found_commit(ctx: ToolContext, call_ref: str) -> tuple[str, str] | None:
@@ -268,7 +268,7 @@ class GitCommit:
                     f"committed {sha[:12]}: {subject} (it landed before the run was"
                     f" interrupted, found by its trailer {TRAILER}: {ctx.call_ref};"
                     " not committed again)",
-                    data={"commit": sha, "call": ctx.call_ref, "recovered": True},
+                    data=GitCommitData(sha, call=ctx.call_ref, recovered=True),
                     changed=True)
         return self.run(args, ctx)
 
@@ -295,8 +295,8 @@ class GitCommit:
         subject = message.strip().splitlines()[0]
         text = f"committed {sha[:12]}: {subject}\n{len(names)} file(s): " + ", ".join(names)
         shown, _ = bounded(text, ctx.output_cap)
-        return ToolOutcome(shown, data={"commit": sha, "files": names, "call": ctx.call_ref
-                                        or None}, changed=True)
+        return ToolOutcome(shown, data=GitCommitData(sha, files=tuple(names),
+                                                     call=ctx.call_ref or None), changed=True)
 
 
 def git_tools() -> list[Any]:

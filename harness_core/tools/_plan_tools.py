@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from harness_core.errors import InvalidToolArguments
 from harness_core.messages import ToolSpec
+from harness_core.tool_data import AnswerData, PlanData, TodoItem
 from harness_core.tools._base import PauseRequested, ToolContext, ToolOutcome
 
 __all__ = [
@@ -148,7 +149,8 @@ class TodoWrite:
         counts = {s: sum(1 for i in items if i["status"] == s) for s in _STATUSES}
         summary = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in _STATUSES)
         return ToolOutcome(f"Plan recorded ({len(items)} items: {summary}).",
-                           data={"todos": items, "revision": revision})
+                           data=PlanData(tuple(TodoItem(i["content"], i["status"])
+                                               for i in items), revision))
 
 
 class AskQuestion:
@@ -189,8 +191,8 @@ class AskQuestion:
             text = f"The operator answered: {answer.text}"
         else:
             text = f"An automated responder answered for the operator: {answer.text}"
-        return ToolOutcome(text, data={"question": question, "answer": answer.text,
-                                       "answered_by": answer.by.value})
+        return ToolOutcome(text, data=AnswerData(answer.text, answer.by.value,
+                                                 question=question))
 
 
 def plan_tools() -> list[TodoWrite | AskQuestion]:

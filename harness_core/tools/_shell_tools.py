@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from harness_core.errors import InvalidToolArguments, SandboxUnavailable, ToolError
 from harness_core.messages import ToolSpec
-from harness_core.tools._base import Refusal, Tool, ToolContext, ToolOutcome
+from harness_core.tool_data import HandleData, HandleStarted, Refusal, ShellData
+from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._support import req_str
 
 if TYPE_CHECKING:
@@ -61,9 +62,8 @@ def _refused_text(blocked: Blocked) -> str:
     return f"refused: {blocked.target}: {blocked.reason}{where}"
 
 
-def _refused(blocked: Blocked, **data: Any) -> ToolOutcome:
-    return ToolOutcome(_refused_text(blocked), is_error=True, data=dict(data),
-                       refused=_refusal(blocked))
+def _refused(blocked: Blocked) -> ToolOutcome:
+    return ToolOutcome(_refused_text(blocked), is_error=True, refused=_refusal(blocked))
 
 
 def _text(capture: Capture, name: str) -> str:
@@ -149,14 +149,9 @@ class Shell:
 
 def _result_outcome(result: LineResult, timeout: float, sandbox: str) -> ToolOutcome:
     stdout, stderr = _text(result.stdout, "stdout"), _text(result.stderr, "stderr")
-    data: dict[str, Any] = {
-        "sandbox": sandbox,
-        "exit_status": result.exit_status,
-        "stdout": stdout,
-        "stderr": stderr,
-        "truncated": result.stdout.omitted + result.stderr.omitted,
-        "timed_out": result.timed_out,
-    }
+    data = ShellData(sandbox=sandbox, exit_status=result.exit_status, stdout=stdout,
+                     stderr=stderr, truncated=result.stdout.omitted + result.stderr.omitted,
+                     timed_out=result.timed_out)
     if result.timed_out:
         head = (f"timed out after {timeout:g}s; every process of the line was killed "
                 f"(exit status {result.exit_status})")
@@ -224,22 +219,15 @@ class ShellStart:
         return ToolOutcome(
             f"started handle {started.handle_id} (pids {pids}); read its output with "
             f"shell_poll and end it with shell_kill",
-            data={"handle": started.handle_id, "pids": list(started.pids)},
+            data=HandleStarted(started.handle_id, tuple(started.pids)),
             changed=True,
         )
 
 
-def _poll_data(poll: HandlePoll) -> dict[str, Any]:
-    return {
-        "handle": poll.handle_id,
-        "running": poll.running,
-        "exit_status": poll.exit_status,
-        "end_reason": poll.end_reason,
-        "cursor": poll.cursor,
-        "pending": poll.pending,
-        "orphaned": poll.orphaned,
-        "output": poll.text,
-    }
+def _poll_data(poll: HandlePoll) -> HandleData:
+    return HandleData(handle=poll.handle_id, running=poll.running, exit_status=poll.exit_status,
+                      end_reason=poll.end_reason, cursor=poll.cursor, pending=poll.pending,
+                      orphaned=poll.orphaned, output=poll.text)
 
 
 def _orphan_text(poll: HandlePoll, asked: str) -> str:

@@ -12,7 +12,8 @@ from typing import Any
 from harness_core.errors import InvalidToolArguments, PathEscape, WorkspaceError
 from harness_core.messages import escape_surrogates
 from harness_core.policy import Act, ActKind, Decision
-from harness_core.tools._base import Refusal, ToolContext, ToolOutcome
+from harness_core.tool_data import Refusal
+from harness_core.tools._base import ToolContext, ToolOutcome
 
 __all__ = [
     "bounded",

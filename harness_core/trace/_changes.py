@@ -23,6 +23,7 @@ from typing import Any
 
 from harness_core.records import Edit
 from harness_core.store import EditRecord, LedgerEntry
+from harness_core.tool_data import FileRead, FileWritten
 
 __all__ = ["FileChange", "FileEdit", "changes_of"]
 
@@ -99,8 +100,10 @@ def _hunk(path: str, old: str, new: str) -> str:
 
 
 def _path_of(entry: LedgerEntry) -> str | None:
-    data = entry.data or {}
-    path = data.get("path", entry.arguments.get("path"))
+    data = entry.data
+    if isinstance(data, FileRead | FileWritten):
+        return data.path
+    path = entry.arguments.get("path")
     return path if isinstance(path, str) else None
 
 
@@ -132,9 +135,9 @@ class _Replay:
         self.created: dict[str, bool] = {}
 
     def read(self, entry: LedgerEntry, path: str) -> None:
-        data = entry.data or {}
+        cut = entry.data.truncated if isinstance(entry.data, FileRead) else 0
         whole = not entry.arguments.get("offset") and not entry.arguments.get("limit")
-        if whole and not data.get("truncated") and entry.observation is not None:
+        if whole and not cut and entry.observation is not None:
             self.known[path] = entry.observation
 
     def write(self, entry: LedgerEntry, path: str) -> None:

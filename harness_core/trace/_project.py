@@ -12,6 +12,7 @@ from typing import Any
 
 from harness_core.spend import PriceTable
 from harness_core.store import LedgerEntry, StepRecord, Store
+from harness_core.tool_data import ChildRunData, ExecData, HandleData, PlanData, ShellData
 from harness_core.trace._changes import changes_of
 from harness_core.trace._model import (
     CallView,
@@ -35,19 +36,20 @@ def _int(value: Any) -> int | None:
 
 
 def _call(entry: LedgerEntry, limit: int) -> CallView:
-    data = entry.data or {}
+    data = entry.data
     output = entry.observation
-    refused = data.get("refused")
-    sandbox = data.get("sandbox")
+    ran = data if isinstance(data, ShellData | ExecData) else None
     return CallView(
         step=entry.step_index, index=entry.call_index, call_id=entry.call_id,
-        name=entry.name, arguments=entry.arguments,
+        name=entry.name, arguments=entry.arguments_json(),
         output=output[:limit] if output is not None else None,
         output_chars=len(output) if output is not None else 0,
-        is_error=entry.is_error, exit_status=_int(data.get("exit_status")),
-        sandbox=sandbox if isinstance(sandbox, str) else None,
-        refused=refused if isinstance(refused, dict) else None,
-        child_run_id=child if isinstance(child := data.get("child_run_id"), str) else None,
+        is_error=entry.is_error,
+        exit_status=data.exit_status if isinstance(data, ShellData | ExecData | HandleData)
+        else None,
+        sandbox=ran.sandbox if ran is not None else None,
+        refused=entry.refused.to_json() if entry.refused is not None else None,
+        child_run_id=data.child_run_id if isinstance(data, ChildRunData) else None,
     )
 
 
@@ -88,12 +90,11 @@ def _cost_view(steps: Sequence[StepView], prices: PriceTable | None) -> CostView
 def _plan(ledger: Sequence[LedgerEntry]) -> tuple[PlanRevision, ...]:
     out: list[PlanRevision] = []
     for entry in ledger:
-        if entry.name != "todo_write" or entry.is_error or not entry.data:
+        data = entry.data
+        if entry.name != "todo_write" or entry.is_error or not isinstance(data, PlanData):
             continue
-        items = entry.data.get("todos")
-        if isinstance(items, list):
-            out.append(PlanRevision(entry.step_index, _int(entry.data.get("revision")),
-                                    tuple(i for i in items if isinstance(i, dict))))
+        out.append(PlanRevision(entry.step_index, data.revision,
+                                tuple(t.to_json() for t in data.todos)))
     return tuple(out)
 
 
@@ -127,8 +128,8 @@ def load_trace(store: Store, run_id: str, *, prices: PriceTable | None = None,
         policy_events=tuple(store.policy_events(run_id)), plan=_plan(ledger),
         questions=tuple(store.questions(run_id)), gates=tuple(store.verifications(run_id)),
         cost=_cost_view(steps, prices), changes=changes_of(ledger, store.edits(run_id)),
-        commands_ran=sum(1 for e in ledger if e.name in _COMMANDS and e.data
-                         and "refused" not in e.data),
+        commands_ran=sum(1 for e in ledger if e.name in _COMMANDS and e.data is not None
+                         and e.refused is None),
         orphan_calls=tuple(c for rest in calls.values() for c in rest),
         drives=tuple({k: v for k, v in d.items() if k != "policy"}
                      for d in store.drives(run_id)),

@@ -33,7 +33,7 @@ def _unapproved(pending: Any) -> Any:
 
     return ToolOutcome(
         f"refused: {pending.act.describe()} needs approval and there is no terminal to ask",
-        True, {}, Refusal(
+        True, None, Refusal(
             reason="needs approval (approval = \"ask\") and io tool cannot pause",
             act=pending.act.kind.value, target=pending.act.describe(),
             rule=pending.decision.rule, layer=pending.decision.layer))
@@ -131,14 +131,15 @@ def _report(name: str, outcome: Any, json_out: bool, sandbox: dict[str, Any]) ->
     from io_harness_cli.output import say, write_json
 
     ran = outcome.refused is None and (
-        not outcome.is_error or outcome.data.get("exit_status") is not None)
+        not outcome.is_error or getattr(outcome.data, "exit_status", None) is not None)
     if json_out:
         if outcome.refused is not None:
             write_json({"ok": False, "tool": name, "refused": outcome.refused.to_json(),
                         "output": outcome.output, "data": {"sandbox": sandbox}})
         else:
             write_json({"ok": ran, "tool": name, "output": outcome.output,
-                        "data": {**outcome.data, "sandbox": sandbox}})
+                        "data": {**(outcome.data.to_json() if outcome.data is not None else {}),
+                                 "sandbox": sandbox}})
     else:
         import sys
 

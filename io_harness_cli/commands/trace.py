@@ -82,7 +82,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
     calls: dict[int, list[dict[str, Any]]] = {}
     for e in ledger:
         calls.setdefault(e.step_index, []).append({
-            "call_id": e.call_id, "name": e.name, "arguments": e.arguments,
+            "call_id": e.call_id, "name": e.name, "arguments": e.arguments_json(),
             "observation": e.observation, "is_error": e.is_error,
             "state": "observed" if e.has_observation else "intent only",
         })

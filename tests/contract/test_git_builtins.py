@@ -66,8 +66,8 @@ def test_a_commit_moved_out_of_head_s_history_is_made_again_on_resume(tmp_path: 
     (root / "b.txt").write_text("b, written again\n")
     again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
                  resumed=True)
-    assert not again.is_error and "recovered" not in again.data, again.output
-    assert again.data["commit"] != first.data["commit"]
+    assert not again.is_error and again.data.recovered is None, again.output
+    assert again.data.commit != first.data.commit
     assert "Io-Call: r/1/0" in git(root, "log", "-1", "--format=%B")
     assert git(root, "rev-list", "--count", "HEAD").strip() == "2"
 
@@ -81,7 +81,7 @@ def test_the_trailer_is_searched_only_history_depth_commits_deep(tmp_path: Path)
     shallow = GitSettings(history_depth=3)
     again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
                  resumed=True, settings=shallow)
-    assert "recovered" not in again.data  # four commits back: beyond a depth of 3
+    assert again.data is None or again.data.recovered is None  # four commits back: beyond a depth of 3
     deep = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
                 resumed=True, settings=GitSettings(history_depth=10))
-    assert deep.data.get("recovered") is True and deep.data["commit"] == first.data["commit"]
+    assert deep.data.recovered is True and deep.data.commit == first.data.commit

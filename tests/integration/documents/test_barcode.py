@@ -14,7 +14,7 @@ def test_qr_code_from_segno_decodes_with_format_text_and_position(tmp_path: Path
         str(tmp_path / "qr.png"), scale=6, border=4)
     out = call(make_ctx(tmp_path), "barcode_decode", path="qr.png")
     assert not out.is_error, out.output
-    [code] = out.data["barcodes"]
+    [code] = out.data.extra["barcodes"]
     assert code["format"] == "QRCode" and code["text"] == "https://example.org/io?run=42"
     xs = [p[0] for p in code["position"]]
     ys = [p[1] for p in code["position"]]
@@ -36,7 +36,7 @@ def test_two_codes_of_different_kinds_in_one_image(tmp_path: Path) -> None:
     canvas.paste(right, (left.width + 40, 0))
     canvas.save(tmp_path / "both.jpg", quality=95)
     out = call(make_ctx(tmp_path), "barcode_decode", path="both.jpg")
-    found = {(c["format"], c["text"]) for c in out.data["barcodes"]}
+    found = {(c["format"], c["text"]) for c in out.data.extra["barcodes"]}
     assert found == {("QRCode", "left side"), ("MicroQRCode", "RIGHT")}
 
 
@@ -45,4 +45,4 @@ def test_no_barcode_is_a_plain_observation(tmp_path: Path) -> None:
 
     Image.new("RGB", (64, 64), "white").save(tmp_path / "blank.png")
     out = call(make_ctx(tmp_path), "barcode_decode", path="blank.png")
-    assert not out.is_error and out.data["barcodes"] == []
+    assert not out.is_error and out.data.extra["barcodes"] == []

@@ -154,8 +154,8 @@ def test_writes_go_through_the_policy_and_the_resolver(workspace: Path) -> None:
 def test_a_written_document_is_recorded_as_an_edit(workspace: Path) -> None:
     out = call(make_ctx(workspace), "pdf_write", path="out/new.pdf",
                blocks=[{"type": "paragraph", "text": "hello"}])
-    assert out.changed and out.data["edits"][0]["path"] == "out/new.pdf"
-    assert out.data["edits"][0]["bytes_after"] == (workspace / "out/new.pdf").stat().st_size
+    assert out.changed and out.data.edits[0].path == "out/new.pdf"
+    assert out.data.edits[0].bytes_after == (workspace / "out/new.pdf").stat().st_size
 
 
 def test_io_config_check_refuses_a_document_gate_without_its_extra(workspace: Path) -> None:

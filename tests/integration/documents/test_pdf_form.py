@@ -41,7 +41,7 @@ def test_filled_values_are_drawn_where_the_fields_are(workspace: Path, tmp_path:
     out = call(make_ctx(workspace), "pdf_fill_form", path="form.pdf", output="filled.pdf",
                values={"full_name": "Ada Lovelace", "city": "London", "agree": True})
     assert not out.is_error, out.output
-    assert out.data["filled"] == ["agree", "city", "full_name"]
+    assert out.data.extra["filled"] == ["agree", "city", "full_name"]
     height, rects = _rects(workspace / "form.pdf")
     for name in ("full_name", "city", "agree"):
         before = _ink(workspace / "form.pdf", tmp_path, rects[name], height)
@@ -61,7 +61,7 @@ def test_filled_values_read_back_as_field_values(workspace: Path) -> None:
     ctx = make_ctx(workspace)
     call(ctx, "pdf_fill_form", path="form.pdf", values={"city": "Paris", "agree": True})
     listed = call(ctx, "pdf_fill_form", path="form.pdf")
-    values = {f["name"]: f["value"] for f in listed.data["fields"]}
+    values = {f["name"]: f["value"] for f in listed.data.extra["fields"]}
     assert values["city"] == "Paris" and values["agree"] == "Yes"
 
 

@@ -47,7 +47,7 @@ def test_small_image_is_sent_as_it_is(tmp_path: Path) -> None:
     [media] = out.media
     assert media.data == data and media.media_type == "image/png"
     assert (media.width, media.height) == (40, 30) and media.path == "dot.png"
-    assert out.data["sha256"] == media.source_sha256 and "40x30" in out.output
+    assert out.data.sha256 == media.source_sha256 and "40x30" in out.output
 
 
 def test_large_image_is_scaled_down_within_the_limits(tmp_path: Path) -> None:

@@ -181,6 +181,6 @@ def test_xlsx_edit_refuses_a_covered_merged_cell_and_says_results_need_recomputi
     assert (workspace / "orders.xlsx").read_bytes() == before
     edited = call(ctx, "xlsx_edit", path="orders.xlsx", cells={"C2": 3})
     assert not edited.is_error and "recomputed" in edited.output
-    assert edited.data["cells"] == [{"sheet": "Orders", "cell": "C2", "old": 2.5, "new": 3}]
+    assert edited.data.extra["cells"] == [{"sheet": "Orders", "cell": "C2", "old": 2.5, "new": 3}]
     read = call(ctx, "xlsx_read", path="orders.xlsx", sheet="Orders", range="D2:D2")
-    assert read.data["read"][0]["formulas"] == {"D2": "=B2*C2"}
+    assert read.data.extra["read"][0]["formulas"] == {"D2": "=B2*C2"}

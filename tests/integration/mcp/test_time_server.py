@@ -40,9 +40,9 @@ def test_get_current_time_in_utc_returns_the_time_as_an_outcome(
     body = json.loads(outcome.output)
     assert body["timezone"] == "UTC"
     assert body["datetime"].endswith("+00:00")
-    assert outcome.data["server"] == "time"
-    assert outcome.data["tool"] == "get_current_time"
-    assert outcome.data["structured"]["timezone"] == "UTC"
+    assert outcome.data.server == "time"
+    assert outcome.data.tool == "get_current_time"
+    assert outcome.data.structured["timezone"] == "UTC"
 
 
 def test_convert_time_is_called_with_its_own_arguments(
@@ -89,5 +89,5 @@ def test_the_output_is_bounded_by_the_contexts_cap(
     outcome = _tool(time_session, "mcp__time__get_current_time").run(
         {"timezone": "UTC"}, tool_context(tmp_path, output_cap=20))
     assert "[output truncated:" in outcome.output
-    assert outcome.data["truncated_bytes"] > 0
-    assert "structured" not in outcome.data
+    assert outcome.data.truncated_bytes > 0
+    assert outcome.data.structured is None and "structured" not in outcome.data.to_json()

@@ -203,9 +203,9 @@ def test_shell_agrees_with_bash(line: str) -> None:
         assert outcome.refused is None, f"{line!r} was refused: {outcome.output}"
         real = subprocess.run([BASH, "-c", line], cwd=bash_root, env=ENV, capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=20)
-        assert outcome.data["exit_status"] == real.returncode, line
-        assert outcome.data["stdout"] == real.stdout.decode("utf-8", "replace"), line
-        ours_err = sorted(str(outcome.data["stderr"]).splitlines())
+        assert outcome.data.exit_status == real.returncode, line
+        assert outcome.data.stdout == real.stdout.decode("utf-8", "replace"), line
+        ours_err = sorted(str(outcome.data.stderr).splitlines())
         assert ours_err == sorted(real.stderr.decode("utf-8", "replace").splitlines()), line
         assert _files(ours_root) == _files(bash_root), line
 

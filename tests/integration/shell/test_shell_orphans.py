@@ -67,10 +67,10 @@ def test_orphan_after_kill_9_is_never_signalled_even_when_its_pid_is_reused(
             killed = ShellKill().run({"handle": "h1"}, ctx)
             polled = ShellPoll().run({"handle": "h1"}, ctx)
             for outcome in (killed, polled):
-                assert outcome.data["orphaned"] is True
+                assert outcome.data.orphaned is True
                 assert "orphaned" in outcome.output and "start again" in outcome.output.lower()
             fresh = ShellStart().run({"line": "true"}, ctx)
-            assert fresh.data["handle"] == "h2"  # ids continue after the recorded ones
+            assert fresh.data.handle == "h2"  # ids continue after the recorded ones
             resumed.close_all()  # the resumed run ends: its sweep must not touch the orphan
             assert victim.poll() is None and pid_alive(victim.pid)
         finally:

@@ -68,8 +68,8 @@ def test_status_reports_branch_entries_and_a_newline_in_a_name_unambiguously(
     git(root, "add", "plain.txt")
     out = call(root, "git_status", {})
     assert not out.is_error, out.output
-    assert out.data["branch"] == "main" and out.data["upstream"] is None
-    entries = {e["path"]: e for e in out.data["entries"]}
+    assert out.data.branch == "main" and out.data.upstream is None
+    entries = {e["path"]: e for e in out.data.entries}
     assert entries["new\nline.txt"]["kind"] == "untracked"
     assert entries["a.txt"]["worktree"] == "M" and entries["plain.txt"]["index"] == "A"
     lines = out.output.splitlines()
@@ -84,7 +84,7 @@ def test_status_shows_a_name_that_is_not_utf8_losslessly(tmp_path: Path) -> None
     with open(os.path.join(os.fsencode(root), b"caf\xe9.txt"), "wb") as handle:
         handle.write(b"x")
     out = call(root, "git_status", {})
-    entry = out.data["entries"][0]
+    entry = out.data.entries[0]
     assert entry["path"] == "caf\\xe9.txt" and entry["path_not_utf8"] is True
     assert bytes.fromhex(entry["path_bytes"]) == b"caf\xe9.txt"
     assert "[not UTF-8]" in out.output and "\\xe9" in out.output
@@ -104,7 +104,7 @@ def test_status_reports_ahead_and_behind_its_upstream(tmp_path: Path) -> None:
     git(upstream, "commit", "-q", "-m", "remote")
     git(clone, "fetch", "-q")
     out = call(clone, "git_status", {})
-    assert (out.data["upstream"], out.data["ahead"], out.data["behind"]) == ("origin/main", 1, 1)
+    assert (out.data.upstream, out.data.ahead, out.data.behind) == ("origin/main", 1, 1)
     assert "ahead 1, behind 1" in out.output
 
 
@@ -136,7 +136,7 @@ def test_a_long_diff_is_cut_and_the_cut_is_stated(tmp_path: Path) -> None:
     for i in range(5):
         (root / f"f{i}.txt").write_text("line\n" * 5000)
     out = call(root, "git_diff", {})
-    assert out.data["truncated"] > 0 and out.data["total_bytes"] > DEFAULT_OUTPUT_CAP
+    assert out.data.truncated > 0 and out.data.total_bytes > DEFAULT_OUTPUT_CAP
     assert f"[diff cut at {DEFAULT_OUTPUT_CAP} of" in out.output and "5 file(s) differ" in out.output
 
 
@@ -150,7 +150,7 @@ def test_diff_leaves_out_files_the_policy_refuses_reading(tmp_path: Path) -> Non
     policy = Policy.from_lists(tier="workspace-write", deny_read=["*.env"])
     out = call(root, "git_diff", {}, policy=policy)
     assert "k=2" not in out.output and "+two" in out.output
-    assert out.data["skipped"] == ["secret.env"] and "policy refuses reading secret.env" in out.output
+    assert out.data.skipped == ("secret.env",) and "policy refuses reading secret.env" in out.output
 
 
 def test_commit_stages_paths_carries_the_trailer_and_never_runs_hooks(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_commit_stages_paths_carries_the_trailer_and_never_runs_hooks(tmp_path: 
     body = git(root, "log", "-1", "--format=%B")
     assert body.startswith("add b") and "Io-Call: run1/3/0" in body
     assert git(root, "log", "-1", "--format=%an <%ae>").strip() == "Operator <operator@example.com>"
-    assert out.data["files"] == ["b.txt"] and out.data["commit"] == git(root, "rev-parse", "HEAD").strip()
+    assert out.data.files == ("b.txt",) and out.data.commit == git(root, "rev-parse", "HEAD").strip()
 
 
 def test_commit_author_comes_from_the_git_table(tmp_path: Path) -> None:
@@ -209,12 +209,12 @@ def test_a_resumed_commit_whose_trailer_landed_is_reported_not_repeated(tmp_path
     (root / "b.txt").write_text("changed again\n")
     again = call(root, "git_commit", {"message": "b", "paths": ["b.txt"]}, call_ref="r/1/0",
                  resumed=True)
-    assert again.data["recovered"] is True and again.data["commit"] == first.data["commit"]
+    assert again.data.recovered is True and again.data.commit == first.data.commit
     assert "not committed again" in again.output
     assert git(root, "rev-list", "--count", "HEAD").strip() == "2"
     fresh = call(root, "git_commit", {"message": "b2", "paths": ["b.txt"]}, call_ref="r/2/0",
                  resumed=True)
-    assert not fresh.is_error and "recovered" not in fresh.data
+    assert not fresh.is_error and fresh.data.recovered is None
     assert git(root, "rev-list", "--count", "HEAD").strip() == "3"
 
 

@@ -95,8 +95,8 @@ def test_a_name_that_is_not_utf8_is_marked_and_stored_losslessly(tmp_path: Path)
     assert grepped.startswith("caf\\xe9.txt [not UTF-8]:1:latin-1 named")
     assert read == "latin-1 named"
     # the exact name survives the store: data keeps the surrogate-escaped name
-    assert entries[0].data is not None and entries[0].data["entries"] == [escaped]
-    assert os.fsencode(entries[0].data["entries"][0]) == raw
+    assert entries[0].data is not None and entries[0].data.entries == (escaped,)
+    assert os.fsencode(entries[0].data.entries[0]) == raw
     # and the file is plain SQLite any reader opens (no invalid UTF-8 written)
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT data FROM ledger WHERE name = 'list_dir'").fetchall()

@@ -95,8 +95,8 @@ def test_cd_nope_resolves_the_redirect_under_nope_and_inside_the_root(tmp_path: 
     assert ls.cwd == "nope"
     assert ls.redirects[0].path == "nope/out.txt"
     outcome = Shell().run({"line": "cd nope && ls > out.txt"}, context(tmp_path))
-    assert outcome.data["exit_status"] == 1
-    assert "cd: nope" in outcome.data["stderr"]
+    assert outcome.data.exit_status == 1
+    assert "cd: nope" in outcome.data.stderr
     assert not (tmp_path / "out.txt").exists()
     assert not (tmp_path / "nope").exists()
 
@@ -226,7 +226,7 @@ def test_a_symlink_made_by_a_line_pointing_outside_is_then_refused_by_write_file
     outside.mkdir()
     ctx = context(root)
     made = Shell().run({"line": f"ln -s {outside} escape"}, ctx)
-    assert made.data["exit_status"] == 0 and (root / "escape").is_symlink()
+    assert made.data.exit_status == 0 and (root / "escape").is_symlink()
     written = WriteFile().run({"path": "escape/pwned.txt", "content": "x"}, ctx)
     assert written.is_error and written.refused is not None
     assert written.refused.act == "write"
@@ -253,7 +253,7 @@ def test_a_destination_that_became_a_directory_is_checked_again_at_spawn_time(
     _src(tmp_path)
     gate = RecordingGate()
     outcome = Shell().run({"line": "mkdir build && cp -r src build"}, context(tmp_path, gate))
-    assert outcome.data["exit_status"] == 0, outcome.output
+    assert outcome.data.exit_status == 0, outcome.output
     assert (tmp_path / "build" / "src" / "a.py").exists()
     assert Act.write("build/src/a.py") in gate.checked  # only knowable once build existed
 
@@ -282,7 +282,7 @@ def test_a_handle_line_never_asks_at_spawn_time_it_stops(tmp_path: Path) -> None
         gate = RecordingGate()
         ctx = context(root, gate, handles=registry)
         started = ShellStart().run({"line": "mkdir build && cp -r src build"}, ctx)
-        handle = started.data["handle"]
+        handle = started.data.handle
         assert wait_for(lambda: not registry.poll(handle, 0).running)
         polled = ShellPoll().run({"handle": handle}, ctx)
         assert "was not checked before it started" in polled.output

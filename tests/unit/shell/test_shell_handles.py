@@ -209,7 +209,7 @@ def test_the_ninth_handle_is_refused_naming_the_cap_and_a_kill_frees_a_slot(
         for _ in range(MAX_LIVE_HANDLES):
             outcome = ShellStart().run({"line": SLEEP}, ctx)
             assert not outcome.is_error, outcome.output
-            handles.append(outcome.data["handle"])
+            handles.append(outcome.data.handle)
         ninth = ShellStart().run({"line": SLEEP}, ctx)
         assert ninth.is_error and ninth.refused is not None
         assert "MAX_LIVE_HANDLES = 8" in ninth.refused.reason
@@ -301,12 +301,12 @@ def test_an_orphaned_handle_is_answered_from_its_record_and_never_signalled(
         killed = ShellKill().run({"handle": "h1"}, ctx)
         for outcome in (polled, killed):
             assert "orphaned" in outcome.output and "shell_start" in outcome.output
-            assert outcome.data["orphaned"] is True
+            assert outcome.data.orphaned is True
         second.close_all()
         assert len(_with_marker(marker)) == 1  # never signalled by the new registry
         with _registry(root, store) as third:
             fresh = ShellStart().run({"line": "true"}, context(root, handles=third))
-            assert fresh.is_error is False and fresh.data["handle"] == "h2"
+            assert fresh.is_error is False and fresh.data.handle == "h2"
     finally:
         first.close_all()
     assert wait_for(lambda: not _with_marker(marker))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness_core import ShellData
 from harness_core.shell import TIMEOUT_STATUS
 from harness_core.tools._shell_tools import Shell
 from tests.unit.shell.support import PY, context, pid_alive, wait_for
@@ -20,7 +21,8 @@ def _run(root: Path, line: str, **kw: object) -> dict[str, object]:
         args["timeout_seconds"] = timeout
     outcome = Shell().run(args, context(root, **kw))  # type: ignore[arg-type]
     assert outcome.refused is None, outcome.output
-    return outcome.data
+    assert isinstance(outcome.data, ShellData)
+    return outcome.data.to_json()
 
 
 @pytest.mark.parametrize(
@@ -91,8 +93,8 @@ def test_merge_before_a_file_redirect_keeps_stderr_captured(tmp_path: Path) -> N
 def test_output_is_bounded_and_the_cut_is_stated_in_bytes(tmp_path: Path) -> None:
     outcome = Shell().run({"line": f"{PY} -c \"print('x' * 100000)\""},
                           context(tmp_path, output_cap=2000))
-    assert outcome.data["truncated"] == 100001 - 1000
-    assert "[… 99001 bytes of stdout omitted …]" in outcome.data["stdout"]
+    assert outcome.data.truncated == 100001 - 1000
+    assert "[… 99001 bytes of stdout omitted …]" in outcome.data.stdout
     assert len(outcome.output) < 2500
 
 

@@ -20,6 +20,7 @@ from harness_core import (
     EditRecord,
     LedgerEntry,
     Message,
+    OpenData,
     Pause,
     ProviderAttempt,
     RunStatus,
@@ -156,10 +157,10 @@ def test_an_intent_without_an_observation_then_its_observation(tmp_path: Path) -
                                     {"path": "a.txt", "content": "x"}, None, False, None)
     assert entry.has_observation is False
     store.record_observation("r1", 0, 0, ToolResult("c1", "write_file", "", is_error=True),
-                             data={"k": [1, 2]})
+                             data=OpenData({"k": [1, 2]}))
     (entry,) = store.ledger("r1")
-    assert entry == LedgerEntry(0, 0, "c1", "write_file",
-                                    {"path": "a.txt", "content": "x"}, "", True, {"k": [1, 2]})
+    assert entry == LedgerEntry(0, 0, "c1", "write_file", {"path": "a.txt", "content": "x"},
+                                "", True, OpenData({"k": [1, 2]}))
     assert entry.has_observation is True  # an empty observation is still one
     assert store.messages("r1")[-1] == Message.tool(
         ToolResult("c1", "write_file", "", is_error=True))
@@ -182,7 +183,9 @@ def test_arguments_that_were_not_json_are_kept_raw(tmp_path: Path) -> None:
     store = _store(tmp_path / "s.db")
     call = ToolCall("c1", "read_file", {}, raw_arguments="{not json")
     store.record_intent("r1", 0, 0, call)
-    assert store.ledger("r1")[0].arguments == {"__raw__": "{not json"}
+    (entry,) = store.ledger("r1")
+    assert entry.arguments == {} and entry.raw_arguments == "{not json"
+    assert entry.arguments_json() == {"__raw__": "{not json"} and entry.call == call
     store.close()
 
 
@@ -344,9 +347,10 @@ def test_an_error_flag_and_data_are_read_from_their_own_columns(tmp_path: Path) 
     store.record_intent("r1", 0, 0, ToolCall("c1", "exec", {}))
     store.record_intent("r1", 0, 1, ToolCall("c2", "exec", {}))
     store.record_observation("r1", 0, 0, ToolResult("c1", "exec", "failed", is_error=True))
-    store.record_observation("r1", 0, 1, ToolResult("c2", "exec", "fine"), data={"x": 1})
+    store.record_observation("r1", 0, 1, ToolResult("c2", "exec", "fine"),
+                             data=OpenData({"x": 1}))
     assert [(e.is_error, e.data) for e in store.ledger("r1")] == [(True, None),
-                                                                  (False, {"x": 1})]
+                                                                  (False, OpenData({"x": 1}))]
     assert _rows(tmp_path / "s.db", "SELECT is_error FROM ledger ORDER BY call_index") == [
         (1,), (0,)]
     store.close()

@@ -110,4 +110,4 @@ def test_exec_says_how_many_bytes_it_really_cut(tmp_path: Path) -> None:
         entry = store.ledger(outcome.run_id)[0]
     assert outcome.status is RunStatus.FINISHED
     assert "[output truncated: 4850 more bytes not shown]" in (entry.observation or "")
-    assert entry.data is not None and entry.data["truncated"] == 4850
+    assert entry.data is not None and entry.data.truncated == 4850
