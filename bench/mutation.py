@@ -19,9 +19,13 @@ below keep each target to the tests that reach it, and the time box bounds the r
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import difflib
+import functools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -58,9 +62,10 @@ TARGETS: dict[str, list[Group]] = {
         ([f"{_STORE}_check.py", f"{_STORE}_codec.py"],
          ["tests/unit/store/test_check_faults.py", "tests/unit/store/test_self_check.py",
           *_STORE_TESTS, "tests/unit/run/test_odd_input.py",
-          "tests/unit/store/test_mutants_codec.py"]),
+          "tests/unit/store/test_mutants_check.py", "tests/unit/store/test_mutants_codec.py"]),
         ([f"{_STORE}_steps.py", f"{_STORE}_checkpoints.py", f"{_STORE}_records.py"],
-         [*_STORE_TESTS, "tests/unit/store/test_mutants_steps.py"]),
+         [*_STORE_TESTS, "tests/unit/store/test_typed_records.py",
+          "tests/unit/store/test_mutants_steps.py"]),
         ([f"{_STORE}_runs.py", f"{_STORE}_store.py"],
          [*_STORE_TESTS, "tests/unit/store/test_mutants_runs.py"]),
         ([f"{_STORE}_sessions.py", f"{_STORE}_questions.py"],
@@ -128,8 +133,55 @@ def _classified() -> dict[str, str]:
     return known
 
 
+_SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|FROM|WHERE|VALUES|ORDER BY|LIMIT|JOIN|"
+                  r"COALESCE|CREATE|PRAGMA)\b")
+_COLUMNS = re.compile(r"^\s*\"\s*\w+(\s*,\s*\w+)+")
+_STRICT = re.compile(r",?\s*strict=\w*|,\s*(?=\))")
+
+
+@functools.cache
+def _functions(path: Path) -> dict[str, str]:
+    """Every function of a mutated module (mutmut writes each mutant as one), by name."""
+    if not path.exists():
+        return {}
+    source = path.read_text(encoding="utf-8")
+    return {node.name: ast.get_source_segment(source, node) or ""
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _changed_lines(work: Path, key: str) -> tuple[list[str], list[str]]:
+    """The lines a mutant changes: (original, mutated), read from mutmut's own tree."""
+    module, _, name = key.rpartition(".")
+    functions = _functions(work / "mutants" / (module.replace(".", "/") + ".py"))
+    original = functions.get(name.rsplit("__mutmut_", 1)[0] + "__mutmut_orig", "")
+    mutated = functions.get(name, "")
+    diff = [line for line in difflib.unified_diff(original.splitlines()[1:],
+                                                  mutated.splitlines()[1:], lineterm="", n=0)
+            if line[:1] in "+-" and line[:3] not in ("---", "+++")]
+    return ([line[1:] for line in diff if line[:1] == "-"],
+            [line[1:] for line in diff if line[:1] == "+"])
+
+
+def _auto_class(work: Path, key: str) -> str | None:
+    """Survivors judged by rule, not by hand: the letter case of SQL text (SQLite and
+    PostgreSQL fold unquoted keywords and names), and `zip(..., strict=True)` loosened
+    where both sides come from one statement (a row and its column names)."""
+    before, after = _changed_lines(work, key)
+    if not before or len(before) != len(after):
+        return None
+    pairs = list(zip(before, after, strict=True))
+    if all(a != b and a.lower() == b.lower() and (_SQL.search(a) or _COLUMNS.match(a))
+           for a, b in pairs):
+        return "equivalent: letter case of SQL text"
+    if all("strict=True" in a and _STRICT.sub("", a) == _STRICT.sub("", b)
+           for a, b in pairs):
+        return "equivalent: zip strict= where both sides have one length by construction"
+    return None
+
+
 def run_group(sources: list[str], tests: list[str], minutes: float, keep: bool = False
-              ) -> tuple[Counter[str], list[str], bool]:
+              ) -> tuple[Counter[str], list[str], dict[str, str], bool]:
     """One mutmut pass over `sources` with `tests`, in a throw-away copy of the checkout
     (`keep`: left in place, its path printed, for `mutmut show` on the survivors)."""
     work = Path(tempfile.mkdtemp(prefix="io-mutation-"))
@@ -156,10 +208,11 @@ def run_group(sources: list[str], tests: list[str], minutes: float, keep: bool =
                     os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
         counts, survivors = _tally(work)
+        auto = {key: why for key in survivors if (why := _auto_class(work, key))}
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
-    return counts, survivors, boxed
+    return counts, survivors, auto, boxed
 
 
 def run_target(name: str, minutes: float, show: bool, only: str | None = None,
@@ -173,11 +226,12 @@ def run_target(name: str, minutes: float, show: bool, only: str | None = None,
         if only is not None and not any(only in source for source in sources):
             continue
         started = time.monotonic()
-        counts, survivors, boxed = run_group(sources, tests, minutes, keep)
-        classified = [k for k in survivors if k in known]
-        if classified:
+        counts, survivors, auto, boxed = run_group(sources, tests, minutes, keep)
+        judged = {**auto, **{k: known[k] for k in survivors if k in known}}
+        classified = list(judged)
+        if classified:  # counted by their class: equivalent, wording, unreachable, ...
             counts["survived"] -= len(classified)
-            counts["equivalent"] += len(classified)
+            counts.update(judged[key].partition(":")[0] for key in classified)
         total.update(counts)
         label = ", ".join(s.removeprefix("harness_core/") for s in sources)
         print(f"{name} [{label}]: {sum(counts.values())} mutants in"
@@ -185,7 +239,7 @@ def run_target(name: str, minutes: float, show: bool, only: str | None = None,
               + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v), flush=True)
         if show:
             for key in survivors:
-                print(f"  survived: {key}" + (f"  ({known[key]})" if key in known else ""),
+                print(f"  survived: {key}" + (f"  ({judged[key]})" if key in judged else ""),
                       flush=True)
     print(f"{name}: {sum(total.values())} mutants: "
           + ", ".join(f"{k} {v}" for k, v in sorted(total.items()) if v), flush=True)

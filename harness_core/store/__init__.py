@@ -19,6 +19,7 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
+from harness_core.store._spend import SpendRow
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
+    "SpendRow",
     "StepRecord",
     "QUICK_CHECK_SECONDS",
     "Store",

@@ -52,7 +52,7 @@ def trace(
             _write_html(store, cfg, record.run_id, output)
             return
         if plan:
-            items = store.todos(record.run_id) if hasattr(store, "todos") else []
+            items = [i.to_json() for i in store.todos(record.run_id)]
             if json_out:
                 write_json({"run_id": record.run_id, "plan": items})
             else:

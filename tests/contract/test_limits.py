@@ -102,12 +102,19 @@ def test_mutation_testing_covers_the_targets_the_page_names() -> None:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    targets: dict[str, tuple[list[str], list[str]]] = module.TARGETS
+    targets: dict[str, list[tuple[list[str], list[str]]]] = module.TARGETS
     assert set(targets) == {"run", "store", "policy", "workspace"}
-    for sources, tests in targets.values():
-        assert all((REPO / path).exists() for path in [*sources, *tests]), (sources, tests)
-    assert any("_progress.py" in s for s in targets["run"][0])  # the stall detector
-    assert any("_context.py" in s for s in targets["run"][0])   # the context budget
+    mutated: dict[str, list[str]] = {}
+    for name, groups in targets.items():
+        for sources, tests in groups:
+            assert all((REPO / path).exists() for path in [*sources, *tests]), (sources, tests)
+            mutated.setdefault(name, []).extend(sources)
+    assert any("_progress.py" in s for s in mutated["run"])  # the stall detector
+    assert any("_context.py" in s for s in mutated["run"])   # the context budget
+    assert any("_loop.py" in s for s in mutated["run"])      # stops, resume, replay
+    for part in ("_check", "_codec", "_steps", "_checkpoints", "_runs", "_store", "_records",
+                 "_sessions", "_questions"):
+        assert any(f"store/{part}.py" in s for s in mutated["store"]), part
     bench = (REPO / "bench" / "README.md").read_text()
     for name in targets:
         assert re.search(rf"^\| {name} \| .+\| \d+ \| \d+ \| \d+ \|", bench, re.MULTILINE), name

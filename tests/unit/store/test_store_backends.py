@@ -26,6 +26,7 @@ from harness_core import (
     SessionInUse,
     StateError,
     Store,
+    TodoItem,
     ToolCall,
     ToolResult,
     Usage,
@@ -112,16 +113,18 @@ def test_runs_list_newest_first_and_status_sticks(store: Store) -> None:
 def test_spend_rows_keep_unreported_numbers_none(store: Store) -> None:
     _step(store, 0, ToolCall("c1", "read_file", {"path": "a"}))
     (row,) = store.spend_rows()
-    assert row["prompt_tokens"] == 10 and row["cache_read_tokens"] == 4
-    assert row["cache_write_tokens"] is None
+    assert row.prompt_tokens == 10 and row.cache_read_tokens == 4
+    assert row.cache_write_tokens is None
+    assert (row.run_id, row.provider, row.model, row.model_requested) == ("r1", "p", "m2", "m")
+    assert row.created_at.tzinfo is not None and row.runner is not None
 
 
 def test_sessions_todos_and_questions(store: Store) -> None:
     store.create_session("s1", workspace="/w", title="t")
     assert store.session("s1").title == "t"
-    assert store.replace_todos("r1", [{"content": "do", "status": "pending"}]) == 1
-    assert store.replace_todos("r1", [{"content": "do", "status": "done"}]) == 2
-    assert store.todos("r1")[0]["status"] == "done"
+    assert store.replace_todos("r1", [TodoItem("do", "pending")]) == 1
+    assert store.replace_todos("r1", [TodoItem("do", "done")]) == 2
+    assert store.todos("r1") == [TodoItem("do", "done", 2)]
 
 
 _HOLDER = textwrap.dedent("""
