@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "DriveRecord": "harness_core.store:DriveRecord",
     "read_tool_data": "harness_core.tool_data:read_tool_data",
     "ToolData": "harness_core.tool_data:ToolData",
     "TodoItem": "harness_core.tool_data:TodoItem",
@@ -245,6 +246,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DriveRecord",
     "read_tool_data",
     "ToolData",
     "TodoItem",
@@ -676,6 +678,7 @@ if TYPE_CHECKING:
         CHECKPOINT_FORMAT,
         AttemptRecord,
         CheckpointState,
+        DriveRecord,
         EditRecord,
         LedgerEntry,
         Pause,

@@ -13,8 +13,9 @@ from harness_core.tool_data import Refusal, ToolData, read_tool_data
 __all__ = [
     "AttemptRecord",
     "CheckpointRecord",
-    "EditRecord",
     "CheckpointState",
+    "DriveRecord",
+    "EditRecord",
     "LedgerEntry",
     "Pause",
     "PolicyEventRecord",
@@ -257,6 +258,32 @@ def ledger_entry(step: int, index: int, call_id: str, name: str, arguments: Any,
     return LedgerEntry(step, index, call_id, name,
                        arguments if isinstance(arguments, dict) else {}, observation,
                        is_error, record, refused, raw)
+
+
+@dataclass(frozen=True, slots=True)
+class DriveRecord:
+    """One drive of a run (its start or a resume): when, which process, under what.
+
+    Attributes:
+        seq: The drive's number (0: the start).
+        started_at: When it began (ISO 8601, UTC).
+        pid: The process that drove it.
+        policy: The policy it ran under, as `Policy.to_json` wrote it.
+        sandbox: The sandbox report it ran with (None: none recorded).
+    """
+
+    seq: int
+    started_at: str
+    pid: int
+    policy: dict[str, Any]
+    sandbox: dict[str, Any] | None
+
+    def to_json(self, *, policy: bool = True) -> dict[str, Any]:
+        """The drive as `io trace --json` writes it (there without ``policy``)."""
+        head: dict[str, Any] = {"seq": self.seq, "started_at": self.started_at, "pid": self.pid}
+        if policy:
+            head["policy"] = self.policy
+        return {**head, "sandbox": self.sandbox}
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,7 +110,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "gates": [v.to_json() for v in verifications if v.step_index == last_round],
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
-        "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
+        "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
     }
 
 
