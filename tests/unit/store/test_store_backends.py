@@ -248,3 +248,25 @@ def test_a_failed_statement_in_a_queued_transaction_rolls_back_whole(store: Stor
     assert [e.call_id for e in store.ledger("r1")] == ["c1"]
     store.record_observation("r1", 0, 0, ToolResult("c1", "read_file", "ok"))  # the store goes on
     assert store.ledger("r1")[0].observation == "ok"
+
+
+def test_postgresql_queued_writes_keep_every_value_exactly(postgres_url: str) -> None:
+    """Writes in a transaction go out as prepared statements with their values rendered
+    client-side: quotes, percent signs, backslashes, NUL, None, bools, big and float
+    numbers all land as they were given, and a literal `%` in the statement survives."""
+    odd = "it's 100% \\ done; DROP TABLE runs; -- \x00 \U0001f600"
+    with Store(postgres_url) as store:
+        store.create_run("r1", goal=odd, workspace="/w", model=None, settings={"k": odd},
+                         policy={}, sandbox=None, messages=[Message.user(odd)])
+        with store._tx() as conn:
+            conn.execute("UPDATE runs SET goal = goal || '%' || ?, steps_used = ?,"
+                         " wall_used = ? WHERE run_id = ?", ("!", 2**62, 0.1 + 0.2, "r1"))
+            conn.execute("UPDATE runs SET model = ?, reason = ? WHERE run_id = ?",
+                         (None, True, "r1"))
+        run = store.run("r1")
+        assert run.goal == odd.replace("\x00", "\u2400") + "%!"
+        assert run.settings == {"k": odd}
+        assert store.messages("r1")[0].content == odd
+        assert run.steps_used == 2**62 and run.model is None
+        row = store._query("SELECT wall_used, reason FROM runs WHERE run_id = ?", ("r1",))[0]
+        assert row == (0.1 + 0.2, "1")
