@@ -353,13 +353,22 @@ class GitCommitData(ToolData):
 
 @dataclass(frozen=True, slots=True)
 class TodoItem:
-    """One item of the agent's plan."""
+    """One item of the agent's plan.
+
+    Attributes:
+        content: What to do.
+        status: ``pending``, ``in_progress`` or ``done``.
+        revision: The plan's revision the item belongs to, as the store reads it back
+            (`Store.todos`); None in a tool's data, which carries it once (`PlanData`).
+    """
 
     content: str
     status: str
+    revision: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"content": self.content, "status": self.status}
+        head = {"content": self.content, "status": self.status}
+        return head if self.revision is None else {**head, "revision": self.revision}
 
 
 def _todos(value: Any) -> tuple[TodoItem, ...]:
