@@ -286,6 +286,13 @@ class DriveRecord:
             head["policy"] = self.policy
         return {**head, "sandbox": self.sandbox}
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> DriveRecord:
+        policy, sandbox = data.get("policy"), data.get("sandbox")
+        return DriveRecord(int(data.get("seq", 0)), str(data.get("started_at", "")),
+                           int(data.get("pid", 0)), policy if isinstance(policy, dict) else {},
+                           sandbox if isinstance(sandbox, dict) else None)
+
 
 @dataclass(frozen=True, slots=True)
 class EditRecord:
@@ -304,6 +311,11 @@ class EditRecord:
     def to_json(self) -> dict[str, Any]:
         """The row as `io trace --json` writes it (``step``, ``call_id``, the edit's keys)."""
         return {"step": self.step_index, "call_id": self.call_id, **self.edit.to_json()}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> EditRecord:
+        return EditRecord(int(data.get("step", 0)), str(data.get("call_id", "")),
+                          Edit.from_json(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +337,11 @@ class AttemptRecord:
         ``ok`` as the 0 or 1 the column holds, as that output always wrote it)."""
         return {"step": self.step_index, "seq": self.seq, **self.attempt.to_json(),
                 "ok": int(self.attempt.ok)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> AttemptRecord:
+        return AttemptRecord(int(data.get("step", 0)), int(data.get("seq", 0)),
+                             ProviderAttempt.from_json(data))
 
 
 @dataclass(frozen=True)

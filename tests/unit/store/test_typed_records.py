@@ -15,6 +15,7 @@ import pytest
 from harness_core import (
     AttemptRecord,
     Citation,
+    DriveRecord,
     Edit,
     EditRecord,
     InputsFate,
@@ -22,6 +23,7 @@ from harness_core import (
     ProviderAttempt,
     ServerToolCall,
     Store,
+    TodoItem,
     ToolCall,
     ToolResult,
     Usage,
@@ -143,3 +145,17 @@ def test_a_gate_s_inputs_fate_is_typed_and_its_column_keeps_the_old_json(
          "inputs": {"inputs": None, "editable": True, "untouched": None, "modified": []}})
     assert first.to_json()["modified_inputs"] == ["tests/a.py"]
     assert first.to_json()["inputs_untouched"] is False
+
+
+@pytest.mark.parametrize("record", [
+    EditRecord(2, "c1", Edit("a.txt", 1, 0, 0, 4)),
+    AttemptRecord(0, 1, ProviderAttempt("openai", "gpt", False, "HTTP 429", 429)),
+    AttemptRecord(3, 0, ProviderAttempt("scripted", "m", True)),
+    DriveRecord(1, "2026-01-01T00:00:00+00:00", 42, {"tier": "full"}, {"backend": "floor"}),
+    DriveRecord(0, "2026-01-01T00:00:00+00:00", 7, {}, None),
+    TodoItem("read", "done", 3),
+    TodoItem("write", "pending"),
+])
+def test_each_store_record_reads_back_its_own_json(record: object) -> None:
+    kind = type(record)
+    assert kind.from_json(record.to_json()) == record  # type: ignore[attr-defined]
