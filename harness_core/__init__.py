@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "InputsFate": "harness_core.store:InputsFate",
     "DriveRecord": "harness_core.store:DriveRecord",
     "read_tool_data": "harness_core.tool_data:read_tool_data",
     "ToolData": "harness_core.tool_data:ToolData",
@@ -246,6 +247,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "InputsFate",
     "DriveRecord",
     "read_tool_data",
     "ToolData",
@@ -680,6 +682,7 @@ if TYPE_CHECKING:
         CheckpointState,
         DriveRecord,
         EditRecord,
+        InputsFate,
         LedgerEntry,
         Pause,
         PolicyEventRecord,

@@ -370,10 +370,15 @@ class TodoItem:
         head = {"content": self.content, "status": self.status}
         return head if self.revision is None else {**head, "revision": self.revision}
 
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> TodoItem:
+        revision = data.get("revision")
+        return TodoItem(str(data.get("content", "")), str(data.get("status", "")),
+                        revision if isinstance(revision, int) else None)
+
 
 def _todos(value: Any) -> tuple[TodoItem, ...]:
-    return tuple(TodoItem(str(i.get("content", "")), str(i.get("status", "")))
-                 for i in _objects(value))
+    return tuple(TodoItem.from_json(i) for i in _objects(value))
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "tree": _tree(store, record.run_id),
         "steps": steps,
         "refusals": [vars(p) for p in store.policy_events(run_id)],
-        "verifications": [vars(v) for v in verifications],
+        "verifications": [v.row_json() for v in verifications],
         "gates": [v.to_json() for v in verifications if v.step_index == last_round],
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
