@@ -67,6 +67,7 @@ def test_a_run_that_uses_no_document_tool_imports_no_document_library(tmp_path: 
     assert "harness_core.documents" in loaded  # the document tools were offered …
     for name in DOCUMENT_LIBRARIES:  # … and none of their libraries was imported
         assert name not in loaded, f"{name} imported by a run that used no document tool"
+    assert "psycopg" not in loaded  # a SQLite store loads nothing of PostgreSQL's driver
 
 
 def test_io_tool_of_a_core_tool_imports_no_document_library(tmp_path: Path) -> None:

@@ -32,7 +32,6 @@ import re
 import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -464,6 +463,8 @@ def _translate_ddl(sql: str) -> str:
 
 def _register_adapters(conn: Any) -> None:
     """SQLite's loose typing, kept: bools are stored as 0/1, sums come back as numbers."""
+    from decimal import Decimal  # here, not at import: a SQLite store never loads it
+
     from psycopg.adapt import Dumper, Loader
     from psycopg.pq import Format
     from psycopg.types import TypeInfo  # noqa: F401  (imported for its side effect: types loaded)
