@@ -358,6 +358,8 @@ def test_rule_construction_messages_are_whole() -> None:
         ("a\\*b", "a*b", True),
         ("a\\*b", "axb", False),
         ("ab\\*c", "ab*c", True),
+        ("a\\*", "a*", True),  # an escape as the last two characters of a segment
+        ("a\\*", "ab", False),
         ("src//a.py", "src/a.py", True),
         ("a/./b", "a/b", True),
         ("./a/./b/.", "a/b", True),
