@@ -50,18 +50,36 @@ def _replay(path: Path, steps: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def _server_cpu(store: Store) -> float:
+    """CPU seconds the store's PostgreSQL backend process has used (0 for SQLite)."""
+    if store.backend != "postgresql":
+        return 0.0
+    pid = store._conn._conn.info.backend_pid  # type: ignore[attr-defined]
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
+CPU: dict[str, list[float]] = {}
+
+
 def _per_step(location: str, root: Path) -> float:
+    """The median wall time of a step; records the CPU per step (io's thread plus the
+    PostgreSQL backend serving it) between the first and the last step in `CPU`."""
     stamps: list[float] = []
+    cpu: list[float] = []
+    store_ref: list[Store] = []
 
     def on_event(event: Event) -> None:
         if event.kind is EventKind.STEP_STARTED:
             stamps.append(time.perf_counter())
+            if len(stamps) in (2, STEPS):
+                cpu.append(time.thread_time() + _server_cpu(store_ref[0]))
 
     ws = root / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(STEPS + 10)))
     _replay(root / "replay.jsonl", STEPS)
     with Store(location) as store:
+        store_ref.append(store)
         provider = ScriptedProvider(ProviderConfig(kind="scripted", script=root / "replay.jsonl"))
         spec = RunSpec(workspace=Workspace(ws), contract=TaskContract(goal="bench"),
                        budget=Budget(max_steps=STEPS + 10, max_tokens=None, wall_seconds=None),
@@ -69,6 +87,7 @@ def _per_step(location: str, root: Path) -> float:
                        stall_window=STEPS + 10)
         Runner(store, provider, on_event=on_event).start(spec)
     gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    CPU.setdefault(store.backend, []).append((cpu[1] - cpu[0]) / (STEPS - 2) * 1000)
     return statistics.median(gaps) * 1000
 
 
@@ -109,6 +128,9 @@ def store_cost(base: str | None) -> None:
         print(f"per-step, {STEPS} steps, PostgreSQL:       median"
               f" {statistics.median(postgres):.2f} ms  (runs: "
               f"{', '.join(f'{v:.2f}' for v in postgres)})  ratio {ratio:.2f}x (target <= 3x)")
+        lite, pg = statistics.median(CPU["sqlite"]), statistics.median(CPU["postgresql"])
+        print(f"CPU per step (io's thread + the PostgreSQL backend): SQLite {lite:.2f} ms,"
+              f" PostgreSQL {pg:.2f} ms, ratio {pg / lite:.2f}x")
     else:
         print("PostgreSQL: skipped (set IO_BENCH_POSTGRES_URL)")
 
@@ -139,5 +161,6 @@ def batch_throughput(runs: int = 20, parallel: int = 2) -> None:
 
 
 if __name__ == "__main__":
+    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     store_cost(os.environ.get("IO_BENCH_POSTGRES_URL"))
     batch_throughput()

@@ -283,6 +283,11 @@ def gaps_section(args: argparse.Namespace, tmp: Path) -> None:
             if 1000 in medians:
                 print(f"  {vendor:<10}1,000-step median / 100-step median:"
                       f" {medians[1000] / medians[100]:.2f}x (flat: <= 1.3x)")
+                # The same question in CPU time, which load disturbs less: what each of
+                # steps 101-1,000 cost against each of steps 21-100.
+                late = (cpu[1000] - cpu[100]) / 900
+                print(f"  {vendor:<10}CPU per step, steps 101-1,000: {late * 1000:.2f} ms"
+                      f" ({late / ((cpu[100] - cpu[20]) / 80):.2f}x steps 21-100)")
 
 
 _PROVIDER_BOOT = """

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
+    "InputsFate": "harness_core.store:InputsFate",
+    "DriveRecord": "harness_core.store:DriveRecord",
     "read_tool_data": "harness_core.tool_data:read_tool_data",
     "ToolData": "harness_core.tool_data:ToolData",
     "TodoItem": "harness_core.tool_data:TodoItem",
@@ -245,6 +247,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "InputsFate",
+    "DriveRecord",
     "read_tool_data",
     "ToolData",
     "TodoItem",
@@ -676,7 +680,9 @@ if TYPE_CHECKING:
         CHECKPOINT_FORMAT,
         AttemptRecord,
         CheckpointState,
+        DriveRecord,
         EditRecord,
+        InputsFate,
         LedgerEntry,
         Pause,
         PolicyEventRecord,

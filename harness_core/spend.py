@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from datetime import UTC, date, datetime
+from datetime import UTC, date
 from typing import Any, Literal
 
 from harness_core.messages import Usage
+from harness_core.store import SpendRow
 
 __all__ = [
     "ModelPrice",
@@ -78,75 +79,6 @@ class PriceTable:
     def price_for(self, model: str) -> ModelPrice | None:
         """The price of `model`, or None when the table does not price it."""
         return self.models.get(model)
-
-
-@dataclass(frozen=True)
-class SpendRow:
-    """One completion as the store recorded it: who asked, which model served, the counts.
-
-    Attributes:
-        run_id: The run the completion belongs to.
-        session_id: The session of that run, when it is a session turn.
-        model: The model that actually served the call (not the one asked for).
-        provider: The provider that served it.
-        created_at: When it was recorded (timezone-aware UTC).
-        prompt_tokens: As reported; None means not reported. The other counts likewise.
-        root_run_id: The root of the run's tree (None: the run is its own root).
-        runner: The machine (hostname) that made the call; None when not recorded.
-    """
-
-    run_id: str
-    session_id: str | None
-    model: str
-    provider: str
-    created_at: datetime
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    server_tool_requests: int | None = None
-    root_run_id: str | None = None
-    runner: str | None = None
-
-    @staticmethod
-    def from_usage(
-        *,
-        run_id: str,
-        session_id: str | None,
-        model: str,
-        provider: str,
-        created_at: datetime,
-        usage: Usage,
-    ) -> SpendRow:
-        """A row from a completion's `Usage`."""
-        return SpendRow(
-            run_id,
-            session_id,
-            model,
-            provider,
-            created_at,
-            usage.prompt_tokens,
-            usage.completion_tokens,
-            usage.total_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.reasoning_tokens,
-            usage.server_tool_requests,
-        )
-
-    def usage(self) -> Usage:
-        """The row's counts as a `Usage`."""
-        return Usage(
-            self.prompt_tokens,
-            self.completion_tokens,
-            self.total_tokens,
-            self.cache_read_tokens,
-            self.cache_write_tokens,
-            self.reasoning_tokens,
-            self.server_tool_requests,
-        )
 
 
 _COUNTS = (

@@ -353,18 +353,32 @@ class GitCommitData(ToolData):
 
 @dataclass(frozen=True, slots=True)
 class TodoItem:
-    """One item of the agent's plan."""
+    """One item of the agent's plan.
+
+    Attributes:
+        content: What to do.
+        status: ``pending``, ``in_progress`` or ``done``.
+        revision: The plan's revision the item belongs to, as the store reads it back
+            (`Store.todos`); None in a tool's data, which carries it once (`PlanData`).
+    """
 
     content: str
     status: str
+    revision: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"content": self.content, "status": self.status}
+        head = {"content": self.content, "status": self.status}
+        return head if self.revision is None else {**head, "revision": self.revision}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> TodoItem:
+        revision = data.get("revision")
+        return TodoItem(str(data.get("content", "")), str(data.get("status", "")),
+                        revision if isinstance(revision, int) else None)
 
 
 def _todos(value: Any) -> tuple[TodoItem, ...]:
-    return tuple(TodoItem(str(i.get("content", "")), str(i.get("status", "")))
-                 for i in _objects(value))
+    return tuple(TodoItem.from_json(i) for i in _objects(value))
 
 
 @dataclass(frozen=True, slots=True)

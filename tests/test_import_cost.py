@@ -67,6 +67,7 @@ def test_a_run_that_uses_no_document_tool_imports_no_document_library(tmp_path: 
     assert "harness_core.documents" in loaded  # the document tools were offered …
     for name in DOCUMENT_LIBRARIES:  # … and none of their libraries was imported
         assert name not in loaded, f"{name} imported by a run that used no document tool"
+    assert "psycopg" not in loaded  # a SQLite store loads nothing of PostgreSQL's driver
 
 
 def test_io_tool_of_a_core_tool_imports_no_document_library(tmp_path: Path) -> None:
@@ -103,3 +104,30 @@ def test_config_show_names_the_trust_store_without_importing_httpx(tmp_path: Pat
     loaded = _modules_after(["config", "show", "-w", str(tmp_path)], env=env)
     assert "harness_core.providers._tls" in loaded
     assert not {"httpx", "httpcore", "h2"} & loaded
+
+
+def test_a_command_named_first_builds_only_that_command(tmp_path: Path) -> None:
+    """`io run ...` is parsed by an app holding only `run` (Typer builds every registered
+    command before parsing); the other commands' modules are never imported."""
+    (tmp_path / "replay.jsonl").write_text('{"text": "done"}\n')
+    (tmp_path / "io.toml").write_text(
+        '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n[sandbox]\nbackend = "off"\n'
+    )
+    env = {**os.environ, "IO_STORE": str(tmp_path / "state.db"),
+           "IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path)}
+    code = (
+        "import sys, json, atexit\n"
+        "atexit.register(lambda: sys.__stderr__.write(json.dumps(sorted(sys.modules))))\n"
+        f"sys.argv = ['io', 'run', 'say done', '-w', {str(tmp_path)!r}, '--json']\n"
+        "from io_harness_cli.main import main\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, env=env)
+    assert result.returncode == 0, result.stderr
+    assert '"status": "finished"' in result.stdout
+    loaded = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    assert "io_harness_cli.commands.run" in loaded
+    others = {f"io_harness_cli.commands.{n}" for n in ("batch", "trace", "session", "config",
+                                                       "store", "spend", "tool")}
+    assert not others & loaded

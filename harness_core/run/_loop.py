@@ -50,7 +50,14 @@ from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
 from harness_core.shell import HandleRegistry
-from harness_core.store import CheckpointState, Pause, RunStatus, Store, VerificationRecord
+from harness_core.store import (
+    CheckpointState,
+    InputsFate,
+    Pause,
+    RunStatus,
+    Store,
+    VerificationRecord,
+)
 from harness_core.store._tree import TreePlace
 from harness_core.tool_data import AnswerData, FileWritten, PlanData
 from harness_core.tools import PauseRequested, RunServices, Toolbox, ToolContext, ToolOutcome
@@ -708,8 +715,8 @@ class Runner:
                 "step": step, "command": result.criterion, "passed": result.passed,
                 "exit_status": result.exit_status, "output": result.output[-2000:],
                 "sandbox": sandbox, "duration_seconds": round(result.duration_seconds, 3),
-                "inputs_untouched": inputs.get("untouched") if inputs else None,
-                "modified_inputs": inputs.get("modified", []) if inputs else [],
+                "inputs_untouched": inputs.untouched if inputs else None,
+                "modified_inputs": list(inputs.modified) if inputs else [],
             }))
             if not result.passed:
                 failures.append(f"$ {result.criterion}\n(exit {result.exit_status})\n"
@@ -727,7 +734,7 @@ class Runner:
 
     def _gate_inputs_fate(
         self, drive: _Drive, baseline: Any, index: int, criterion: str
-    ) -> dict[str, Any] | None:
+    ) -> InputsFate | None:
         """What became of gate `index`'s inputs since the run started (warned when changed)."""
         entries = baseline if isinstance(baseline, list) else None
         change = inputs_changed(drive.spec.workspace, entries, index)
@@ -739,8 +746,9 @@ class Runner:
                         + ", ".join(change.modified),
                 "gate": criterion, "modified_inputs": list(change.modified),
                 "editable": change.editable}))
-        return {"inputs": entries[index].get("inputs", []), "editable": change.editable,
-                "untouched": change.untouched, "modified": list(change.modified)}
+        patterns = entries[index].get("inputs", [])
+        return InputsFate(None if patterns is None else tuple(patterns), change.editable,
+                          change.untouched, tuple(change.modified))
 
     def _last_gates(self, run_id: str) -> tuple[VerificationRecord, ...]:
         """The last round of gates the run recorded (its gates report)."""

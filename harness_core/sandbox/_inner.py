@@ -32,13 +32,16 @@ launcher exits once every child is reaped, or orphaned because `io` is gone.
 
 from __future__ import annotations
 
+import _socket as socket  # not `socket`: its enums cost the launcher's start ~6 ms
 import marshal
 import os
 import select
-import socket
 import struct
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing`'s: importing typing costs the start ~4 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 _HEADER = struct.Struct("!II")
 _MAX_FDS = 8

@@ -24,8 +24,15 @@ __all__ = ["RemoteProcess", "exit_fd", "peek_status"]
 
 
 def _zombie_code(pid: int) -> int | None:
-    """The exit status (`Popen.returncode` form) of zombie `pid`, from `/proc/PID/stat`."""
+    """The exit status (`Popen.returncode` form) of zombie `pid`, from `/proc/PID/stat`.
+
+    The kernel shows the exit code only to a reader with ptrace access to the process
+    (it prints 0 otherwise: a setuid command run by a non-root io); `/proc/PID/io` is
+    refused under the same check, so a refusal there means "ask the launcher".
+    """
     try:
+        with open(f"/proc/{pid}/io", "rb") as handle:
+            handle.read(1)
         with open(f"/proc/{pid}/stat", "rb") as handle:
             text = handle.read()
     except OSError:

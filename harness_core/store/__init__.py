@@ -9,7 +9,9 @@ from harness_core.store._records import (
     AttemptRecord,
     CheckpointRecord,
     CheckpointState,
+    DriveRecord,
     EditRecord,
+    InputsFate,
     LedgerEntry,
     Pause,
     PolicyEventRecord,
@@ -19,6 +21,7 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
+from harness_core.store._spend import SpendRow
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
@@ -30,12 +33,15 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointState",
     "CopyReport",
+    "DriveRecord",
     "EditRecord",
+    "InputsFate",
     "LedgerEntry",
     "Pause",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
+    "SpendRow",
     "StepRecord",
     "QUICK_CHECK_SECONDS",
     "Store",

@@ -13,6 +13,7 @@ from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import (
+    InputsFate,
     PolicyEventRecord,
     VerificationRecord,
 )
@@ -59,7 +60,7 @@ class OversightQueries(StoreParts):
     def record_verification(
         self, run_id: str, step: int, criterion: str, passed: bool, exit_status: int | None,
         output: str, *, duration_seconds: float | None = None, sandbox: str | None = None,
-        inputs: dict[str, Any] | None = None,
+        inputs: InputsFate | None = None,
     ) -> None:
         """Record one gate's result (with how long it ran, where, and its inputs' fate)."""
         with self._tx() as conn:
@@ -69,7 +70,7 @@ class OversightQueries(StoreParts):
                 " VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, _now(), escape_surrogates(criterion), 1 if passed else 0,
                  exit_status, escape_surrogates(output), duration_seconds, sandbox,
-                 None if inputs is None else dumps(inputs)),
+                 None if inputs is None else dumps(inputs.to_json())),
             )
 
     def verifications(self, run_id: str) -> list[VerificationRecord]:
@@ -80,7 +81,7 @@ class OversightQueries(StoreParts):
             (run_id,),
         )
         return [VerificationRecord(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6],
-                                   None if r[7] is None else loads(r[7])) for r in rows]
+                                   _fate(loads(r[7]))) for r in rows]
 
     def post_inbox(self, run_id: str, kind: str, body: dict[str, Any]) -> None:
         """Leave an operator message (steer, interrupt) for the run's next step boundary."""
@@ -126,3 +127,7 @@ class OversightQueries(StoreParts):
             "SELECT 1 FROM run_inbox WHERE run_id = ? AND consumed_step IS NULL LIMIT 1", (run_id,)
         )
         return bool(rows)
+
+
+def _fate(data: Any) -> InputsFate | None:
+    return InputsFate.from_json(data) if isinstance(data, dict) else None

@@ -13,8 +13,10 @@ from harness_core.tool_data import Refusal, ToolData, read_tool_data
 __all__ = [
     "AttemptRecord",
     "CheckpointRecord",
-    "EditRecord",
     "CheckpointState",
+    "DriveRecord",
+    "EditRecord",
+    "InputsFate",
     "LedgerEntry",
     "Pause",
     "PolicyEventRecord",
@@ -260,6 +262,39 @@ def ledger_entry(step: int, index: int, call_id: str, name: str, arguments: Any,
 
 
 @dataclass(frozen=True, slots=True)
+class DriveRecord:
+    """One drive of a run (its start or a resume): when, which process, under what.
+
+    Attributes:
+        seq: The drive's number (0: the start).
+        started_at: When it began (ISO 8601, UTC).
+        pid: The process that drove it.
+        policy: The policy it ran under, as `Policy.to_json` wrote it.
+        sandbox: The sandbox report it ran with (None: none recorded).
+    """
+
+    seq: int
+    started_at: str
+    pid: int
+    policy: dict[str, Any]
+    sandbox: dict[str, Any] | None
+
+    def to_json(self, *, policy: bool = True) -> dict[str, Any]:
+        """The drive as `io trace --json` writes it (there without ``policy``)."""
+        head: dict[str, Any] = {"seq": self.seq, "started_at": self.started_at, "pid": self.pid}
+        if policy:
+            head["policy"] = self.policy
+        return {**head, "sandbox": self.sandbox}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> DriveRecord:
+        policy, sandbox = data.get("policy"), data.get("sandbox")
+        return DriveRecord(int(data.get("seq", 0)), str(data.get("started_at", "")),
+                           int(data.get("pid", 0)), policy if isinstance(policy, dict) else {},
+                           sandbox if isinstance(sandbox, dict) else None)
+
+
+@dataclass(frozen=True, slots=True)
 class EditRecord:
     """One recorded write's size (`Store.edits`): which call made it, and the `Edit`.
 
@@ -276,6 +311,11 @@ class EditRecord:
     def to_json(self) -> dict[str, Any]:
         """The row as `io trace --json` writes it (``step``, ``call_id``, the edit's keys)."""
         return {"step": self.step_index, "call_id": self.call_id, **self.edit.to_json()}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> EditRecord:
+        return EditRecord(int(data.get("step", 0)), str(data.get("call_id", "")),
+                          Edit.from_json(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,6 +337,11 @@ class AttemptRecord:
         ``ok`` as the 0 or 1 the column holds, as that output always wrote it)."""
         return {"step": self.step_index, "seq": self.seq, **self.attempt.to_json(),
                 "ok": int(self.attempt.ok)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> AttemptRecord:
+        return AttemptRecord(int(data.get("step", 0)), int(data.get("seq", 0)),
+                             ProviderAttempt.from_json(data))
 
 
 @dataclass(frozen=True)
@@ -323,6 +368,37 @@ class PolicyEventRecord:
     decided_by: str
 
 
+@dataclass(frozen=True, slots=True)
+class InputsFate:
+    """What became of a gate's inputs (the files it reads) since the run started.
+
+    Attributes:
+        inputs: The gate's input patterns, as recorded at the start.
+        editable: Whether the agent may edit them (`[[contract.verify]] editable`).
+        untouched: Whether they are as they were (None: nothing recorded to compare with).
+        modified: The input files that changed.
+    """
+
+    inputs: tuple[str, ...] | None
+    editable: bool
+    untouched: bool | None
+    modified: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The object the store's ``inputs`` column holds."""
+        return {"inputs": None if self.inputs is None else list(self.inputs),
+                "editable": self.editable, "untouched": self.untouched,
+                "modified": list(self.modified)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> InputsFate:
+        patterns, untouched = data.get("inputs"), data.get("untouched")
+        return InputsFate(
+            None if not isinstance(patterns, list) else tuple(str(p) for p in patterns),
+            bool(data.get("editable")), None if untouched is None else bool(untouched),
+            tuple(str(m) for m in data.get("modified") or ()))
+
+
 @dataclass(frozen=True)
 class VerificationRecord:
     """One run of one verification gate.
@@ -335,8 +411,8 @@ class VerificationRecord:
         output: Its output, bounded.
         duration_seconds: How long it ran (None on rows recorded before 0006).
         sandbox: The backend it ran in (``linux``, ``floor``, ``off`` …).
-        inputs: Its inputs' fate: ``inputs`` (patterns), ``editable``, ``untouched``
-            (None: nothing recorded to compare with) and ``modified`` (files).
+        inputs: Its inputs' fate (None: the gate names no inputs, or nothing was
+            recorded to compare with).
     """
 
     step_index: int
@@ -346,17 +422,25 @@ class VerificationRecord:
     output: str
     duration_seconds: float | None = None
     sandbox: str | None = None
-    inputs: dict[str, Any] | None = None
+    inputs: InputsFate | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The gates report entry (`run_finished`, `io trace --json`)."""
-        inputs = self.inputs or {}
+        fate = self.inputs
         return {
             "step": self.step_index, "command": self.criterion, "passed": self.passed,
             "exit_status": self.exit_status,
             "duration_seconds": None if self.duration_seconds is None
             else round(self.duration_seconds, 3),
-            "sandbox": self.sandbox, "inputs": inputs.get("inputs"),
-            "editable": inputs.get("editable"), "inputs_untouched": inputs.get("untouched"),
-            "modified_inputs": inputs.get("modified", []),
+            "sandbox": self.sandbox, "inputs": None if fate is None else fate.to_json()["inputs"],
+            "editable": None if fate is None else fate.editable,
+            "inputs_untouched": None if fate is None else fate.untouched,
+            "modified_inputs": [] if fate is None else list(fate.modified),
         }
+
+    def row_json(self) -> dict[str, Any]:
+        """Every field, the inputs' fate as its JSON object (`io trace --json`)."""
+        return {"step_index": self.step_index, "criterion": self.criterion,
+                "passed": self.passed, "exit_status": self.exit_status, "output": self.output,
+                "duration_seconds": self.duration_seconds, "sandbox": self.sandbox,
+                "inputs": None if self.inputs is None else self.inputs.to_json()}

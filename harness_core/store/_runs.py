@@ -16,6 +16,7 @@ from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import HOST, AliveCheck, StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import (
+    DriveRecord,
     Pause,
     RunRecord,
     RunStatus,
@@ -173,17 +174,13 @@ class RunQueries(StoreParts):
                 (dumps(policy), dumps(sandbox) if sandbox is not None else None, run_id),
             )
 
-    def drives(self, run_id: str) -> list[dict[str, Any]]:
+    def drives(self, run_id: str) -> list[DriveRecord]:
         """Each drive of the run: when, which process, under which policy and sandbox."""
         rows = self._query(
             "SELECT seq, started_at, pid, policy, sandbox FROM drives WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [
-            {"seq": r[0], "started_at": r[1], "pid": r[2], "policy": loads(r[3]),
-             "sandbox": loads(r[4])}
-            for r in rows
-        ]
+        return [DriveRecord(r[0], r[1], r[2], loads(r[3]), loads(r[4])) for r in rows]
 
     def release_run(self, run_id: str, pid: int) -> None:
         """Give up driving the run (only when the caller owns it)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from harness_core.errors import StateError
 from harness_core.store._parts import StoreParts
+from harness_core.tool_data import TodoItem
 
 __all__ = ["PLAN_SCHEMA_SQL", "PLAN_STATUSES", "PlanQueries"]
 
@@ -48,9 +48,9 @@ class PlanQueries(StoreParts):
 
 
     def replace_todos(
-        self, run_id: str, items: Sequence[dict[str, str]], *, step: int | None = None
+        self, run_id: str, items: Sequence[TodoItem], *, step: int | None = None
     ) -> int:
-        """Replace the run's whole plan with `items` (each ``content`` and ``status``).
+        """Replace the run's whole plan with `items` (their ``content`` and ``status``).
 
         Returns:
             The plan's new revision number (1 for the first write).
@@ -69,13 +69,13 @@ class PlanQueries(StoreParts):
             conn.executemany(
                 "INSERT INTO todos(run_id, position, content, status, revision, step_index,"
                 " updated_at) VALUES (?,?,?,?,?,?,?)",
-                [(run_id, i, item["content"], item["status"], revision, step, now)
+                [(run_id, i, item.content, item.status, revision, step, now)
                  for i, item in enumerate(items)],
             )
         return revision
 
-    def todos(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's current plan, in order: ``content``, ``status``, ``revision``.
+    def todos(self, run_id: str) -> list[TodoItem]:
+        """The run's current plan, in order, each item with its ``revision``.
 
         Read in one statement, so it is one revision whole.
         """
@@ -86,4 +86,4 @@ class PlanQueries(StoreParts):
             ).fetchall()
         except sqlite3.Error as exc:
             raise StateError(f"store failed while reading the plan: {exc}") from exc
-        return [{"content": r[0], "status": r[1], "revision": r[2]} for r in rows]
+        return [TodoItem(r[0], r[1], r[2]) for r in rows]

@@ -77,18 +77,18 @@ class PlanStore(Protocol):
     """Where a run's plan lives (the `Store` implements it)."""
 
     def replace_todos(
-        self, run_id: str, items: Sequence[dict[str, str]], *, step: int | None = None
+        self, run_id: str, items: Sequence[TodoItem], *, step: int | None = None
     ) -> int:
         """Replace the whole plan in one transaction; returns its new revision."""
         ...
 
 
-def _items(raw: Any) -> list[dict[str, str]]:
+def _items(raw: Any) -> list[TodoItem]:
     if not isinstance(raw, list):
         raise InvalidToolArguments("todo_write: `todos` must be an array of items")
     if len(raw) > _MAX_ITEMS:
         raise InvalidToolArguments(f"todo_write: at most {_MAX_ITEMS} items")
-    items: list[dict[str, str]] = []
+    items: list[TodoItem] = []
     for n, item in enumerate(raw, start=1):
         if not isinstance(item, dict):
             raise InvalidToolArguments(f"todo_write: item {n} must be an object")
@@ -102,7 +102,7 @@ def _items(raw: Any) -> list[dict[str, str]]:
         if unknown:
             raise InvalidToolArguments(
                 f"todo_write: item {n} has unknown keys {', '.join(sorted(unknown))}")
-        items.append({"content": content.strip()[:_MAX_CONTENT], "status": str(status)})
+        items.append(TodoItem(content.strip()[:_MAX_CONTENT], str(status)))
     return items
 
 
@@ -146,11 +146,10 @@ class TodoWrite:
         if plan is None or not ctx.run_id:
             return ToolOutcome("error: there is no run here to hold a plan", is_error=True)
         revision = plan.replace_todos(ctx.run_id, items)
-        counts = {s: sum(1 for i in items if i["status"] == s) for s in _STATUSES}
+        counts = {s: sum(1 for i in items if i.status == s) for s in _STATUSES}
         summary = ", ".join(f"{counts[s]} {s.replace('_', ' ')}" for s in _STATUSES)
         return ToolOutcome(f"Plan recorded ({len(items)} items: {summary}).",
-                           data=PlanData(tuple(TodoItem(i["content"], i["status"])
-                                               for i in items), revision))
+                           data=PlanData(tuple(items), revision))
 
 
 class AskQuestion:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from harness_core.store import PolicyEventRecord, RunRecord, VerificationRecord
+from harness_core.store import DriveRecord, PolicyEventRecord, RunRecord, VerificationRecord
 from harness_core.store._questions import QuestionRecord
 from harness_core.trace._changes import FileChange
 
@@ -183,7 +183,7 @@ class RunTrace:
     changes: tuple[FileChange, ...]
     commands_ran: int = 0
     orphan_calls: tuple[CallView, ...] = ()
-    drives: tuple[dict[str, Any], ...] = ()
+    drives: tuple[DriveRecord, ...] = ()
     children: tuple[str, ...] = field(default=())
 
     @property

@@ -131,8 +131,7 @@ def load_trace(store: Store, run_id: str, *, prices: PriceTable | None = None,
         commands_ran=sum(1 for e in ledger if e.name in _COMMANDS and e.data is not None
                          and e.refused is None),
         orphan_calls=tuple(c for rest in calls.values() for c in rest),
-        drives=tuple({k: v for k, v in d.items() if k != "policy"}
-                     for d in store.drives(run_id)),
+        drives=tuple(store.drives(run_id)),
         children=tuple(c.run_id for c in store.child_runs(run_id)),
     )
 

@@ -215,7 +215,7 @@ def _cost(batch_id: str, cfg: Config) -> float | None:
 
     with open_store(cfg) as store:
         ids = {t.run_id for t in store.batch_tasks(batch_id)}
-        rows = [r for r in store.spend_rows() if r["run_id"] in ids]
+        rows = [r for r in store.spend_rows() if r.run_id in ids]
     if not rows or cfg.prices is None:
         return None
     report = summarize_rows(rows, cfg.prices, "run")

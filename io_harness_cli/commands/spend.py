@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
-    from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport
+    from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport, SpendRow
 
 BY_CHOICES = ("model", "run", "session", "day", "tree", "runner")
 _BAR_WIDTH = 10
@@ -79,31 +79,11 @@ def spend(
         say(f"io: {note}")
 
 
-def summarize_rows(
-    raw: list[dict[str, Any]], prices: PriceTable | None, by: SpendBy
-) -> SpendReport:
-    """Turn the store's plain rows into `SpendRow`s and summarize them with `prices`."""
-    from harness_core import SpendRow, summarize
+def summarize_rows(rows: list[SpendRow], prices: PriceTable | None, by: SpendBy
+                   ) -> SpendReport:
+    """Summarize the store's rows with `prices`, grouped `by`."""
+    from harness_core import summarize
 
-    rows = [
-        SpendRow(
-            run_id=str(r["run_id"]),
-            session_id=None if r.get("session_id") is None else str(r["session_id"]),
-            model=str(r.get("model") or ""),
-            provider=str(r.get("provider") or ""),
-            created_at=_parse_stamp(str(r["created_at"])),
-            prompt_tokens=_count(r.get("prompt_tokens")),
-            completion_tokens=_count(r.get("completion_tokens")),
-            total_tokens=_count(r.get("total_tokens")),
-            cache_read_tokens=_count(r.get("cache_read_tokens")),
-            cache_write_tokens=_count(r.get("cache_write_tokens")),
-            reasoning_tokens=_count(r.get("reasoning_tokens")),
-            server_tool_requests=_count(r.get("server_tool_requests")),
-            runner=None if r.get("runner") is None else str(r["runner"]),
-            root_run_id=None if r.get("root_run_id") is None else str(r["root_run_id"]),
-        )
-        for r in raw
-    ]
     return summarize(rows, prices, by=by)
 
 
@@ -154,15 +134,6 @@ def _bound(text: str | None, option: str, *, end_of_day: bool) -> str | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).isoformat(timespec="microseconds")
-
-
-def _parse_stamp(text: str) -> datetime:
-    when = datetime.fromisoformat(text)
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 # --- rendering -------------------------------------------------------------------------

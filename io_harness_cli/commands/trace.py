@@ -52,7 +52,7 @@ def trace(
             _write_html(store, cfg, record.run_id, output)
             return
         if plan:
-            items = store.todos(record.run_id) if hasattr(store, "todos") else []
+            items = [i.to_json() for i in store.todos(record.run_id)]
             if json_out:
                 write_json({"run_id": record.run_id, "plan": items})
             else:
@@ -106,11 +106,11 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "tree": _tree(store, record.run_id),
         "steps": steps,
         "refusals": [vars(p) for p in store.policy_events(run_id)],
-        "verifications": [vars(v) for v in verifications],
+        "verifications": [v.row_json() for v in verifications],
         "gates": [v.to_json() for v in verifications if v.step_index == last_round],
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
-        "drives": [{k: v for k, v in d.items() if k != "policy"} for d in store.drives(run_id)],
+        "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
     }
 
 

@@ -356,8 +356,8 @@ def _changes(trace: RunTrace) -> str:
 
 def _drives(trace: RunTrace) -> str:
     rows = "".join(
-        f"<tr><td>{e(d.get('seq'))}</td><td>{e(d.get('started_at'))}</td><td>{e(d.get('pid'))}"
-        f"</td><td>{e((d.get('sandbox') or {}).get('backend', '—'))}</td></tr>"
+        f"<tr><td>{e(d.seq)}</td><td>{e(d.started_at)}</td><td>{e(d.pid)}"
+        f"</td><td>{e((d.sandbox or {}).get('backend', '—'))}</td></tr>"
         for d in trace.drives)
     return ("<h3>Drives</h3><table><tr><th>#</th><th>started</th><th>pid</th><th>sandbox</th>"
             f"</tr>{rows}</table>")

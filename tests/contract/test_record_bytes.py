@@ -60,6 +60,24 @@ def test_an_old_store_traces_to_the_same_bytes(tmp_path: Path) -> None:
     assert done.stdout == (GOLDEN / "trace.json").read_text()
 
 
+SPEND_BY = ("model", "run", "runner", "day", "tree", "session")
+PRICES = ('[prices]\nas_of = 2026-11-01\n[prices.models."scripted"]\ninput_per_mtok = 3.0\n'
+          'output_per_mtok = 15.0\ncache_read_per_mtok = 0.3\n')
+
+
+def test_an_old_store_s_spend_report_is_the_same_bytes(tmp_path: Path) -> None:
+    store = _old_store(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "io.toml").write_text(PRICES)
+    golden = (GOLDEN / "spend.jsonl").read_text().splitlines(keepends=True)
+    for by, line in zip(SPEND_BY, golden, strict=True):
+        done = run_io(["spend", "--json", "--by", by, "-w", str(ws)],
+                      env={"IO_STORE": str(store)}, cwd=ws)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == line, by
+
+
 def test_old_ledger_data_reads_back_typed_and_writes_the_same_bytes(tmp_path: Path) -> None:
     store = Store(_old_store(tmp_path))
     try:

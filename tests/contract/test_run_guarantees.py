@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 
-from harness_core import Runner, RunStatus, Store, Toolbox
+from harness_core import DriveRecord, Runner, RunStatus, Store, Toolbox
 from harness_core.messages import ToolSpec
 from harness_core.tools import ToolContext, ToolOutcome
 from tests.conftest import run_io
@@ -114,7 +114,7 @@ def _paused_run(root: Path) -> tuple[Path, str]:
     return ws, str(json_lines(first.stdout)[-1]["run_id"])
 
 
-def _drives(home: Path, run_id: str) -> list[dict[str, object]]:
+def _drives(home: Path, run_id: str) -> list[DriveRecord]:
     with Store(home / "state" / "io" / "state.db") as store:
         return store.drives(run_id)
 
@@ -127,9 +127,9 @@ def test_a_resume_runs_under_the_current_policy_and_records_it(
     assert not (ws / "made.txt").exists()  # the new deny beat the approval
     drives = _drives(isolated_env, run_id)
     assert len(drives) == 2
-    assert "touch*" not in json.dumps(drives[0]["policy"])
-    assert "touch*" in json.dumps(drives[1]["policy"])
-    assert all(d["sandbox"] for d in drives)  # each drive records its sandbox too
+    assert "touch*" not in json.dumps(drives[0].policy)
+    assert "touch*" in json.dumps(drives[1].policy)
+    assert all(d.sandbox for d in drives)  # each drive records its sandbox too
 
 
 def test_stored_policy_resumes_under_the_policy_recorded_at_the_start(
@@ -140,7 +140,7 @@ def test_stored_policy_resumes_under_the_policy_recorded_at_the_start(
     assert resumed.returncode == 0, resumed.stderr
     assert (ws / "made.txt").exists()  # the recorded policy had no deny
     drives = _drives(isolated_env, run_id)
-    assert len(drives) == 2 and drives[1]["policy"] == drives[0]["policy"]
+    assert len(drives) == 2 and drives[1].policy == drives[0].policy
 
 
 def _owned_by_this_process(home: Path, run_id: str, started: float) -> None:

@@ -82,7 +82,7 @@ def test_io_run_streams_a_multi_step_tool_conversation_and_records_the_served_mo
         (vendor, REQUESTED, 1)] * (STEPS + 1)
     with Store(cli.store) as store:
         rows = store.spend_rows()
-    assert {(r["model"], r["model_requested"]) for r in rows} == {(SERVED, REQUESTED)}
+    assert {(r.model, r.model_requested) for r in rows} == {(SERVED, REQUESTED)}
 
     report = cli.json("spend", "-w", str(ws))
     prompt, completion = _expected_totals(vendor, STEPS + 1)

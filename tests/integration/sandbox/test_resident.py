@@ -280,3 +280,32 @@ def _tokened(token: str) -> list[psutil.Process]:
         except (OSError, psutil.Error):
             continue
     return found
+
+
+def test_commands_of_one_sandbox_share_its_tmp(made: Callable[..., ProcessLauncher],
+                                                native: Selected) -> None:
+    used = made(native)
+    wrote = run_command(used, LaunchRequest(argv=["sh", "-c", "echo kept > /tmp/io-note"],
+                                            cwd=Path.cwd()))
+    assert wrote.exit_status == 0
+    read = run_command(used, LaunchRequest(argv=["cat", "/tmp/io-note"], cwd=Path.cwd()))
+    assert read.stdout == b"kept\n"  # the run's sandbox, not one per command
+    assert not Path("/tmp/io-note").exists()  # still its private /tmp, not the host's
+
+
+def test_a_placeholder_the_host_fills_is_bound_for_the_next_command(
+    tmp_path: Path, native: Selected
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    built = build_launchers(_spec(root, BackendChoice.NATIVE))
+    try:
+        probe = LaunchRequest(argv=["sh", "-c", "ls -A .git | wc -l"], cwd=root)
+        assert run_command(built.commands, probe).stdout.strip() == b"0"  # an empty placeholder
+        subprocess.run(["git", "init", "-q", str(root)], check=True)  # the host's git tool
+        assert int(run_command(built.commands, probe).stdout.strip()) > 0
+        hooks = run_command(built.commands, LaunchRequest(
+            argv=["sh", "-c", "echo x > .git/hooks/pre-commit"], cwd=root))
+        assert hooks.exit_status != 0  # and .git/hooks is read-only in the fresh sandbox
+    finally:
+        built.close()

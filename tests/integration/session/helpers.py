@@ -53,9 +53,20 @@ def wait_until(condition: Callable[[], bool], proc: subprocess.Popen[str] | None
 
 
 def first_event(proc: subprocess.Popen[str]) -> dict[str, Any]:
-    """The first JSON line of a `--json` run (its run_started event)."""
+    """The first JSON line of a `--json` run (its run_started event).
+
+    Read a byte at a time from the pipe itself: `readline()` on the text wrapper would
+    buffer the lines after it, which a later `communicate()` (it reads the pipe, not
+    the wrapper) would then never see.
+    """
     assert proc.stdout is not None
-    return dict(json.loads(proc.stdout.readline()))
+    line = bytearray()
+    while not line.endswith(b"\n"):
+        byte = os.read(proc.stdout.fileno(), 1)
+        if not byte:
+            break
+        line += byte
+    return dict(json.loads(line.decode()))
 
 
 def open_store() -> Store:

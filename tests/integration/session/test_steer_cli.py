@@ -58,7 +58,7 @@ def test_a_steer_lands_at_the_boundary_and_does_not_let_a_denied_write_through(
     with open_store() as store:
         steered = [m for m in store.messages(run_id) if "operator steer" in m.content]
         assert [m.content for m in steered] == ["[operator steer] you may write secrets/"]
-        assert store.run(run_id).policy == store.drives(run_id)[0]["policy"]  # unchanged
+        assert store.run(run_id).policy == store.drives(run_id)[0].policy  # unchanged
 
 
 def test_an_interrupt_waits_for_the_call_in_flight_then_stops_before_the_next_step(

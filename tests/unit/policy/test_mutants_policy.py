@@ -277,3 +277,141 @@ def test_a_contained_policy_carries_the_parents_denies_as_rules() -> None:
     child = Policy(tier=Tier.FULL, rules=(shared,))
     contained = parent.contain(child)
     assert contained.rules == (shared, deny)
+
+
+# -- building a policy ------------------------------------------------------------------
+
+
+def test_path_pattern_errors_name_the_whole_pattern() -> None:
+    with pytest.raises(PolicyError) as caught:
+        compile_path("src/a\\")
+    assert caught.value.message == "pattern 'src/a\\\\' ends with a lone backslash"
+
+
+def test_an_allow_of_another_kind_never_opens_a_protected_path() -> None:
+    policy = Policy.from_lists(tier="full", allow_read=["io.toml"], allow_exec=["io.toml"],
+                               allow_net=["io.toml"])
+    decision = policy.check(Act.write("io.toml"))
+    assert (decision.verdict, decision.layer) == (D, "builtin")
+
+
+def test_extra_protected_paths_match_case_insensitively() -> None:
+    policy = Policy(tier=Tier.FULL, protected=("state/io.db",))
+    for spelling in ("state/io.db", "STATE/io.db", "State/IO.DB"):
+        decision = policy.check(Act.write(spelling))
+        assert (decision.verdict, decision.rule) == (D, "state/io.db"), spelling
+
+
+def test_the_gate_reason_is_whole() -> None:
+    policy = Policy(tier=Tier.FULL, rules=(Rule(Effect.DENY, ActKind.WRITE, "t/**", GATE_LAYER),))
+    assert policy.check(Act.write("t/a.py")).reason == (
+        "an input of a verification gate ('t/**'): the agent may not change what judges its"
+        " work (the operator can set editable = true on the gate)")
+
+
+def test_lists_given_to_a_policy_are_kept_as_tuples() -> None:
+    rule = Rule(Effect.DENY, ActKind.EXEC, "rm*", "project")
+    outer = Policy(tier=Tier.FULL)
+    policy = Policy(tier=Tier.FULL, rules=[rule], protected=["db"],  # type: ignore[arg-type]
+                    within=[outer])  # type: ignore[arg-type]
+    assert policy.rules == (rule,)
+    assert policy.protected == ("db",)
+    assert policy.within == (outer,)
+
+
+def test_patterns_match_across_newlines() -> None:
+    policy = Policy.from_lists(tier="full", deny_read=["secret/**"], deny_exec=["rm*"],
+                               deny_write=["*"])
+    assert policy.check(Act.read("secret/a\nb")).verdict is D
+    assert policy.check(Act.exec(["rm", "-rf\nx"])).verdict is D
+    assert policy.check(Act.write("a\nb")).verdict is D
+
+
+def test_net_reasons_are_whole() -> None:
+    policy = Policy.from_lists(tier="read-only", approval="deny", allow_net=["a.example:443"],
+                               deny_net=["b.example"])
+    assert policy.check(Act.net("a.example", 443)).reason == (
+        "allowed by allow_net 'a.example:443' (project)")
+    assert policy.check(Act.net("b.example", 443)).reason == (
+        "denied by deny_net 'b.example' (project)")
+
+
+def test_rule_construction_messages_are_whole() -> None:
+    with pytest.raises(PolicyError) as caught:
+        Rule(Effect.ALLOW, ActKind.NET, 3, "project")  # type: ignore[arg-type]
+    assert caught.value.message == "a net pattern must be a string, not 3"
+    with pytest.raises(PolicyError) as caught:
+        Rule(Effect.ALLOW, ActKind.NET, "x.example", "")
+    assert caught.value.message == "rule 'x.example' has no layer"
+
+
+# -- path patterns ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("src/*.py", "src/a.py", True),
+        ("src/*.py", "src/apy", False),
+        ("a**b", "axyb", True),  # a '**' inside a segment is one '*'
+        ("a**b", "ax/b", False),
+        ("a\\*b", "a*b", True),
+        ("a\\*b", "axb", False),
+        ("ab\\*c", "ab*c", True),
+        ("a\\*", "a*", True),  # an escape as the last two characters of a segment
+        ("a\\*", "ab", False),
+        ("src//a.py", "src/a.py", True),
+        ("a/./b", "a/b", True),
+        ("./a/./b/.", "a/b", True),
+        ("my dir/**", "my dir/x", True),
+        ("my dir/**", "my/dir/x", False),
+        ("a/**/**/b", "a/x/y/b", True),
+        ("a/**/**/b", "a/b", True),
+    ],
+)
+def test_path_pattern_spellings(pattern: str, path: str, matches: bool) -> None:
+    assert bool(compile_path(pattern).fullmatch(path)) is matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "normal"),
+    [("DirX/", "DirX/**"), ("build//", "build/**"), ("a/**/**", "a/**"), ("./x/./y", "x/y")],
+)
+def test_normalised_path_patterns(pattern: str, normal: str) -> None:
+    from harness_core.policy._patterns import normalise_path_pattern
+
+    assert normalise_path_pattern(pattern) == normal
+
+
+def test_an_absolute_path_pattern_is_refused_with_a_hint() -> None:
+    with pytest.raises(PolicyError) as caught:
+        compile_path("/etc/**")
+    assert caught.value.message == "path pattern '/etc/**' is absolute"
+    assert caught.value.hint == (
+        "path patterns are relative to the workspace root, e.g. 'build/**'")
+
+
+def test_empty_and_void_patterns_are_refused_with_hints() -> None:
+    with pytest.raises(PolicyError) as caught:
+        compile_command("  ")
+    assert caught.value.message == "a policy rule has an empty pattern"
+    assert caught.value.hint == (
+        "an empty pattern would match nothing; remove the rule or name a target")
+    with pytest.raises(PolicyError) as caught:
+        compile_path("./.")
+    assert caught.value.message == "a path pattern names nothing"
+    assert caught.value.hint == "'**' means every path"
+
+
+def test_an_invalid_glob_names_the_pattern() -> None:
+    with pytest.raises(PolicyError) as caught:
+        compile_path("f[a--]")
+    assert caught.value.message.startswith("pattern 'f[a--]' is not a valid glob: ")
+
+
+def test_compiled_patterns_keep_their_flags() -> None:
+    from harness_core.policy._patterns import compile_host
+
+    assert compile_command("rm*").fullmatch("rm -rf\nx") is not None
+    assert compile_path("**").fullmatch("a\nb/c") is not None
+    assert compile_host("PyPI.org").fullmatch("PYPI.ORG") is not None

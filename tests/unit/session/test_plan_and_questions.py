@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_core import EventKind, Runner, RunStatus, Store
+from harness_core import EventKind, Runner, RunStatus, Store, TodoItem
 from harness_core.tools._plan_tools import Answer, AnsweredBy
 from tests.unit.session.support import Events, RecordingProvider, spec_for
 
@@ -40,7 +40,9 @@ def test_each_todo_write_replaces_the_plan_and_emits_one_plan_event(
     ])
     outcome = Runner(store, provider, on_event=events).start(spec_for(_ws(tmp_path), "work"))
     assert outcome.status is RunStatus.FINISHED
-    assert store.todos(outcome.run_id) == [{"content": "read", "status": "done", "revision": 2}]
+    assert store.todos(outcome.run_id) == [TodoItem("read", "done", 2)]
+    assert store.todos(outcome.run_id)[0].to_json() == {"content": "read", "status": "done",
+                                                        "revision": 2}
     plans = [e.data for e in events.seen if e.kind is EventKind.PLAN]
     assert [len(p["items"]) for p in plans] == [3, 1]
     assert [p["revision"] for p in plans] == [1, 2]
@@ -62,28 +64,28 @@ def test_a_malformed_plan_is_an_error_observation_and_keeps_the_old_plan(
     outcome = Runner(store, provider).start(spec_for(_ws(tmp_path), "work"))
     bad = store.ledger(outcome.run_id, 1)[0]
     assert bad.is_error and needle in (bad.observation or "")
-    assert [i["content"] for i in store.todos(outcome.run_id)] == ["keep"]
+    assert [i.content for i in store.todos(outcome.run_id)] == ["keep"]
 
 
 def test_a_reader_on_another_connection_never_sees_half_a_plan(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     writer, reader = Store(path), Store(path)
     stop = threading.Event()
-    mixed: list[list[dict[str, object]]] = []
+    mixed: list[list[TodoItem]] = []
 
     def read() -> None:
         while not stop.is_set():
             items = reader.todos("run")
-            if items and len({str(i["content"]).split(":")[0] for i in items}) != 1:
+            if items and len({i.content.split(":")[0] for i in items}) != 1:
                 mixed.append(items)
-            if items and len(items) != int(str(items[0]["content"]).split(":")[0]) % 7 + 1:
+            if items and len(items) != int(items[0].content.split(":")[0]) % 7 + 1:
                 mixed.append(items)
 
     thread = threading.Thread(target=read)
     thread.start()
     try:
         for version in range(300):
-            writer.replace_todos("run", [{"content": f"{version}:{i}", "status": "pending"}
+            writer.replace_todos("run", [TodoItem(f"{version}:{i}", "pending")
                                          for i in range(version % 7 + 1)])
     finally:
         stop.set()

@@ -15,6 +15,7 @@ import pytest
 
 from harness_core import (
     CheckpointFormatError,
+    DriveRecord,
     Message,
     Pause,
     RunInUse,
@@ -71,9 +72,8 @@ def test_a_run_without_sandbox_or_owner_is_driven_by_this_process(tmp_path: Path
         _create(store, "r1")
         run = store.run("r1")
         assert (run.sandbox, run.owner_pid) == (None, None)
-        assert store.drives("r1") == [{"seq": 0, "started_at": run.created_at,
-                                       "pid": os.getpid(), "policy": {"p": [1]},
-                                       "sandbox": None}]
+        assert store.drives("r1") == [DriveRecord(0, run.created_at, os.getpid(), {"p": [1]},
+                                                  None)]
     # no sandbox is SQL NULL, not the JSON text `null`; the opening messages are step -1
     assert _rows(tmp_path / "s.db", "SELECT sandbox IS NULL FROM runs") == [(1,)]
     assert _rows(tmp_path / "s.db", "SELECT sandbox IS NULL FROM drives") == [(1,)]
@@ -168,7 +168,7 @@ def test_each_drive_is_numbered_and_a_dead_owner_is_reclaimed(tmp_path: Path) ->
         assert store.acquire_run("r1", 200, 2.0, alive=lambda p, s: True) == 2  # its own
         store.record_drive("r1", 2, 200, {"q": 3}, None)
         drives = store.drives("r1")
-        assert [(d["seq"], d["pid"], d["policy"], d["sandbox"]) for d in drives] == [
+        assert [(d.seq, d.pid, d.policy, d.sandbox) for d in drives] == [
             (0, 100, {"p": [1]}, None), (1, 200, {"q": 2}, {"backend": "floor"}),
             (2, 200, {"q": 3}, None)]
         run = store.run("r1")

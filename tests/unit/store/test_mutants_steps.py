@@ -18,6 +18,7 @@ from harness_core import (
     Citation,
     Edit,
     EditRecord,
+    InputsFate,
     LedgerEntry,
     Message,
     OpenData,
@@ -334,8 +335,7 @@ def test_a_gate_report_entry_rounds_its_duration_and_reads_its_inputs() -> None:
         "duration_seconds": None, "sandbox": None, "inputs": None, "editable": None,
         "inputs_untouched": None, "modified_inputs": []}
     full = VerificationRecord(0, "make", True, 0, "", duration_seconds=1.23456, sandbox="floor",
-                              inputs={"inputs": ["*.py"], "editable": False, "untouched": True,
-                                      "modified": ["a.py"]})
+                              inputs=InputsFate(("*.py",), False, True, ("a.py",)))
     assert full.to_json() == {
         "step": 0, "command": "make", "passed": True, "exit_status": 0,
         "duration_seconds": 1.235, "sandbox": "floor", "inputs": ["*.py"], "editable": False,

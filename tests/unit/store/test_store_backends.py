@@ -26,6 +26,7 @@ from harness_core import (
     SessionInUse,
     StateError,
     Store,
+    TodoItem,
     ToolCall,
     ToolResult,
     Usage,
@@ -112,16 +113,18 @@ def test_runs_list_newest_first_and_status_sticks(store: Store) -> None:
 def test_spend_rows_keep_unreported_numbers_none(store: Store) -> None:
     _step(store, 0, ToolCall("c1", "read_file", {"path": "a"}))
     (row,) = store.spend_rows()
-    assert row["prompt_tokens"] == 10 and row["cache_read_tokens"] == 4
-    assert row["cache_write_tokens"] is None
+    assert row.prompt_tokens == 10 and row.cache_read_tokens == 4
+    assert row.cache_write_tokens is None
+    assert (row.run_id, row.provider, row.model, row.model_requested) == ("r1", "p", "m2", "m")
+    assert row.created_at.tzinfo is not None and row.runner is not None
 
 
 def test_sessions_todos_and_questions(store: Store) -> None:
     store.create_session("s1", workspace="/w", title="t")
     assert store.session("s1").title == "t"
-    assert store.replace_todos("r1", [{"content": "do", "status": "pending"}]) == 1
-    assert store.replace_todos("r1", [{"content": "do", "status": "done"}]) == 2
-    assert store.todos("r1")[0]["status"] == "done"
+    assert store.replace_todos("r1", [TodoItem("do", "pending")]) == 1
+    assert store.replace_todos("r1", [TodoItem("do", "done")]) == 2
+    assert store.todos("r1") == [TodoItem("do", "done", 2)]
 
 
 _HOLDER = textwrap.dedent("""
@@ -245,3 +248,25 @@ def test_a_failed_statement_in_a_queued_transaction_rolls_back_whole(store: Stor
     assert [e.call_id for e in store.ledger("r1")] == ["c1"]
     store.record_observation("r1", 0, 0, ToolResult("c1", "read_file", "ok"))  # the store goes on
     assert store.ledger("r1")[0].observation == "ok"
+
+
+def test_postgresql_queued_writes_keep_every_value_exactly(postgres_url: str) -> None:
+    """Writes in a transaction go out as prepared statements with their values rendered
+    client-side: quotes, percent signs, backslashes, NUL, None, bools, big and float
+    numbers all land as they were given, and a literal `%` in the statement survives."""
+    odd = "it's 100% \\ done; DROP TABLE runs; -- \x00 \U0001f600"
+    with Store(postgres_url) as store:
+        store.create_run("r1", goal=odd, workspace="/w", model=None, settings={"k": odd},
+                         policy={}, sandbox=None, messages=[Message.user(odd)])
+        with store._tx() as conn:
+            conn.execute("UPDATE runs SET goal = goal || '%' || ?, steps_used = ?,"
+                         " wall_used = ? WHERE run_id = ?", ("!", 2**62, 0.1 + 0.2, "r1"))
+            conn.execute("UPDATE runs SET model = ?, reason = ? WHERE run_id = ?",
+                         (None, True, "r1"))
+        run = store.run("r1")
+        assert run.goal == odd.replace("\x00", "\u2400") + "%!"
+        assert run.settings == {"k": odd}
+        assert store.messages("r1")[0].content == odd
+        assert run.steps_used == 2**62 and run.model is None
+        row = store._query("SELECT wall_used, reason FROM runs WHERE run_id = ?", ("r1",))[0]
+        assert row == (0.1 + 0.2, "1")

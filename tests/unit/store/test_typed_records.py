@@ -15,12 +15,15 @@ import pytest
 from harness_core import (
     AttemptRecord,
     Citation,
+    DriveRecord,
     Edit,
     EditRecord,
+    InputsFate,
     Message,
     ProviderAttempt,
     ServerToolCall,
     Store,
+    TodoItem,
     ToolCall,
     ToolResult,
     Usage,
@@ -117,3 +120,42 @@ def test_a_foreign_failure_becomes_a_failed_attempt_that_names_it() -> None:
     assert ProviderAttempt.of(ValueError("bad")) == ProviderAttempt("", "", False, "bad")
     kept = ProviderAttempt("p", "m", False, "x", 1)
     assert ProviderAttempt.of(kept) is kept
+
+
+def test_a_gate_s_inputs_fate_is_typed_and_its_column_keeps_the_old_json(
+        store: Store, tmp_path: Path) -> None:
+    fate = InputsFate(("tests/**",), editable=False, untouched=False, modified=("tests/a.py",))
+    store.record_verification("r1", 0, "pytest", False, 1, "out", duration_seconds=0.5,
+                              sandbox="floor", inputs=fate)
+    assert _rows(tmp_path / "s.db", "SELECT inputs FROM verifications") == [
+        ('{"inputs":["tests/**"],"editable":false,"untouched":false,"modified":["tests/a.py"]}',)]
+    # A row as the dict-taking code wrote it, with no patterns recorded.
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("INSERT INTO verifications(run_id, step_index, created_at, criterion, passed,"
+                     " exit_status, output, duration_seconds, sandbox, inputs) VALUES"
+                     " ('r1', 1, 'now', 'make', 1, 0, '', NULL, 'off',"
+                     " '{\"inputs\":null,\"editable\":true,\"untouched\":null,\"modified\":[]}')")
+    first, second = store.verifications("r1")
+    assert first.inputs == fate
+    assert second.inputs == InputsFate(None, editable=True, untouched=None)
+    # `io trace --json` writes each row as the dataclass's fields did (`vars`), in order.
+    assert json.dumps(second.row_json()) == json.dumps(
+        {"step_index": 1, "criterion": "make", "passed": True, "exit_status": 0, "output": "",
+         "duration_seconds": None, "sandbox": "off",
+         "inputs": {"inputs": None, "editable": True, "untouched": None, "modified": []}})
+    assert first.to_json()["modified_inputs"] == ["tests/a.py"]
+    assert first.to_json()["inputs_untouched"] is False
+
+
+@pytest.mark.parametrize("record", [
+    EditRecord(2, "c1", Edit("a.txt", 1, 0, 0, 4)),
+    AttemptRecord(0, 1, ProviderAttempt("openai", "gpt", False, "HTTP 429", 429)),
+    AttemptRecord(3, 0, ProviderAttempt("scripted", "m", True)),
+    DriveRecord(1, "2026-01-01T00:00:00+00:00", 42, {"tier": "full"}, {"backend": "floor"}),
+    DriveRecord(0, "2026-01-01T00:00:00+00:00", 7, {}, None),
+    TodoItem("read", "done", 3),
+    TodoItem("write", "pending"),
+])
+def test_each_store_record_reads_back_its_own_json(record: object) -> None:
+    kind = type(record)
+    assert kind.from_json(record.to_json()) == record  # type: ignore[attr-defined]
