@@ -610,9 +610,10 @@ def test_a_gate_whose_inputs_the_agent_changed_says_so(tmp_path: Path) -> None:
     outcome, events = _gated_run(tmp_path, "new\n")
     (gate,) = outcome.gates
     assert (gate.step_index, gate.criterion, gate.passed, gate.exit_status, gate.output,
-            gate.sandbox, gate.inputs) == (
-        1, "cat b.txt", True, 0, "new\n", "off",
-        {"inputs": ["b.txt"], "editable": True, "untouched": False, "modified": ["b.txt"]})
+            gate.sandbox) == (1, "cat b.txt", True, 0, "new\n", "off")
+    assert gate.inputs is not None
+    assert (gate.inputs.inputs, gate.inputs.editable, gate.inputs.untouched,
+            gate.inputs.modified) == (("b.txt",), True, False, ("b.txt",))
     assert [(e.kind, e.data) for e in events.seen if e.kind in (
         EventKind.WARNING, EventKind.VERIFICATION)] == [
         (EventKind.WARNING, {"text": "gate inputs were modified by the agent (cat b.txt):"
@@ -627,8 +628,9 @@ def test_a_gate_whose_inputs_the_agent_changed_says_so(tmp_path: Path) -> None:
 def test_a_gate_whose_inputs_were_left_alone_says_untouched(tmp_path: Path) -> None:
     outcome, events = _gated_run(tmp_path, "old\n")
     (gate,) = outcome.gates
-    assert gate.inputs == {"inputs": ["b.txt"], "editable": True, "untouched": True,
-                           "modified": []}
+    assert gate.inputs is not None
+    assert (gate.inputs.inputs, gate.inputs.editable, gate.inputs.untouched,
+            gate.inputs.modified) == (("b.txt",), True, True, ())
     assert [e.kind for e in events.seen].count(EventKind.WARNING) == 0
     (verdict,) = [e.data for e in events.seen if e.kind is EventKind.VERIFICATION]
     assert (verdict["inputs_untouched"], verdict["modified_inputs"]) == (True, [])
