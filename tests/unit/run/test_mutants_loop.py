@@ -634,3 +634,34 @@ def test_a_gate_whose_inputs_were_left_alone_says_untouched(tmp_path: Path) -> N
     assert [e.kind for e in events.seen].count(EventKind.WARNING) == 0
     (verdict,) = [e.data for e in events.seen if e.kind is EventKind.VERIFICATION]
     assert (verdict["inputs_untouched"], verdict["modified_inputs"]) == (True, [])
+
+
+def test_the_cost_budget_counts_the_steps_before_a_resume(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    lines = [_line(f"s{i}", _write(f"f{i}.txt", str(i))) for i in range(6)]
+    priced: list[str] = []
+
+    def cost_of(model: str, usage: Usage) -> float:
+        priced.append(model)
+        return 0.5
+
+    spec = spec_for(ws, "go", budget=Budget(max_steps=None, max_tokens=None,
+                                            wall_seconds=None, max_cost_usd=1.2),
+                    cost_of=cost_of)
+    with Store(tmp_path / "state.db") as store:
+
+        def interrupt(event: Event) -> None:
+            if event.kind is EventKind.CHECKPOINT and event.data["step"] == 1:
+                store.post_inbox(event.run_id, "interrupt", {})
+
+        first = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                       on_event=interrupt).start(spec)
+        assert (first.status, first.steps) == (RunStatus.INTERRUPTED, 2)
+        priced.clear()
+        second = Runner(store, _scripted(tmp_path, lines), clock=ManualClock()).resume(
+            first.run_id, spec)
+    # $1.00 drawn before the resume: one more step ($1.50) spends the $1.20 budget
+    assert (second.status, second.steps) == (RunStatus.STOPPED, 3)
+    assert second.reason == ("budget: the cost budget of $1.2 is spent"
+                             " ($1.5000 derived from [prices])")
+    assert set(priced) == {"scripted-replay"}  # priced as the model that served each step
