@@ -23,22 +23,40 @@ __all__ = ["CheckpointQueries", "write_checkpoint"]
 
 def write_checkpoint(conn: Any, run_id: str, step: int, state: CheckpointState, *,
                      tokens: int, wall_seconds: float) -> None:
-    """The checkpoint and budget draw statements, inside the caller's transaction."""
+    """The checkpoint and budget draw statements, inside the caller's transaction.
+
+    On PostgreSQL the three writes are one statement (two data-modifying CTEs and the
+    run's counters): the server runs one prepared statement where it ran three.
+    """
+    from harness_core.store._postgres import PgConnection
+
+    checkpoint = (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state.to_json()))
+    draw = (run_id, step, 1, tokens, wall_seconds)
+    counters = (step + 1, tokens, wall_seconds, _now(), run_id)
+    if isinstance(conn, PgConnection):
+        conn.execute(_PG_CHECKPOINT, (*checkpoint, *draw, *counters))
+        return
     conn.execute(
         "INSERT OR REPLACE INTO checkpoints(run_id, step_index, format, created_at, state)"
-        " VALUES (?,?,?,?,?)",
-        (run_id, step, CHECKPOINT_FORMAT, _now(), dumps(state.to_json())),
-    )
+        " VALUES (?,?,?,?,?)", checkpoint)
     conn.execute(
         "INSERT OR REPLACE INTO budget_draws(run_id, step_index, steps, tokens,"
-        " wall_seconds) VALUES (?,?,?,?,?)",
-        (run_id, step, 1, tokens, wall_seconds),
-    )
-    conn.execute(
-        "UPDATE runs SET steps_used = ?, tokens_used = tokens_used + ?,"
-        " wall_used = wall_used + ?, updated_at = ? WHERE run_id = ?",
-        (step + 1, tokens, wall_seconds, _now(), run_id),
-    )
+        " wall_seconds) VALUES (?,?,?,?,?)", draw)
+    conn.execute(_COUNTERS, counters)
+
+
+_COUNTERS = ("UPDATE runs SET steps_used = ?, tokens_used = tokens_used + ?,"
+             " wall_used = wall_used + ?, updated_at = ? WHERE run_id = ?")
+_PG_CHECKPOINT = (
+    "WITH c AS (INSERT INTO checkpoints(run_id, step_index, format, created_at, state)"
+    " VALUES (?,?,?,?,?) ON CONFLICT (run_id, step_index) DO UPDATE SET"
+    " format = EXCLUDED.format, created_at = EXCLUDED.created_at, state = EXCLUDED.state),"
+    " b AS (INSERT INTO budget_draws(run_id, step_index, steps, tokens, wall_seconds)"
+    " VALUES (?,?,?,?,?) ON CONFLICT (run_id, step_index) DO UPDATE SET"
+    " steps = EXCLUDED.steps, tokens = EXCLUDED.tokens, wall_seconds = EXCLUDED.wall_seconds)"
+    " UPDATE runs SET steps_used = ?, tokens_used = tokens_used + ?,"
+    " wall_used = wall_used + ?, updated_at = ? WHERE run_id = ?")
+
 
 class CheckpointQueries(StoreParts):
     """Checkpoints and budget draws."""

@@ -242,7 +242,10 @@ class PgConnection:
         """
         if text in self._prepared:
             return self._prepared[text]
-        if (text.lstrip()[:6].upper() not in ("INSERT", "UPDATE", "DELETE")
+        head = text.lstrip()[:6].upper()
+        writes = head in ("INSERT", "UPDATE", "DELETE") or (
+            head.startswith("WITH") and "SELECT" not in text.upper())  # CTEs that only write
+        if (not writes
                 or any(isinstance(p, bytes | bytearray | memoryview) for p in params)):
             return None
         name = f"io_w{len(self._prepared)}"
