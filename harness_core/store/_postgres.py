@@ -436,7 +436,7 @@ class PgConnection:
         return self._keys[table]
 
 
-_REPLACE = re.compile(r"INSERT OR REPLACE INTO (\w+)\s*\(([^)]*)\)\s*(VALUES\s*\(.*\))\s*$", re.S)
+_REPLACE = re.compile(r"INSERT OR REPLACE INTO (\w+)\s*\(([^)]*)\)\s*(VALUES\s*\(.*\))\s*$", re.S | re.I)
 _NOW_TEXT = ("to_char(clock_timestamp() AT TIME ZONE 'UTC',"
              " 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')")
 

@@ -94,9 +94,9 @@ def test_header_findings(tmp_path: Path) -> None:
         _check.inspect_file(half)
     for raw, shown in ((b"\x01\x23", "291"), (b"\x00\x00", "0")):
         page = tmp_path / f"page{shown}.db"
-        data = bytearray(path.read_bytes())
-        data[16:18] = raw
-        page.write_bytes(bytes(data))
+        header = bytearray(path.read_bytes())
+        header[16:18] = raw
+        page.write_bytes(bytes(header))
         with pytest.raises(StoreDamaged, match=f"invalid page size {shown}"):
             _check.inspect_file(page)
 

@@ -270,3 +270,13 @@ def test_postgresql_queued_writes_keep_every_value_exactly(postgres_url: str) ->
         assert run.steps_used == 2**62 and run.model is None
         row = store._query("SELECT wall_used, reason FROM runs WHERE run_id = ?", ("r1",))[0]
         assert row == (0.1 + 0.2, "1")
+
+
+def test_sqlite_upserts_are_translated_whatever_their_case(store: Store) -> None:
+    """`INSERT OR REPLACE` / `INSERT OR IGNORE` mean the same on both backends, written in
+    any letter case (PostgreSQL has neither: they become ON CONFLICT clauses)."""
+    with store._tx() as conn:
+        conn.execute("insert or replace into meta(key, value) values (?, ?)", ("k", "1"))
+        conn.execute("Insert Or Replace Into meta(key, value) VALUES (?, ?)", ("k", "2"))
+        conn.execute("insert or ignore into meta(key, value) VALUES (?, ?)", ("k", "3"))
+    assert store._query("SELECT value FROM meta WHERE key = ?", ("k",)) == [("2",)]
