@@ -62,6 +62,8 @@ def made(tmp_path: Path) -> Iterator[Callable[..., ProcessLauncher]]:
         built.append(one)
         return one
 
+    make.workdir = workdir  # type: ignore[attr-defined]  # the commands' cwd (not the
+    # checkout's: a checkout under /tmp is hidden inside the sandbox)
     try:
         yield make
     finally:
@@ -82,7 +84,7 @@ def test_odd_argv_bytes_arrive_exactly(
     used = made(request.getfixturevalue(backend))
     odd = ["", " two words ", "new\nline", "tab\t", "$HOME", "'\"", os.fsdecode(b"\xff\xfe-not-utf8"),
            "é✓", "-", "--"]
-    result = run_command(used, LaunchRequest(argv=["printf", "%s\\0", *odd], cwd=Path.cwd()))
+    result = run_command(used, LaunchRequest(argv=["printf", "%s\\0", *odd], cwd=made.workdir))
     assert result.exit_status == 0, result.stderr
     assert result.stdout.split(b"\0")[:-1] == [os.fsencode(a) for a in odd]
 
@@ -94,7 +96,7 @@ def test_a_huge_environment_arrives_whole(
     names = [f"BIG_{i}" for i in range(100)]
     env = {"PATH": HOST_PATH, **{n: chr(65 + i % 26) * 10_000 for i, n in enumerate(names)}}
     used = made(request.getfixturevalue(backend), env=env, env_allow=tuple(names))
-    result = run_command(used, LaunchRequest(argv=["env"], cwd=Path.cwd()))
+    result = run_command(used, LaunchRequest(argv=["env"], cwd=made.workdir))
     assert result.exit_status == 0
     seen = dict(line.split("=", 1) for line in result.stdout.decode().splitlines() if "=" in line)
     assert all(seen[n] == env[n] for n in names)  # 1 MB of environment, each byte there
@@ -105,10 +107,10 @@ def test_a_command_that_never_reads_stdin_ends(
     made: Callable[..., ProcessLauncher], backend: str, request: pytest.FixtureRequest
 ) -> None:
     used = made(request.getfixturevalue(backend))
-    result = run_command(used, LaunchRequest(argv=["true"], cwd=Path.cwd()),
+    result = run_command(used, LaunchRequest(argv=["true"], cwd=made.workdir),
                          stdin_data=b"x" * 4_000_000, timeout=30)
     assert (result.exit_status, result.timed_out) == (0, False)
-    echoed = run_command(used, LaunchRequest(argv=["wc", "-c"], cwd=Path.cwd()),
+    echoed = run_command(used, LaunchRequest(argv=["wc", "-c"], cwd=made.workdir),
                          stdin_data=b"y" * 3_000_000, timeout=30)
     assert echoed.stdout.strip() == b"3000000"
 
@@ -119,7 +121,7 @@ def test_a_command_that_closes_its_fds_still_reports_its_status(
 ) -> None:
     used = made(request.getfixturevalue(backend))
     line = "exec <&- >&- 2>&-; sleep 0.3; exit 7"
-    result = run_command(used, LaunchRequest(argv=["sh", "-c", line], cwd=Path.cwd()), timeout=30)
+    result = run_command(used, LaunchRequest(argv=["sh", "-c", line], cwd=made.workdir), timeout=30)
     assert (result.exit_status, result.stdout, result.stderr, result.timed_out) == (7, b"", b"", False)
 
 
@@ -131,13 +133,13 @@ def test_a_timeout_kills_the_command_its_group_and_its_cgroup(
     marker = f"{os.getpid()}{time.monotonic_ns() % 100000}"
     line = f"sleep 6{marker} & setsid sleep 7{marker} & echo started; wait"
     started = time.monotonic()
-    result = run_command(used, LaunchRequest(argv=["sh", "-c", line], cwd=Path.cwd()), timeout=1.0)
+    result = run_command(used, LaunchRequest(argv=["sh", "-c", line], cwd=made.workdir), timeout=1.0)
     assert result.timed_out and result.exit_status == 137
     assert time.monotonic() - started < 15
     left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
     assert wait_for(lambda: all(not p.is_running() or p.status() == "zombie" for p in left))
     # The sandbox is still there for the next command.
-    again = run_command(used, LaunchRequest(argv=["echo", "next"], cwd=Path.cwd()))
+    again = run_command(used, LaunchRequest(argv=["echo", "next"], cwd=made.workdir))
     assert again.stdout == b"next\n"
 
 
@@ -158,7 +160,7 @@ def test_a_crashed_launcher_costs_one_clear_error_then_a_fresh_sandbox(
     made: Callable[..., ProcessLauncher], backend: str, request: pytest.FixtureRequest
 ) -> None:
     used = made(request.getfixturevalue(backend))
-    first = run_command(used, LaunchRequest(argv=["true"], cwd=Path.cwd()))
+    first = run_command(used, LaunchRequest(argv=["true"], cwd=made.workdir))
     assert first.exit_status == 0
     old_host = _resident_pid(used)
     victim = _launcher_process(used)
@@ -166,9 +168,9 @@ def test_a_crashed_launcher_costs_one_clear_error_then_a_fresh_sandbox(
     assert wait_for(lambda: not victim.is_running() or victim.status() == "zombie")
     started = time.monotonic()
     with pytest.raises(SandboxUnavailable, match="launcher"):
-        run_command(used, LaunchRequest(argv=["true"], cwd=Path.cwd()))
+        run_command(used, LaunchRequest(argv=["true"], cwd=made.workdir))
     assert time.monotonic() - started < 30  # an error, never a hang
-    again = run_command(used, LaunchRequest(argv=["echo", "fresh"], cwd=Path.cwd()))
+    again = run_command(used, LaunchRequest(argv=["echo", "fresh"], cwd=made.workdir))
     assert again.stdout == b"fresh\n"
     assert _resident_pid(used) != old_host
 
@@ -286,9 +288,9 @@ def test_commands_of_one_sandbox_share_its_tmp(made: Callable[..., ProcessLaunch
                                                 native: Selected) -> None:
     used = made(native)
     wrote = run_command(used, LaunchRequest(argv=["sh", "-c", "echo kept > /tmp/io-note"],
-                                            cwd=Path.cwd()))
+                                            cwd=made.workdir))
     assert wrote.exit_status == 0
-    read = run_command(used, LaunchRequest(argv=["cat", "/tmp/io-note"], cwd=Path.cwd()))
+    read = run_command(used, LaunchRequest(argv=["cat", "/tmp/io-note"], cwd=made.workdir))
     assert read.stdout == b"kept\n"  # the run's sandbox, not one per command
     assert not Path("/tmp/io-note").exists()  # still its private /tmp, not the host's
 
