@@ -35,6 +35,20 @@ def store_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(autouse=True)
+def default_sigint() -> Iterator[None]:
+    """Every test starts with SIGINT as a fresh interpreter has it: handled (Python's
+    KeyboardInterrupt) and not blocked. A child inherits an ignored or blocked SIGINT, so
+    a library that left the worker so (in CI's full run some test did; the culprit is not
+    pinned down) would make every later `io` child deaf to Ctrl-C."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+
+
+@pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
                  store_backend: str, request: pytest.FixtureRequest) -> Iterator[Path]:
     """Point every scope and the store at a private temp dir for this test."""
