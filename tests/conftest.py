@@ -43,8 +43,10 @@ def default_sigint() -> Iterator[None]:
     import signal
 
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Unconditionally: a C extension can set SIG_IGN behind Python's back, where
+    # `signal.getsignal` still reports Python's handler; `signal.signal` is a real
+    # sigaction either way.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
 
 
