@@ -280,3 +280,18 @@ def test_sqlite_upserts_are_translated_whatever_their_case(store: Store) -> None
         conn.execute("Insert Or Replace Into meta(key, value) VALUES (?, ?)", ("k", "2"))
         conn.execute("insert or ignore into meta(key, value) VALUES (?, ?)", ("k", "3"))
     assert store._query("SELECT value FROM meta WHERE key = ?", ("k",)) == [("2",)]
+
+
+def test_a_steps_last_observation_carries_its_checkpoint(store: Store) -> None:
+    """`record_observation(..., checkpoint=...)` writes the observation, the step's
+    checkpoint, its budget draw and the run's counters in one transaction."""
+    call = ToolCall("c1", "read_file", {"path": "a"})
+    store.record_intent("r1", 0, 0, call)
+    store.record_observation("r1", 0, 0, ToolResult("c1", "read_file", "ok"),
+                             checkpoint=CheckpointState(0, done=False), tokens=12,
+                             wall_seconds=0.5)
+    assert store.ledger("r1")[0].observation == "ok"
+    last = store.last_checkpoint("r1")
+    assert last is not None and last.step_index == 0 and not last.state.done
+    run = store.run("r1")
+    assert (run.steps_used, run.tokens_used) == (1, 12)
