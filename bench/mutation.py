@@ -55,7 +55,9 @@ TARGETS: dict[str, list[Group]] = {
         ([f"{_RUN}_loop.py"],
          ["tests/unit/run/test_stops.py", "tests/unit/session/test_stall_resume.py",
           "tests/unit/session/test_plan_and_questions.py", "tests/unit/run/test_gate_inputs.py",
-          "tests/unit/run/test_mutants_loop.py"]),
+          "tests/unit/run/test_mutants_loop.py", "tests/unit/run/test_mutants_loop_resume.py",
+          "tests/unit/run/test_mutants_loop_calls.py",
+          "tests/unit/run/test_mutants_loop_gates.py"]),
     ],
     "policy": [(["harness_core/policy"], ["tests/unit/policy"])],
     "store": [
