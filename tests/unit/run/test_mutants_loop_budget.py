@@ -243,3 +243,19 @@ def test_requests_carry_the_spec_and_extras_live_for_the_run(tmp_path: Path) -> 
     assert "write_file" in [t.name for t in first.tools]
     # the step that says done is checkpointed as done before its gates run
     assert checkpoints == [CheckpointState(0), CheckpointState(1, done=True)]
+
+
+def test_a_fresh_run_starts_with_no_wall_time_drawn(tmp_path: Path) -> None:
+    clock = ManualClock()
+
+    def tick(event: Event) -> None:
+        if event.kind is EventKind.STEP_STARTED:
+            clock.advance(1.0)
+
+    budget = Budget(max_steps=None, max_tokens=None, wall_seconds=2.5)
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, _STEPS), clock=clock, on_event=tick).start(
+            spec_for(_ws(tmp_path), "go", budget=budget))
+    # 1 s a step from 0: 3 s drawn before step 3 is asked for
+    assert (outcome.steps, outcome.reason) == (3, "budget: the wall-clock budget of 2.5s is"
+                                                  " spent")

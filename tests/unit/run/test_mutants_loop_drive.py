@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,23 @@ class _Recording:
 
     def close(self) -> None:
         return None
+
+
+def test_a_drive_keeps_its_capture_directory_only_while_it_runs(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    lines = [_line("w", _call("write_file", path="a.txt", content="1")), _line("done")]
+    seen: list[list[str]] = []
+
+    def look(event: Event) -> None:
+        if event.kind is EventKind.STEP_STARTED:
+            seen.append(sorted(p.name for p in Path(tempfile.gettempdir()).glob(
+                f"io-{event.run_id}-*")))
+
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                         on_event=look).start(spec_for(ws, "go"))
+    assert len(seen) == 2 and len(seen[0]) == 1 and seen[1] == seen[0]
+    assert list(Path(tempfile.gettempdir()).glob(f"io-{outcome.run_id}-*")) == []
 
 
 def test_the_context_ceiling_elides_what_the_model_is_sent(tmp_path: Path) -> None:
