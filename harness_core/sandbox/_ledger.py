@@ -32,8 +32,10 @@ import os
 import secrets
 import signal
 import stat
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,10 +64,58 @@ def ledger_folder() -> Path:
 
 
 def _started(pid: int) -> float | None:
+    """`pid`'s start time as `psutil.Process.create_time` gives it (what a sweep compares)."""
     try:
         return float(psutil.Process(pid).create_time())
     except psutil.Error:
         return None
+
+
+_LINUX = sys.platform.startswith("linux")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if _LINUX else 100
+_TICK_NS = 1_000_000_000 // _CLOCK_TICKS
+_boot: list[float] = []
+
+
+def _boot_time() -> float:
+    """The boot time psutil adds to a start time, read once per process (it moves only
+    when the wall clock is stepped, which shifts a start time read at any other moment
+    as much)."""
+    if not _boot:
+        _boot.append(float(psutil.boot_time()))
+    return _boot[0]
+
+
+def spawn_clock() -> int | None:
+    """Nanoseconds on the clock a Linux process's start time is taken from (None elsewhere).
+
+    Read just before and just after starting a command, it bounds the command's start
+    time; see `started_between`."""
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME) if _LINUX else None
+
+
+def started_between(pid: int, before: int | None, after: int | None) -> float | None:
+    """The start time of `pid`, forked between clock readings `before` and `after`, exactly
+    as `_started` reads it, without reading ``/proc`` when it can be avoided.
+
+    The kernel records a process's start in clock ticks since boot (`/proc/PID/stat`'s
+    field 22, which psutil divides by the tick rate and adds the boot time to). When both
+    readings fall in one tick, the fork did too and that tick is the start time: no read
+    of the new process's ``stat``, which blocks until its `exec` is done (most of a
+    millisecond for a small program). Otherwise the file is read once, and psutil itself
+    is the fallback off Linux.
+    """
+    if before is None or after is None:
+        return _started(pid)
+    tick = before // _TICK_NS
+    if after // _TICK_NS != tick:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                text = handle.read()
+            tick = int(text[text.rindex(b")") + 2 :].split()[19])
+        except (OSError, ValueError, IndexError):
+            return _started(pid)
+    return float(tick) / _CLOCK_TICKS + _boot_time()
 
 
 @dataclass
@@ -86,10 +136,16 @@ class Ledger:
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lines: int = 0
+    _fd: tuple[int, int] | None = None
+    """The open ledger file and the pid that opened it (see `_file`)."""
+    _paths: tuple[int, Path] | None = None
 
     @property
     def path(self) -> Path:
-        return self.folder / f"io-{os.getpid()}.json"
+        pid = os.getpid()
+        if self._paths is None or self._paths[0] != pid:
+            self._paths = (pid, self.folder / f"io-{pid}.json")
+        return self._paths[1]
 
     def _header(self) -> dict[str, Any]:
         return {"owner_pid": os.getpid(), "owner_started": _started(os.getpid()),
@@ -99,15 +155,31 @@ class Ledger:
         if self._lines >= _COMPACT_AFTER:
             self._compact()
         with contextlib.suppress(OSError):
-            with open(self.path, "a", encoding="utf-8") as handle:
-                if self._lines == 0 or handle.tell() == 0:
-                    # A new file: this process's first line, a forked child's first line
-                    # (its pid names another file), or after the file was removed. Lines
-                    # without the owner line above them could never be swept.
-                    handle.write(json.dumps(self._header()) + "\n")
-                    self._lines = 1
-                handle.write(json.dumps(record) + "\n")
+            fd = self._file()
+            text = json.dumps(record) + "\n"
+            if self._lines == 0 or os.fstat(fd).st_size == 0:
+                # A new file: this process's first line, a forked child's first line
+                # (its pid names another file), or after the file was removed. Lines
+                # without the owner line above them could never be swept.
+                text = json.dumps(self._header()) + "\n" + text
+                self._lines = 1
+            os.write(fd, text.encode())
             self._lines += 1
+
+    def _file(self) -> int:
+        """The ledger file, open for appending: opened once per process and kept (an
+        open, a seek and a close per command were most of an append's cost), opened
+        again when it was removed or replaced, or in a forked child."""
+        pid = os.getpid()
+        if self._fd is not None:
+            fd, owner = self._fd
+            if owner == pid and os.fstat(fd).st_nlink > 0:
+                return fd
+            self._fd = None
+            os.close(fd)  # (a forked child closes its own copy)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._fd = (fd, pid)
+        return fd
 
     def _compact(self) -> None:
         lines = [self._header(), *({"run": r} for r in self.runs),
@@ -129,9 +201,15 @@ class Ledger:
                 self.stores.append(store)
                 self._append({"store": store})
 
-    def add(self, pid: int, cgroup: Path | None) -> None:
-        """Record a command just started (a session leader: its group id is `pid`)."""
-        entry = {"pid": pid, "started": _started(pid), "cgroup": str(cgroup) if cgroup else None}
+    def add(
+        self, pid: int, cgroup: Path | None, *, spawned: tuple[int | None, int | None] = (None, None)
+    ) -> None:
+        """Record a command just started (a session leader: its group id is `pid`).
+
+        `spawned`: `spawn_clock()` read just before and just after starting it, which
+        spares reading its start time from ``/proc`` (`started_between`)."""
+        entry = {"pid": pid, "started": started_between(pid, *spawned),
+                 "cgroup": str(cgroup) if cgroup else None}
         with self._lock:
             self._entries[pid] = entry
             self._append({"add": entry})
