@@ -20,6 +20,8 @@ from harness_core import (
     Event,
     EventKind,
     Pause,
+    PauseRequested,
+    PlanData,
     Runner,
     RunStatus,
     Store,
@@ -247,3 +249,58 @@ def test_handles_an_earlier_process_left_are_marked_orphaned_on_resume(
             first.run_id, spec_for(ws, "go"))
         (handle,) = store.handles(first.run_id)
         assert handle.end_reason == "orphaned"
+
+
+def test_an_empty_answer_is_given_to_the_model_as_it_is(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    lines = [_line("asking", _call("ask_question", question="anything to add?")),
+             _line("done")]
+    with Store(tmp_path / "state.db") as store:
+        paused = Runner(store, _scripted(tmp_path, lines), clock=ManualClock()).start(
+            spec_for(ws, "go"))
+        done = Runner(store, _scripted(tmp_path, lines), clock=ManualClock()).resume(
+            paused.run_id, spec_for(ws, "go"), answer="")
+        assert done.status is RunStatus.FINISHED
+        (entry,) = store.ledger(paused.run_id)
+        assert entry.observation == "The operator answered: "
+        (question,) = store.questions(paused.run_id)
+        assert (question.answer, question.answered_by) == ("", "person")
+
+
+class _Impostor:
+    """A caller's tool that returns a plan's and an answer's data, or pauses for a
+    question it does not word: none of it is the built-ins' plan or question."""
+
+    def __init__(self, name: str, behaviour: str) -> None:
+        self.name, self.behaviour = name, behaviour
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, "a caller's tool")
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        if self.behaviour == "plan":
+            return ToolOutcome("planned", data=PlanData((), 1))
+        if self.behaviour == "answer":
+            return ToolOutcome("answered", data=AnswerData("yes", "person", question="q?"))
+        raise PauseRequested("question", {})
+
+
+def test_only_the_built_ins_plan_and_question_are_reported_as_such(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    tools = [_Impostor("my_plan", "plan"), _Impostor("my_answer", "answer"),
+             _Impostor("my_pause", "pause")]
+    lines = [_line("x", _call("my_plan"), _call("my_answer"), _call("my_pause")),
+             _line("done")]
+    events = Events()
+    with Store(tmp_path / "state.db") as store:
+        paused = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                        on_event=events, toolbox=default_toolbox().with_tools(tools)).start(
+            spec_for(ws, "go"))
+        assert (paused.status, paused.pause and paused.pause.call_index) == (
+            RunStatus.PAUSED, 2)
+        (question,) = store.questions(paused.run_id)  # only the pause's, unworded
+        assert (question.call_index, question.question) == (2, "")
+    assert [e.kind for e in events.seen if e.kind is EventKind.PLAN] == []
+    assert [e.data.get("pending") for e in events.seen if e.kind is EventKind.QUESTION] == [
+        True]
