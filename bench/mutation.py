@@ -55,7 +55,12 @@ TARGETS: dict[str, list[Group]] = {
         ([f"{_RUN}_loop.py"],
          ["tests/unit/run/test_stops.py", "tests/unit/session/test_stall_resume.py",
           "tests/unit/session/test_plan_and_questions.py", "tests/unit/run/test_gate_inputs.py",
-          "tests/unit/run/test_mutants_loop.py"]),
+          "tests/unit/run/test_mutants_loop.py", "tests/unit/run/test_mutants_loop_resume.py",
+          "tests/unit/run/test_mutants_loop_calls.py", "tests/unit/run/test_mutants_loop_gates.py",
+          "tests/unit/run/test_mutants_loop_steps.py", "tests/unit/run/test_mutants_loop_drive.py",
+          "tests/unit/run/test_mutants_loop_budget.py", "tests/unit/run/test_mutants_loop_tree.py",
+          "tests/unit/run/test_mutants_loop_complete.py", "tests/unit/run/test_mutants_loop_mcp.py",
+          "tests/integration/agents/test_tree.py"]),
     ],
     "policy": [(["harness_core/policy"], ["tests/unit/policy"])],
     "store": [
@@ -138,7 +143,8 @@ def _classified() -> dict[str, str]:
 
 _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|FROM|WHERE|VALUES|ORDER BY|LIMIT|JOIN|"
                   r"COALESCE|CREATE|PRAGMA)\b")
-_COLUMNS = re.compile(r"^\s*\"\s*\w+(\s*,\s*\w+)+")
+_COLUMNS = re.compile(r"^\s*\"(\s*\w+\s*,)+\s*(\w+\s*)?\"")
+"""A string literal of column names only (`" run_id, step_index,"`), not prose with a comma."""
 _STRICT = re.compile(r",?\s*strict=\w*|,\s*(?=\))")
 
 

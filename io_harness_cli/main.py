@@ -5,8 +5,11 @@ Every command module imports `harness_core` inside its function, so `io --help` 
 names its command first (`io run ...`, `io config show`) is parsed by an app holding
 only that command: Typer turns every registered command into a Click command before it
 parses anything, and the other thirteen cost every `io run` about 15 ms of start-up.
-Anything else (`io --help`, `io --version`, an unknown command) gets the whole app,
-which `app` also is.
+A command line that names no command at all (`io`, `io --help`, `io --version`, a
+misspelt command) can only print the index, the version or an error, so it is parsed by
+the index: the same names and help texts, each command without its options (turning the
+options of every command into Click's took a third of `io --help`). Anything else gets
+the whole app, which `app` also is.
 """
 
 from __future__ import annotations
@@ -20,22 +23,38 @@ import typer
 
 from io_harness_cli import __version__
 
-_COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("run", "run"),
-    "resume": ("resume", "resume"),
-    "runs": ("runs", "runs"),
-    "trace": ("trace", "trace"),
-    "spend": ("spend", "spend"),
-    "batch": ("batch", "batch"),
-    "tool": ("tool", "tool"),
-    "toolchain": ("toolchain", "toolchain"),
-    "steer": ("steer", "steer"),
-    "interrupt": ("steer", "interrupt"),
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("run", "run",
+            "Run an agent on GOAL (or the contract's goal) inside the configured boundary."),
+    "resume": ("resume", "resume",
+               "Resume RUN_ID where it stopped; nothing committed is run or requested again."),
+    "runs": ("runs", "runs", "List recent runs, newest first."),
+    "trace": ("trace", "trace",
+              "Show what RUN_ID did: each step, each call and its observation, each refusal."),
+    "spend": ("spend", "spend", "Tokens and derived cost by model, run, session or day or "
+              "runner; unpriced calls are counted."),
+    "batch": ("batch", "batch",
+              "Run every task of TASKS.jsonl (or finish batch --resume BATCH_ID)."),
+    "tool": ("tool", "tool", "Call one tool in the workspace under the loaded policy and "
+             "print what the model\nwould see."),
+    "toolchain": ("toolchain", "toolchain", "Print the detected toolchains (root and "
+                  "nested), why, and what the run will use."),
+    "steer": ("steer", "steer",
+              "Send TEXT to the run; the model sees it at the next step boundary."),
+    "interrupt": ("steer", "interrupt", "Stop the run at its next step boundary (it "
+                  "checkpoints; `io resume` continues)."),
 }
-"""Command name -> (module under `io_harness_cli.commands`, function), in help order."""
+"""Command name -> (module under `io_harness_cli.commands`, function, the first paragraph
+of its docstring), in help order. The index prints the summaries without importing the
+commands; tests/integration/cli/test_help_index.py holds them to the docstrings."""
 
-_GROUPS = ("config", "templates", "session", "store")
-"""Sub-apps (`io config ...`): each module's own `app`, after the commands."""
+_GROUPS: dict[str, str] = {
+    "config": "Show, check or start io.toml; print its JSON Schema.",
+    "templates": "Prompt templates (NAME.md) for `io run --template NAME`.",
+    "session": "Conversations whose turns are runs, in an append-only tree.",
+    "store": "Check the run store, or copy it into PostgreSQL.",
+}
+"""Sub-apps (`io config ...`, each module's own `app`, after the commands) -> their help."""
 
 
 def _version(value: bool) -> None:
@@ -52,8 +71,13 @@ def _root(
     """Run an AI agent inside an explicit, enforced, auditable boundary."""
 
 
-def build_app(names: Iterable[str] | None = None) -> typer.Typer:
-    """The `io` app with the commands `names` (default: all of them)."""
+def build_app(names: Iterable[str] | None = None, *, index: bool = False) -> typer.Typer:
+    """The `io` app with the commands `names` (default: all of them).
+
+    With `index`, every command and group is there with its name and summary only (no
+    module of theirs imported): enough for the help, the version and "No such command",
+    and nothing that could run one.
+    """
     wanted = set(names) if names is not None else None
     app = typer.Typer(
         name="io",
@@ -64,15 +88,24 @@ def build_app(names: Iterable[str] | None = None) -> typer.Typer:
         rich_markup_mode=None,
     )
     app.callback()(_root)
-    for name, (module, function) in _COMMANDS.items():
-        if wanted is None or name in wanted:
+    for name, (module, function, summary) in _COMMANDS.items():
+        if index:
+            app.command(name, help=summary)(_not_in_index)
+        elif wanted is None or name in wanted:
             commands = importlib.import_module(f"io_harness_cli.commands.{module}")
             app.command(name)(getattr(commands, function))
-    for name in _GROUPS:
-        if wanted is None or name in wanted:
+    for name, summary in _GROUPS.items():
+        if index:
+            app.add_typer(typer.Typer(help=summary), name=name)
+        elif wanted is None or name in wanted:
             group = importlib.import_module(f"io_harness_cli.commands.{name}")
             app.add_typer(group.app, name=name)
     return app
+
+
+def _not_in_index() -> None:
+    """Never called: a command line that names a command is not parsed by the index."""
+    raise AssertionError("the index of `io` ran a command")
 
 
 def __getattr__(name: str) -> Any:
@@ -87,9 +120,14 @@ def main() -> None:
     """Console-script entry point: the one outermost frame."""
     from io_harness_cli.commands._common import run_app
 
-    first = sys.argv[1] if len(sys.argv) > 1 else ""
-    known = first in _COMMANDS or first in _GROUPS
-    run_app(build_app((first,)) if known else build_app())
+    argv = sys.argv[1:]
+    first = argv[0] if argv else ""
+    if first in _COMMANDS or first in _GROUPS:
+        run_app(build_app((first,)))
+    elif any(arg in _COMMANDS or arg in _GROUPS for arg in argv):
+        run_app(build_app())
+    else:
+        run_app(build_app(index=True))
 
 
 if __name__ == "__main__":

@@ -382,6 +382,17 @@ def _owner_gone(data: dict[str, Any]) -> bool:
     return _same(pid, data.get("owner_started")) is None
 
 
+def _stores_gone(stores: list[Any]) -> bool:
+    """Whether every store a ledger names is a SQLite file that no longer exists.
+
+    Such a ledger's leftovers are swept by whichever store is opened next: no later `io`
+    could open its own store to record them, and left alone the file was read by every
+    `io` start on the machine for good (a removed test store's, typically).
+    """
+    return all(isinstance(name, str) and os.path.isabs(name) and not os.path.lexists(name)
+               for name in stores)
+
+
 def _drop_ownerless(path: Path) -> None:
     """Remove a ledger without an owner line once the pid its name gives is gone.
 
@@ -430,7 +441,8 @@ def sweep(
         if not _owner_gone(data):
             continue
         stores = data.get("stores") or []
-        if store is not None and stores and store not in stores and data.get("entries"):
+        if (store is not None and stores and store not in stores and data.get("entries")
+                and not _stores_gone(stores)):
             continue  # commands of another store's runs: that store records their sweep
         killed = _sweep_one(data)
         if killed:
