@@ -35,8 +35,9 @@ import psutil
 from harness_core.errors import HarnessError, SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
-from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger, spawn_clock
+from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger
 from harness_core.sandbox._remote import peek_status
+from harness_core.sandbox._started import spawn_clock
 
 __all__ = [
     "DEFAULT_ENV_NAMES",

@@ -72,7 +72,7 @@ def test_a_command_start_time_from_the_spawn_clock_is_the_one_a_sweep_compares(
 
     import psutil
 
-    from harness_core.sandbox._ledger import spawn_clock, started_between
+    from harness_core.sandbox._started import spawn_clock, started_between
 
     for _ in range(5):
         before = spawn_clock()
