@@ -68,10 +68,11 @@ TARGETS: dict[str, list[Group]] = {
          ["tests/unit/store/test_check_faults.py", "tests/unit/store/test_self_check.py",
           *_STORE_TESTS, "tests/unit/run/test_odd_input.py",
           "tests/unit/store/test_mutants_check.py", "tests/unit/store/test_mutants_codec.py",
-          "tests/unit/store/test_mutants_more.py"]),
+          "tests/unit/store/test_mutants_more.py", "tests/unit/store/test_mutants_check_more.py"]),
         ([f"{_STORE}_steps.py", f"{_STORE}_checkpoints.py", f"{_STORE}_records.py"],
          [*_STORE_TESTS, "tests/unit/store/test_typed_records.py",
-          "tests/unit/store/test_mutants_steps.py", "tests/unit/store/test_mutants_more.py"]),
+          "tests/unit/store/test_mutants_steps.py", "tests/unit/store/test_mutants_more.py",
+          "tests/unit/store/test_mutants_records_more.py"]),
         ([f"{_STORE}_runs.py", f"{_STORE}_store.py"],
          [*_STORE_TESTS, "tests/unit/store/test_mutants_runs.py",
           "tests/unit/store/test_mutants_more.py"]),
@@ -103,6 +104,8 @@ def _config(sources: list[str], tests: list[str]) -> str:
     return (f"\n[tool.mutmut]\nsource_paths = [{quoted}]\n"
             f"pytest_add_cli_args_test_selection = [{selection}]\n"
             f'pytest_add_cli_args = ["-n", "0"]\n'
+            # a mutant that loops forever is stopped at 4x its tests' time, not mutmut's 15x
+            f"timeout_multiplier = 4\n"
             f"also_copy = [{copied}]\n")
 
 
