@@ -78,7 +78,8 @@ TARGETS: dict[str, list[Group]] = {
           "tests/unit/store/test_mutants_more.py"]),
         ([f"{_STORE}_sessions.py", f"{_STORE}_questions.py"],
          ["tests/unit/session/test_session_api.py",
-          "tests/unit/store/test_mutants_sessions.py", "tests/unit/store/test_mutants_more.py"]),
+          "tests/unit/store/test_mutants_sessions.py", "tests/unit/store/test_mutants_more.py",
+          "tests/unit/store/test_mutants_sessions_more.py"]),
     ],
     "workspace": [(["harness_core/workspace.py"],
                    ["tests/unit/workspace", "tests/unit/run/test_odd_input.py"])],
@@ -146,8 +147,9 @@ def _classified() -> dict[str, str]:
 
 _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|FROM|WHERE|VALUES|ORDER BY|LIMIT|JOIN|"
                   r"COALESCE|CREATE|PRAGMA)\b")
-_COLUMNS = re.compile(r"^\s*\"(\s*\w+\s*,)+\s*(\w+\s*)?\"")
-"""A string literal of column names only (`" run_id, step_index,"`), not prose with a comma."""
+_COLUMNS = re.compile(r"^\s*\"\s*\(?(\s*\w+\s*,)+\s*(\w+\s*)?\)?\s*\"")
+"""A string literal of column names only (`" run_id, step_index,"`, `" depth, agent)"`), not
+prose with a comma."""
 _STRICT = re.compile(r",?\s*strict=\w*|,\s*(?=\))")
 
 
