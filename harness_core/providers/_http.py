@@ -110,6 +110,7 @@ class HttpProvider(ABC):
         self._fragments: dict[int, tuple[Message, Any]] = {}
         self._joined: tuple[tuple[Message, ...], bytes] | None = None
         self._tools_cache: tuple[object, bytes] | None = None
+        self._target_cache: tuple[str, httpx.URL] | None = None
         self.last_attempts: tuple[ProviderAttempt, ...] = ()
 
     def __repr__(self) -> str:
@@ -242,7 +243,7 @@ class HttpProvider(ABC):
         ttft = StreamClock(self._clock)  # from the request, not from the headers
         try:
             with self.client.stream(
-                "POST", self._url(), content=payload, headers=headers, timeout=self._timeouts
+                "POST", self._target(), content=payload, headers=headers, timeout=self._timeouts
             ) as reply:
                 if reply.status_code >= 400:
                     reply.read()
@@ -253,12 +254,23 @@ class HttpProvider(ABC):
                     return self._parse_body(json_object(reply.read(), self.name))
                 if content_type not in ("", "text/event-stream"):
                     raise self.shape_error(f"{content_type} where an event stream was asked for")
+                # An event stream is UTF-8 whatever its header says (the WHATWG rules):
+                # set, httpx does not parse the header's charset for every reply.
+                reply.encoding = "utf-8"
                 lines = reply.iter_lines()
                 response = self._parse_stream(iter_sse(lines), on_token, ttft)
                 _drain(reply, lines)
                 return response
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from exc
+
+    def _target(self) -> httpx.URL:
+        """`_url()` parsed once (httpx parsed the text again for every request)."""
+        text = self._url()
+        cached = self._target_cache
+        if cached is None or cached[0] != text:
+            cached = self._target_cache = (text, httpx.URL(text))
+        return cached[1]
 
     def payload(self, request: CompletionRequest, *, stream: bool) -> bytes:
         """The encoded request body: `_body`'s fields and the conversation array."""

@@ -315,18 +315,20 @@ class Runner:
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree)
-        handles: dict[str, Any] = {}
+        # What closes with the drive: its handles, the caller's extras (whatever their
+        # names), its MCP session. A list, so an extra named "handles" hides nothing.
+        closing: list[Any] = []
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
             registry = HandleRegistry(
                 run_id=run_id, launcher=launchers.commands, workspace=spec.workspace,
                 capture_dir=capture_dir, clock=self.clock, store=self.store)
-            handles = {"handles": registry}
+            closing.append(registry)
             ctx.services.handles = registry
-            handles.update(self._open_extras(drive))
+            closing.extend(self._open_extras(drive).values())
             drive.toolbox = self.toolbox
             if spec.mcp:
-                handles["mcp"] = self._start_mcp(drive)
+                closing.append(self._start_mcp(drive))
             drive.toolbox = with_spawn(drive.toolbox, spec)
             outcome = self._loop(drive, resumed=resumed, pause=pause, approve=approve,
                                  answer=answer)
@@ -337,7 +339,7 @@ class Runner:
             self._end(drive, _Stop(RunStatus.ERRORED, reason))
             raise
         finally:
-            _close_extras(handles)
+            _close_all(closing)
             if own_launchers:
                 launchers.close()
             shutil.rmtree(capture_dir, ignore_errors=True)
@@ -807,8 +809,8 @@ def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
     return out
 
 
-def _close_extras(extras: dict[str, Any]) -> None:
-    for value in extras.values():
+def _close_all(services: list[Any]) -> None:
+    for value in services:
         close = getattr(value, "close_all", None) or getattr(value, "close", None)
         if callable(close):
             close()

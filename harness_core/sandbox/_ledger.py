@@ -41,6 +41,9 @@ from typing import Any
 
 import psutil
 
+from harness_core.sandbox._started import process_started as _started
+from harness_core.sandbox._started import started_between
+
 __all__ = ["TOKEN_VARIABLE", "Ledger", "Swept", "activate_ledger", "current_ledger", "sweep"]
 
 TOKEN_VARIABLE = "IO_RUN_TOKEN"
@@ -61,13 +64,6 @@ def ledger_folder() -> Path:
     return folder
 
 
-def _started(pid: int) -> float | None:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except psutil.Error:
-        return None
-
-
 @dataclass
 class Ledger:
     """This process's ledger file, kept as JSON lines that are only ever appended.
@@ -86,10 +82,16 @@ class Ledger:
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lines: int = 0
+    _fd: tuple[int, int] | None = None
+    """The open ledger file and the pid that opened it (see `_file`)."""
+    _paths: tuple[int, Path] | None = None
 
     @property
     def path(self) -> Path:
-        return self.folder / f"io-{os.getpid()}.json"
+        pid = os.getpid()
+        if self._paths is None or self._paths[0] != pid:
+            self._paths = (pid, self.folder / f"io-{pid}.json")
+        return self._paths[1]
 
     def _header(self) -> dict[str, Any]:
         return {"owner_pid": os.getpid(), "owner_started": _started(os.getpid()),
@@ -99,15 +101,31 @@ class Ledger:
         if self._lines >= _COMPACT_AFTER:
             self._compact()
         with contextlib.suppress(OSError):
-            with open(self.path, "a", encoding="utf-8") as handle:
-                if self._lines == 0 or handle.tell() == 0:
-                    # A new file: this process's first line, a forked child's first line
-                    # (its pid names another file), or after the file was removed. Lines
-                    # without the owner line above them could never be swept.
-                    handle.write(json.dumps(self._header()) + "\n")
-                    self._lines = 1
-                handle.write(json.dumps(record) + "\n")
+            fd = self._file()
+            text = json.dumps(record) + "\n"
+            if self._lines == 0 or os.fstat(fd).st_size == 0:
+                # A new file: this process's first line, a forked child's first line
+                # (its pid names another file), or after the file was removed. Lines
+                # without the owner line above them could never be swept.
+                text = json.dumps(self._header()) + "\n" + text
+                self._lines = 1
+            os.write(fd, text.encode())
             self._lines += 1
+
+    def _file(self) -> int:
+        """The ledger file, open for appending: opened once per process and kept (an
+        open, a seek and a close per command were most of an append's cost), opened
+        again when it was removed or replaced, or in a forked child."""
+        pid = os.getpid()
+        if self._fd is not None:
+            fd, owner = self._fd
+            if owner == pid and os.fstat(fd).st_nlink > 0:
+                return fd
+            self._fd = None
+            os.close(fd)  # (a forked child closes its own copy)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._fd = (fd, pid)
+        return fd
 
     def _compact(self) -> None:
         lines = [self._header(), *({"run": r} for r in self.runs),
@@ -129,9 +147,15 @@ class Ledger:
                 self.stores.append(store)
                 self._append({"store": store})
 
-    def add(self, pid: int, cgroup: Path | None) -> None:
-        """Record a command just started (a session leader: its group id is `pid`)."""
-        entry = {"pid": pid, "started": _started(pid), "cgroup": str(cgroup) if cgroup else None}
+    def add(
+        self, pid: int, cgroup: Path | None, *, spawned: tuple[int | None, int | None] = (None, None)
+    ) -> None:
+        """Record a command just started (a session leader: its group id is `pid`).
+
+        `spawned`: `spawn_clock()` read just before and just after starting it, which
+        spares reading its start time from ``/proc`` (`started_between`)."""
+        entry = {"pid": pid, "started": started_between(pid, *spawned),
+                 "cgroup": str(cgroup) if cgroup else None}
         with self._lock:
             self._entries[pid] = entry
             self._append({"add": entry})

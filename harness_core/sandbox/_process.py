@@ -37,6 +37,7 @@ from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger
 from harness_core.sandbox._remote import peek_status
+from harness_core.sandbox._started import spawn_clock
 
 __all__ = [
     "DEFAULT_ENV_NAMES",
@@ -303,6 +304,7 @@ class PosixLauncher:
             raise
         in_child = self._limits_in_child and (self._rlimits or cgroup is not None)
         setup = _ChildSetup(self._rlimits, cgroup) if in_child else None
+        before = spawn_clock()
         try:
             process = subprocess.Popen(
                 launch.argv,
@@ -327,12 +329,13 @@ class PosixLauncher:
             raise
         finally:
             _close_all(launch.parent_fds)
+        spawned = (before, spawn_clock())
         run = _Run(cgroup, launch.on_finish)
         with self._lock:
             self._runs[process.pid] = run
         ledger = current_ledger()
         if ledger is not None:
-            ledger.add(process.pid, cgroup.path if cgroup is not None else None)
+            ledger.add(process.pid, cgroup.path if cgroup is not None else None, spawned=spawned)
         try:
             self._admit(process, launch, cgroup)
         except BaseException:

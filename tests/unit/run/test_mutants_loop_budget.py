@@ -259,3 +259,21 @@ def test_a_fresh_run_starts_with_no_wall_time_drawn(tmp_path: Path) -> None:
     # 1 s a step from 0: 3 s drawn before step 3 is asked for
     assert (outcome.steps, outcome.reason) == (3, "budget: the wall-clock budget of 2.5s is"
                                                   " spent")
+
+
+def test_time_after_a_checkpoint_counts_and_is_drawn_when_the_run_stops(
+        tmp_path: Path) -> None:
+    clock = ManualClock()
+
+    def tick(event: Event) -> None:
+        if event.kind is EventKind.CHECKPOINT:
+            clock.advance(1.0)  # time spent between steps (the operator's hooks, say)
+
+    budget = Budget(max_steps=None, max_tokens=None, wall_seconds=2.5)
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, _STEPS), clock=clock, on_event=tick).start(
+            spec_for(_ws(tmp_path), "go", budget=budget))
+        # steps 0-2 each followed by 1 s: the run's own check stops it before step 3
+        assert (outcome.steps, outcome.reason) == (3, "budget: the wall-clock budget of 2.5s is"
+                                                      " spent")
+        assert store.run(outcome.run_id).wall_used == 3.0  # the last second drawn at the end

@@ -290,17 +290,36 @@ def test_only_the_built_ins_plan_and_question_are_reported_as_such(tmp_path: Pat
     ws = _ws(tmp_path)
     tools = [_Impostor("my_plan", "plan"), _Impostor("my_answer", "answer"),
              _Impostor("my_pause", "pause")]
-    lines = [_line("x", _call("my_plan"), _call("my_answer"), _call("my_pause")),
+    lines = [_line("look", _call("list_dir", path=".")),
+             _line("x", _call("my_plan"), _call("my_answer"), _call("my_pause")),
              _line("done")]
     events = Events()
     with Store(tmp_path / "state.db") as store:
         paused = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
                         on_event=events, toolbox=default_toolbox().with_tools(tools)).start(
             spec_for(ws, "go"))
-        assert (paused.status, paused.pause and paused.pause.call_index) == (
-            RunStatus.PAUSED, 2)
+        assert paused.status is RunStatus.PAUSED and paused.pause is not None
+        assert (paused.pause.step, paused.pause.call_index, paused.pause.call_id,
+                paused.pause.tool) == (1, 2, "call_1_2", "my_pause")
         (question,) = store.questions(paused.run_id)  # only the pause's, unworded
-        assert (question.call_index, question.question) == (2, "")
+        assert (question.step_index, question.call_index, question.question) == (1, 2, "")
     assert [e.kind for e in events.seen if e.kind is EventKind.PLAN] == []
     assert [e.data.get("pending") for e in events.seen if e.kind is EventKind.QUESTION] == [
         True]
+
+
+def test_a_responders_answer_is_announced_for_the_run(tmp_path: Path) -> None:
+    from harness_core.tools._plan_tools import Answer
+
+    class Oracle:
+        def answer(self, question: str) -> Answer | None:
+            return Answer("use tabs")
+
+    lines = [_line("ask", _call("ask_question", question="tabs?")), _line("done")]
+    events = Events()
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                         on_event=events, responder=Oracle()).start(
+            spec_for(_ws(tmp_path), "go"))
+    (answered,) = [e for e in events.seen if e.kind is EventKind.QUESTION]
+    assert (answered.run_id, answered.data["answer"]) == (outcome.run_id, "use tabs")

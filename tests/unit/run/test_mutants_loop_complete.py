@@ -80,6 +80,7 @@ def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
 def test_a_completion_records_what_the_vendor_said_and_how_long_it_took(
         tmp_path: Path) -> None:
     clock = ManualClock()
+    clock.advance(100.0)  # a clock that does not start at zero
     provider = _Vendor(clock, "")
     events = Events()
     with Store(tmp_path / "state.db") as store:

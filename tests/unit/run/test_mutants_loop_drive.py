@@ -106,14 +106,16 @@ def test_a_refusal_is_recorded_for_the_run_and_announced(tmp_path: Path) -> None
 def test_commands_get_the_specs_output_cap_timeout_and_handles(tmp_path: Path) -> None:
     ws = _ws(tmp_path)
     lines = [_line("x", _call("exec", argv=["seq", "1", "200"]),
-                   _call("exec", argv=["sleep", "5"]), _call("shell_start", line="sleep 30")),
+                   _call("exec", argv=["sleep", "5"]), _call("shell_start", line="sleep 30"),
+                   _call("shell", line="echo hi")),
              _line("done")]
     spec = spec_for(ws, "go", policy=Policy.from_lists(tier="full"), output_cap=100,
                     exec_timeout=0.5)
     with Store(tmp_path / "state.db") as store:
         outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock()).start(spec)
         assert outcome.status is RunStatus.FINISHED
-        cut, slow, started = (e.observation or "" for e in store.ledger(outcome.run_id))
+        cut, slow, started, said = (e.observation or "" for e in store.ledger(outcome.run_id))
+        assert said.startswith("exit status 0") and "hi" in said
         assert cut.endswith("20\n[output truncated: 642 more bytes not shown]")
         assert slow == "timed out after 0.5s; the process tree was killed"
         assert started.startswith("started handle h1 (pids ")
@@ -159,6 +161,47 @@ def test_a_drive_keeps_its_capture_directory_only_while_it_runs(tmp_path: Path) 
                          on_event=look).start(spec_for(ws, "go"))
     assert len(seen) == 2 and len(seen[0]) == 1 and seen[1] == seen[0]
     assert list(Path(tempfile.gettempdir()).glob(f"io-{outcome.run_id}-*")) == []
+
+
+class _Closable:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_extras_named_like_the_drives_own_services_close_with_them(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    lines = [_line("x", _call("shell_start", line="sleep 30")), _line("done")]
+    mine = {"handles": _Closable(), "mcp": _Closable()}
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
+                         extras=lambda run_id, ctx: dict(mine)).start(
+            spec_for(ws, "go", policy=Policy.from_lists(tier="full")))
+        (handle,) = store.handles(outcome.run_id)
+        # the drive's own process handles end with it, and so do the caller's extras
+        assert handle.ended_at is not None and handle.end_reason != "orphaned"
+    assert [extra.closed for extra in mine.values()] == [True, True]
+
+
+def test_commits_carry_the_specs_git_author(tmp_path: Path) -> None:
+    import subprocess
+
+    from harness_core.tools._git import GitSettings
+
+    ws = _ws(tmp_path)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    lines = [_line("w", _call("write_file", path="a.txt", content="1"),
+                   _call("git_commit", message="add a", paths=["a.txt"])), _line("done")]
+    spec = spec_for(ws, "go", policy=Policy.from_lists(tier="full"),
+                    git=GitSettings(author_name="Io Bot", author_email="bot@example.test"))
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock()).start(spec)
+        assert [e.is_error for e in store.ledger(outcome.run_id)] == [False, False]
+    author = subprocess.run(["git", "-C", str(ws), "log", "-1", "--format=%an <%ae>"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert author == "Io Bot <bot@example.test>"
 
 
 def test_the_context_ceiling_elides_what_the_model_is_sent(tmp_path: Path) -> None:

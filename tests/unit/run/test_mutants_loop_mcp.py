@@ -18,6 +18,14 @@ from tests.integration.mcp.conftest import ENV, fixture_server, live_descendants
 from tests.unit.session.support import Events, spec_for
 
 
+class _Closable:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def test_a_run_offers_its_servers_tools_and_reports_the_ones_that_did_not_start(
         tmp_path: Path) -> None:
     ws = tmp_path / "ws"
@@ -36,9 +44,11 @@ def test_a_run_offers_its_servers_tools_and_reports_the_ones_that_did_not_start(
                     policy=Policy.from_lists(tier="full", deny_exec=["mcp-denied-bin*"]))
     events = Events()
     before = live_descendants()
+    extra = _Closable()  # a caller's extra named like the drive's own MCP session
     with Store(tmp_path / "state.db") as store:
         outcome = Runner(store, ScriptedProvider(ProviderConfig(kind="scripted", script=script)),
-                         clock=ManualClock(), on_event=events).start(spec)
+                         clock=ManualClock(), on_event=events,
+                         extras=lambda run_id, ctx: {"mcp": extra}).start(spec)
         assert outcome.status is RunStatus.FINISHED
         (entry,) = store.ledger(outcome.run_id)
         assert (entry.name, entry.is_error) == ("mcp__fx__env_value", False)
@@ -50,3 +60,4 @@ def test_a_run_offers_its_servers_tools_and_reports_the_ones_that_did_not_start(
     assert "'denied'" in refused and "mcp-denied-bin*" in refused
     assert "broken" in failed
     assert live_descendants() == before  # the server ended with the run
+    assert extra.closed is True  # and so did the extra

@@ -220,9 +220,12 @@ def test_a_fresh_run_records_what_it_runs_under_and_who_drives_it(tmp_path: Path
                                            " WHERE run_id = ?", (event.run_id,)).fetchall())
                 conn.close()
 
+        store.create_session("s1", workspace=str(ws))
         outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
-                         on_event=look).start(spec_for(ws, "go", policy=policy))
+                         on_event=look).start(spec_for(ws, "go", policy=policy,
+                                                       session_id="s1"))
         run = store.run(outcome.run_id)
+        assert run.session_id == "s1"
         assert (run.goal, run.workspace, run.model, run.parent_run_id, run.depth) == (
             "go", str(ws), "recorded", None, 0)
         assert run.policy == policy.to_json()

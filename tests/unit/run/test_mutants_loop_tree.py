@@ -140,3 +140,78 @@ def test_a_resumed_tree_counts_the_steps_drawn_before_the_resume(tmp_path: Path)
         # one root step before the resume, one after, two of the child's: four
         assert (child.status, child.steps_used, child.reason) == (RunStatus.STOPPED, 2, spent)
         assert (again.status, again.steps, again.reason) == (RunStatus.STOPPED, 2, spent)
+
+
+def test_a_child_fingerprints_its_gates_inputs_when_it_starts(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    (ws / "in.txt").write_text("one\n")
+    script = [line("delegate", spawn("check")), line("child: done"), line("all done")]
+    gate = VerifyCriterion(command="cat in.txt", inputs=("in.txt",))
+    gated = replace(spec(ws), contract=TaskContract(goal="lead the work", verify=(gate,)))
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script), gated, clock=ManualClock())
+        assert outcome.status is RunStatus.FINISHED
+        (child,) = [r for r in store.tree_runs(outcome.run_id) if r.depth == 1]
+        (baseline,) = child.settings["gate_inputs"]
+        assert (baseline["criterion"], baseline["inputs"], sorted(baseline["fingerprint"])) \
+            == ("cat in.txt", ["in.txt"], ["in.txt"])
+
+
+def test_calls_after_a_spawn_in_the_same_step_still_run(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    script = [line("delegate", spawn("say hi"), _write("after.txt")), line("child: hi"),
+              line("all done")]
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script), spec(ws), clock=ManualClock())
+        assert outcome.status is RunStatus.FINISHED
+        observed = [(e.call_index, e.name) for e in store.ledger(outcome.run_id)]
+        assert observed == [(0, "spawn_agent"), (1, "write_file")]
+    assert (ws / "after.txt").read_text() == "x"
+
+
+def test_a_stored_policy_keeps_what_a_changed_definition_would_now_allow(
+        tmp_path: Path) -> None:
+    from harness_core import AgentDef
+
+    script = [line("delegate", spawn("write two files", agent="writer")),
+              line("child a", _write("a.txt")), line("child b", _write("b.txt")),
+              line("child: wrote both"), line("all done")]
+    strict = {"writer": AgentDef("writer", deny_write=("b.txt",))}
+    loose = {"writer": AgentDef("writer")}
+    full = Policy.from_lists(tier="full")
+    with Store(tmp_path / "state.db") as store:
+
+        def interrupt(event: Event) -> None:
+            if (event.kind is EventKind.CHECKPOINT and event.root_run_id is not None
+                    and event.run_id != event.root_run_id):
+                store.post_inbox(event.root_run_id, "interrupt", {})
+
+        first = run_tree(store, provider(tmp_path, script),
+                         spec(_ws(tmp_path), policy=full, agents=strict), clock=ManualClock(),
+                         on_event=interrupt)
+        assert first.status is RunStatus.INTERRUPTED
+        done = resume_tree_from_stored_policy(
+            store, provider(tmp_path, script), first.run_id,
+            spec(_ws(tmp_path), policy=full, agents=loose), clock=ManualClock())
+        assert done.status is RunStatus.FINISHED
+        (child,) = [r for r in store.tree_runs(first.run_id) if r.depth == 1]
+        assert [(e.observation or "")[:7] for e in store.ledger(child.run_id)] == [
+            "wrote 1", "refused"]
+
+
+def test_an_interrupt_pending_while_a_child_pauses_is_kept_for_the_resume(
+        tmp_path: Path) -> None:
+    script = [line("delegate", spawn("ask")),
+              line("child asks", ("ask_question", {"question": "which?"})),
+              line("child: done"), line("all done")]
+    with Store(tmp_path / "state.db") as store:
+
+        def interrupt(event: Event) -> None:
+            if event.kind is EventKind.TOOL_CALL and event.data["name"] == "ask_question":
+                assert event.root_run_id is not None
+                store.post_inbox(event.root_run_id, "interrupt", {})
+
+        outcome = run_tree(store, provider(tmp_path, script), spec(_ws(tmp_path)),
+                           clock=ManualClock(), on_event=interrupt)
+        assert outcome.status is RunStatus.PAUSED
+        assert store.interrupt_pending(outcome.run_id) is True
