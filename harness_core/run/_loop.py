@@ -295,12 +295,14 @@ class Runner:
         tokens_before: int = 0,
         own_launchers: bool = True,
     ) -> RunOutcome:
-        """Drive the run to its end. `own_launchers` is False for a fresh child, which runs
-        its commands in its root's sandbox: ending that sandbox is the root's, since a
-        sibling run in parallel may still have commands in it."""
+        """Drive the run to its end. `own_launchers` is False for a fresh child that runs
+        its commands in its parent's sandbox (its policy is the parent's): the sandbox's
+        egress stays decided by the parent's gate, and ending the sandbox is the parent's,
+        since a sibling in parallel may still have commands in it."""
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
-        launchers.attach(gate, self.store)
+        if own_launchers:
+            launchers.attach(gate, self.store)
         launchers.note_run(run_id, self.store)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
