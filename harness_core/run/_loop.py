@@ -293,7 +293,11 @@ class Runner:
         pause: Pause | None = None,
         wall_before: float = 0.0,
         tokens_before: int = 0,
+        own_launchers: bool = True,
     ) -> RunOutcome:
+        """Drive the run to its end. `own_launchers` is False for a fresh child, which runs
+        its commands in its root's sandbox: ending that sandbox is the root's, since a
+        sibling run in parallel may still have commands in it."""
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
         launchers.attach(gate, self.store)
@@ -336,7 +340,8 @@ class Runner:
             raise
         finally:
             _close_all(closing)
-            launchers.close()
+            if own_launchers:
+                launchers.close()
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome

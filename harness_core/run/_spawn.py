@@ -230,7 +230,7 @@ def _drive_job(runner: Runner, drive: _Drive, job: _Job, store: Store) -> None:
     try:
         if job.fresh:
             job.outcome = child._drive(job.child_id, job.spec, drive.launchers, resumed=False,
-                                       approve=None, answer=None)
+                                       approve=None, answer=None, own_launchers=False)
         else:
             job.outcome = child.resume(job.child_id, job.spec, approve=job.approve,
                                        answer=job.answer)
