@@ -118,8 +118,9 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point: the one outermost frame."""
-    from io_harness_cli.commands._common import run_app
+    from io_harness_cli.commands._common import begin_start_up, run_app
 
+    begin_start_up()
     argv = sys.argv[1:]
     first = argv[0] if argv else ""
     if first in _COMMANDS or first in _GROUPS:

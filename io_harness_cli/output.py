@@ -37,9 +37,14 @@ def use_live() -> bool:
     return is_tty(sys.stderr)
 
 
+_UTF8_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""`json.dumps(obj, ensure_ascii=False, default=str)`, without building an encoder per
+line (a run writes five or more lines a step)."""
+
+
 def write_json(obj: Any) -> None:
     """One JSON object on one line of stdout, flushed at once."""
-    text = json.dumps(obj, ensure_ascii=False, default=str)
+    text = _UTF8_JSON.encode(obj)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): escape it

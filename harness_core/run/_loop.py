@@ -293,10 +293,16 @@ class Runner:
         pause: Pause | None = None,
         wall_before: float = 0.0,
         tokens_before: int = 0,
+        own_launchers: bool = True,
     ) -> RunOutcome:
+        """Drive the run to its end. `own_launchers` is False for a fresh child that runs
+        its commands in its parent's sandbox (its policy is the parent's): the sandbox's
+        egress stays decided by the parent's gate, and ending the sandbox is the parent's,
+        since a sibling in parallel may still have commands in it."""
         gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
-        launchers.attach(gate, self.store)
+        if own_launchers:
+            launchers.attach(gate, self.store)
         launchers.note_run(run_id, self.store)
         ctx = ToolContext(
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
@@ -336,7 +342,8 @@ class Runner:
             raise
         finally:
             _close_all(closing)
-            launchers.close()
+            if own_launchers:
+                launchers.close()
             shutil.rmtree(capture_dir, ignore_errors=True)
             self.store.release_run(run_id, os.getpid())
         return outcome

@@ -23,6 +23,7 @@ from harness_core.errors import CheckpointFormatError, HarnessError, RunInUse, S
 from harness_core.events import Event, EventKind
 from harness_core.messages import ToolCall
 from harness_core.providers import Provider
+from harness_core.run._launchers import build_launchers
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import (
     SerialApprover,
@@ -229,8 +230,10 @@ def _drive_job(runner: Runner, drive: _Drive, job: _Job, store: Store) -> None:
     child = _child_runner(runner, drive, store, job.provider)
     try:
         if job.fresh:
-            job.outcome = child._drive(job.child_id, job.spec, drive.launchers, resumed=False,
-                                       approve=None, answer=None)
+            own = _needs_own_sandbox(drive, job)
+            launchers = build_launchers(job.spec) if own else drive.launchers
+            job.outcome = child._drive(job.child_id, job.spec, launchers, resumed=False,
+                                       approve=None, answer=None, own_launchers=own)
         else:
             job.outcome = child.resume(job.child_id, job.spec, approve=job.approve,
                                        answer=job.answer)
@@ -242,6 +245,14 @@ def _drive_job(runner: Runner, drive: _Drive, job: _Job, store: Store) -> None:
         job.outcome = RunOutcome(job.child_id, record.status, exc.message, record.steps_used)
     steps = store.steps(job.child_id)
     job.final = steps[-1].text if steps else ""
+
+
+def _needs_own_sandbox(drive: _Drive, job: _Job) -> bool:
+    """Whether a fresh child needs a sandbox of its own: when its parent's sandbox has an
+    egress proxy and the child's policy is not the parent's (an agent's `deny_net`), since
+    one proxy decides every connection of its sandbox through one gate."""
+    return (drive.launchers.egress is not None
+            and job.spec.policy.to_json() != drive.spec.policy.to_json())
 
 
 def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held | None:

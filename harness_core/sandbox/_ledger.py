@@ -82,16 +82,11 @@ class Ledger:
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lines: int = 0
-    _fd: tuple[int, int] | None = None
-    """The open ledger file and the pid that opened it (see `_file`)."""
-    _paths: tuple[int, Path] | None = None
+    _fd: tuple[int, int] | None = None  # the kept file and the pid that opened it
 
     @property
     def path(self) -> Path:
-        pid = os.getpid()
-        if self._paths is None or self._paths[0] != pid:
-            self._paths = (pid, self.folder / f"io-{pid}.json")
-        return self._paths[1]
+        return self.folder / f"io-{os.getpid()}.json"
 
     def _header(self) -> dict[str, Any]:
         return {"owner_pid": os.getpid(), "owner_started": _started(os.getpid()),
@@ -113,25 +108,32 @@ class Ledger:
             self._lines += 1
 
     def _file(self) -> int:
-        """The ledger file, open for appending: opened once per process and kept (an
-        open, a seek and a close per command were most of an append's cost), opened
-        again when it was removed or replaced, or in a forked child."""
-        pid = os.getpid()
+        """The ledger file, kept open for appends (an open, seek and close per line were
+        most of an append's cost); opened again once removed or replaced, or in a fork."""
         if self._fd is not None:
             fd, owner = self._fd
-            if owner == pid and os.fstat(fd).st_nlink > 0:
+            if owner == os.getpid() and os.fstat(fd).st_nlink > 0:
                 return fd
-            self._fd = None
-            os.close(fd)  # (a forked child closes its own copy)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self._fd = (fd, pid)
-        return fd
+            self.close_file()
+        # Not inherited by commands (PEP 446); binary, so Windows writes "\n" as given.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+        self._fd = (os.open(self.path, flags, 0o600), os.getpid())
+        return self._fd[0]
+
+    def close_file(self) -> None:
+        """Close the kept file (before it is replaced or removed: Windows refuses both
+        while it is open; a forked child closes its own copy)."""
+        fd, self._fd = (self._fd[0] if self._fd else None), None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _compact(self) -> None:
         lines = [self._header(), *({"run": r} for r in self.runs),
                  *({"store": s} for s in self.stores),
                  *({"add": e} for e in self._entries.values())]
         scratch = self.path.with_suffix(".tmp")
+        self.close_file()
         with contextlib.suppress(OSError):
             scratch.write_text("".join(json.dumps(line) + "\n" for line in lines))
             os.replace(scratch, self.path)
@@ -147,13 +149,10 @@ class Ledger:
                 self.stores.append(store)
                 self._append({"store": store})
 
-    def add(
-        self, pid: int, cgroup: Path | None, *, spawned: tuple[int | None, int | None] = (None, None)
-    ) -> None:
-        """Record a command just started (a session leader: its group id is `pid`).
-
-        `spawned`: `spawn_clock()` read just before and just after starting it, which
-        spares reading its start time from ``/proc`` (`started_between`)."""
+    def add(self, pid: int, cgroup: Path | None, *,
+            spawned: tuple[int | None, int | None] = (None, None)) -> None:
+        """Record a command just started (a session leader: its group id is `pid`);
+        `spawned` holds `spawn_clock()` read just before and after starting it."""
         entry = {"pid": pid, "started": started_between(pid, *spawned),
                  "cgroup": str(cgroup) if cgroup else None}
         with self._lock:
@@ -216,6 +215,7 @@ def activate_ledger(folder: Path | None = None) -> Ledger:
 
 
 def _discard(ledger: Ledger) -> None:
+    ledger.close_file()
     with contextlib.suppress(OSError):
         ledger.path.unlink()
 

@@ -10,6 +10,11 @@ from harness_core.messages import Media, Message, Role, ToolCall
 __all__ = ["dumps", "loads", "message_from_json", "message_to_json"]
 
 
+_UTF8_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
+"""Compact UTF-8 JSON; one encoder for every payload (`json.dumps` with options builds
+one per call, and a step writes half a dozen payloads)."""
+
+
 def dumps(value: Any) -> str:
     """JSON text for a payload column; lossless for any `str`, lone surrogates included.
 
@@ -17,7 +22,7 @@ def dumps(value: Any) -> str:
     is not UTF-8, decoded with ``surrogateescape``) falls back to ASCII escapes, which
     SQLite stores and `loads` turns back into the very same string.
     """
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = _UTF8_JSON.encode(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
