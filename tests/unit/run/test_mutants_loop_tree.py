@@ -215,3 +215,19 @@ def test_an_interrupt_pending_while_a_child_pauses_is_kept_for_the_resume(
                            clock=ManualClock(), on_event=interrupt)
         assert outcome.status is RunStatus.PAUSED
         assert store.interrupt_pending(outcome.run_id) is True
+
+
+def test_an_approval_a_child_waits_for_is_given_through_the_root(tmp_path: Path) -> None:
+    script = [line("delegate", spawn("write")), line("child writes", _write("a.txt")),
+              line("child: wrote it"), line("all done")]
+    asks = Policy.from_lists(tier="read-only")  # a write needs approval; nobody to ask
+    with Store(tmp_path / "state.db") as store:
+        paused = run_tree(store, provider(tmp_path, script), spec(_ws(tmp_path), policy=asks),
+                          clock=ManualClock())
+        assert paused.status is RunStatus.PAUSED and paused.pause is not None
+        assert paused.pause.kind == "approval"
+        done = resume_tree(store, provider(tmp_path, script), paused.run_id,
+                           spec(_ws(tmp_path), policy=asks), approve=True,
+                           clock=ManualClock())
+        assert done.status is RunStatus.FINISHED
+    assert (tmp_path / "ws" / "a.txt").read_text() == "x"
