@@ -31,16 +31,13 @@ from harness_core import (
     Usage,
     UsageError,
 )
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from harness_core.run._loop import INTERRUPTED_OBSERVATION, _check_resume_args, _continued
 from harness_core.verification import VerifyCriterion
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
+from tests.unit.run.loop_support import write as _write
 from tests.unit.session.support import Events, spec_for
-
-
-def _write(path: str, content: str) -> dict[str, Any]:
-    return {"name": "write_file", "arguments": {"path": path, "content": content}}
 
 
 def _line(text: str, *calls: dict[str, Any], prompt: int = 10, completion: int = 2
@@ -51,18 +48,6 @@ def _line(text: str, *calls: dict[str, Any], prompt: int = 10, completion: int =
     if calls:
         line["tool_calls"] = list(calls)
     return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    return ws
 
 
 def _kinds(events: Events) -> list[tuple[EventKind, Any]]:

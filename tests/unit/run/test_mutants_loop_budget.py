@@ -7,8 +7,6 @@ step that says done, and the caller's extras opened for the run and closed with 
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,36 +31,17 @@ from harness_core import (
     run_tree,
 )
 from harness_core.documents import default_toolbox
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from tests.fakes.clock import ManualClock
 from tests.integration.agents import tree_helpers
+from tests.unit.run.loop_support import crash_in_step_1 as _crash_in_step_1
+from tests.unit.run.loop_support import line as _line
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
 from tests.unit.session.support import Events, spec_for
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
 
 
 def _write(path: str) -> dict[str, Any]:
     return {"name": "write_file", "arguments": {"path": path, "content": "x"}}
-
-
-def _line(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    line: dict[str, Any] = {"text": text, "usage": _USAGE}
-    if calls:
-        line["tool_calls"] = list(calls)
-    return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    return ws
 
 
 _STEPS = [_line(f"s{i}", _write(f"f{i}.txt")) for i in range(8)]
@@ -94,23 +73,6 @@ def test_each_budget_stops_the_run_on_reaching_it_exactly(tmp_path: Path) -> Non
     assert (cost.steps, cost.reason) == (2, "budget: the cost budget of $1 is spent"
                                             " ($1.0000 derived from [prices])")
     assert {tokens.status, wall.status, cost.status} == {RunStatus.STOPPED}
-
-
-def _crash_in_step_1(path: Path, run_id: str) -> None:
-    """As a `kill -9` during step 1's call leaves the store: step 1's completion and
-    intent recorded, no observation, no checkpoint; the run still `running`."""
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE ledger SET observation = NULL, is_error = 0, data = NULL,"
-                 " observed_at = NULL WHERE run_id = ? AND step_index = 1", (run_id,))
-    conn.execute("DELETE FROM messages WHERE run_id = ? AND step_index = 1 AND role = 'tool'",
-                 (run_id,))
-    for table in ("edits", "checkpoints", "budget_draws"):
-        conn.execute(f"DELETE FROM {table} WHERE run_id = ? AND step_index >= 1",  # noqa: S608
-                     (run_id,))
-    conn.execute("UPDATE runs SET status = 'running', reason = NULL, steps_used = 1,"
-                 " tokens_used = 12, owner_pid = 999999999 WHERE run_id = ?", (run_id,))
-    conn.commit()
-    conn.close()
 
 
 def test_a_replayed_step_counts_once_and_is_priced_as_served(tmp_path: Path) -> None:

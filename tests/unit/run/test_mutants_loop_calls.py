@@ -7,7 +7,6 @@ shipped scripted provider over a real SQLite store, injected clock."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -31,37 +30,14 @@ from harness_core import (
     UsageError,
 )
 from harness_core.documents import default_toolbox
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from harness_core.run._loop import _own_start_time
 from harness_core.tool_data import AnswerData
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import call as _call
+from tests.unit.run.loop_support import line as _line
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
 from tests.unit.session.support import Events, spec_for
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-def _line(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    line: dict[str, Any] = {"text": text, "usage": _USAGE}
-    if calls:
-        line["tool_calls"] = list(calls)
-    return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    return ws
 
 
 class _Marked:

@@ -31,13 +31,8 @@ from harness_core import (
     Usage,
 )
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import workspace as _ws
 from tests.unit.session.support import Events, spec_for
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    return ws
 
 
 class _Vendor:

@@ -7,7 +7,6 @@ over a real SQLite store; commands run for real (no sandbox backend)."""
 from __future__ import annotations
 
 import io
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,35 +27,12 @@ from harness_core import (
     ToolCall,
     Usage,
 )
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import call as _call
+from tests.unit.run.loop_support import line as _line
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
 from tests.unit.session.support import Events, spec_for
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-def _line(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    line: dict[str, Any] = {"text": text, "usage": _USAGE}
-    if calls:
-        line["tool_calls"] = list(calls)
-    return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    return ws
 
 
 class _Approves:

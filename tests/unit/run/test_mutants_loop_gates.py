@@ -22,37 +22,14 @@ from harness_core import (
     Store,
     TaskContract,
 )
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from harness_core.store import InputsFate
 from harness_core.verification import CriterionKind, VerifyCriterion
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import line as _line
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
+from tests.unit.run.loop_support import write as _write
 from tests.unit.session.support import Events, spec_for
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-
-
-def _write(path: str, content: str) -> dict[str, Any]:
-    return {"name": "write_file", "arguments": {"path": path, "content": content}}
-
-
-def _line(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    line: dict[str, Any] = {"text": text, "usage": _USAGE}
-    if calls:
-        line["tool_calls"] = list(calls)
-    return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    return ws
 
 
 class _Ticking(ManualClock):

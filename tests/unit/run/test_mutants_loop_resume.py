@@ -6,7 +6,6 @@ Real runs of the shipped scripted provider over a real SQLite store, injected cl
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -22,36 +21,13 @@ from harness_core import (
     Store,
     Usage,
 )
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import crash_in_step_1 as _crash_in_step_1
+from tests.unit.run.loop_support import line as _line
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
+from tests.unit.run.loop_support import write as _write
 from tests.unit.session.support import Events, spec_for
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-
-
-def _write(path: str, content: str) -> dict[str, Any]:
-    return {"name": "write_file", "arguments": {"path": path, "content": content}}
-
-
-def _line(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    line: dict[str, Any] = {"text": text, "usage": _USAGE}
-    if calls:
-        line["tool_calls"] = list(calls)
-    return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(exist_ok=True)
-    return ws
-
 
 _ASKS = Policy.from_lists(tier="read-only")  # a write needs approval; nobody to ask here
 _PAUSE = Pause("approval", step=0, call_index=0, call_id="call_0_0", tool="write_file",
@@ -206,23 +182,6 @@ def test_a_stopped_run_resumed_asks_nothing_and_reports_its_stop(tmp_path: Path)
         conn.close()
         bare = Runner(store, _scripted(tmp_path, [])).resume(first.run_id, spec_for(ws, "go"))
         assert (bare.status, bare.reason) == (RunStatus.STOPPED, "stopped")
-
-
-def _crash_in_step_1(path: Path, run_id: str) -> None:
-    """The store as a `kill -9` during step 1's call leaves it: step 1's completion and
-    intent recorded, no observation, no checkpoint; the run still `running`."""
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE ledger SET observation = NULL, is_error = 0, data = NULL,"
-                 " observed_at = NULL WHERE run_id = ? AND step_index = 1", (run_id,))
-    conn.execute("DELETE FROM messages WHERE run_id = ? AND step_index = 1 AND role = 'tool'",
-                 (run_id,))
-    for table in ("edits", "checkpoints", "budget_draws"):
-        conn.execute(f"DELETE FROM {table} WHERE run_id = ? AND step_index >= 1",  # noqa: S608
-                     (run_id,))
-    conn.execute("UPDATE runs SET status = 'running', reason = NULL, steps_used = 1,"
-                 " tokens_used = 12, owner_pid = 999999999 WHERE run_id = ?", (run_id,))
-    conn.commit()
-    conn.close()
 
 
 def test_a_replayed_step_is_priced_once_across_a_resume(tmp_path: Path) -> None:

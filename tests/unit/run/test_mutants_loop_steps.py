@@ -8,7 +8,6 @@ shipped scripted provider over a real SQLite store, injected clock."""
 from __future__ import annotations
 
 import io
-import json
 import os
 import sqlite3
 from pathlib import Path
@@ -24,18 +23,14 @@ from harness_core import (
     Store,
     Usage,
 )
-from harness_core.providers._config import ProviderConfig
-from harness_core.providers.scripted import ScriptedProvider
 from harness_core.run._loop import _own_start_time
 from harness_core.tool_data import FileWritten
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import USAGE as _USAGE
+from tests.unit.run.loop_support import call as _call
+from tests.unit.run.loop_support import scripted as _scripted
+from tests.unit.run.loop_support import workspace as _ws
 from tests.unit.session.support import Events, spec_for
-
-_USAGE = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-
-
-def _call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def _line(text: str, *calls: dict[str, Any], usage: dict[str, int] = _USAGE
@@ -44,18 +39,6 @@ def _line(text: str, *calls: dict[str, Any], usage: dict[str, int] = _USAGE
     if calls:
         line["tool_calls"] = list(calls)
     return line
-
-
-def _scripted(tmp_path: Path, lines: list[dict[str, Any]]) -> ScriptedProvider:
-    script = tmp_path / "script.jsonl"
-    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return ScriptedProvider(ProviderConfig(kind="scripted", script=script))
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    return ws
 
 
 def test_a_steps_checkpoint_commits_with_its_last_observation(tmp_path: Path) -> None:

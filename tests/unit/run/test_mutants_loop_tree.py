@@ -25,12 +25,7 @@ from harness_core import (
 from harness_core.verification import VerifyCriterion
 from tests.fakes.clock import ManualClock
 from tests.integration.agents.tree_helpers import line, provider, spawn, spec
-
-
-def _ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir(parents=True, exist_ok=True)
-    return ws
+from tests.unit.run.loop_support import workspace as _ws
 
 
 def _write(path: str) -> tuple[str, dict[str, Any]]:
