@@ -27,6 +27,7 @@ command starts a fresh sandbox.
 
 from __future__ import annotations
 
+import abc
 import os
 import subprocess
 import threading
@@ -62,7 +63,7 @@ def _stdio(value: IO[bytes] | int | None, default: int, writing: bool) -> tuple[
     return value.fileno(), None, False
 
 
-class ResidentLauncher(PosixLauncher):
+class ResidentLauncher(PosixLauncher, abc.ABC):
     """A `PosixLauncher` whose commands start inside one long-lived sandbox per fit.
 
     Subclasses say how to start the sandbox (`_start`), and what must match for a
@@ -84,8 +85,9 @@ class ResidentLauncher(PosixLauncher):
         """What the sandbox was built from; a command needing another value gets a fresh one."""
         return ()
 
+    @abc.abstractmethod
     def _start(self, key: Hashable) -> ResidentStart:
-        raise NotImplementedError
+        """Start the sandbox that `key` describes, its launcher waiting on a socket."""
 
     # -- the launcher ---------------------------------------------------------------
 
