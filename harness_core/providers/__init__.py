@@ -7,11 +7,13 @@ imports httpx; a vendor module is loaded when its class is first named or built.
 from typing import TYPE_CHECKING
 
 from harness_core.providers._base import (
+    CarriedState,
     Citation,
     CompletionRequest,
     CompletionResponse,
     Provider,
     ProviderAttempt,
+    RestoresState,
     ServerToolCall,
     TokenCallback,
     WebAccess,
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROVIDER_KINDS",
     "AnthropicProvider",
+    "CarriedState",
     "Citation",
     "CompletionRequest",
     "CompletionResponse",
@@ -40,6 +43,7 @@ __all__ = [
     "Provider",
     "ProviderAttempt",
     "ProviderConfig",
+    "RestoresState",
     "ServerToolCall",
     "TokenCallback",
     "TrustStore",

@@ -7,19 +7,21 @@ the store, the policy or the terminal; streamed text reaches the caller through 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from harness_core.messages import Message, ToolCall, ToolSpec, Usage
 from harness_core.records import Citation, ProviderAttempt, ServerToolCall
 
 __all__ = [
+    "CarriedState",
     "Citation",
     "CompletionRequest",
     "CompletionResponse",
     "Provider",
     "ProviderAttempt",
+    "RestoresState",
     "ServerToolCall",
     "TokenCallback",
     "WebAccess",
@@ -83,6 +85,10 @@ class CompletionResponse:
         citations: Citations returned with the answer.
         server_tool_calls: Tools the provider executed itself.
         attempts: Every attempt made to get this answer, failures included.
+        carry: Opaque state the provider needs again on later turns (JSON text: the
+            Responses API's encrypted reasoning items and response id). The loop records
+            it with the step, never shows it, and hands it back through
+            `RestoresState.restore` when the run is resumed. None: nothing to carry.
     """
 
     text: str = ""
@@ -96,6 +102,24 @@ class CompletionResponse:
     citations: tuple[Citation, ...] = ()
     server_tool_calls: tuple[ServerToolCall, ...] = ()
     attempts: tuple[ProviderAttempt, ...] = ()
+    carry: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class CarriedState:
+    """The `CompletionResponse.carry` of one recorded step, handed back on resume.
+
+    Attributes:
+        step: The step whose completion produced it.
+        provider: The name of the provider that served that step.
+        answer: The step's assistant message, as recorded.
+        carry: The opaque text the provider returned.
+    """
+
+    step: int
+    provider: str
+    answer: Message
+    carry: str = field(repr=False)
 
 
 class Provider(Protocol):
@@ -116,4 +140,18 @@ class Provider(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class RestoresState(Protocol):
+    """A provider that keeps state between turns (in `CompletionResponse.carry`).
+
+    A resumed run calls `restore` once, before its first request, with the carried state
+    of every recorded step in step order, so its requests are the ones an uninterrupted
+    run would have sent. A provider takes what it produced and ignores the rest.
+    """
+
+    def restore(self, states: Sequence[CarriedState]) -> None:
+        """Take back the state recorded with earlier steps of the run."""
         ...

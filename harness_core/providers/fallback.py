@@ -11,16 +11,19 @@ no I/O of its own.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from harness_core.clock import Clock
 from harness_core.errors import ConfigError, ProviderError
 from harness_core.providers._base import (
+    CarriedState,
     CompletionRequest,
     CompletionResponse,
     Provider,
     ProviderAttempt,
+    RestoresState,
     TokenCallback,
 )
 
@@ -98,10 +101,14 @@ class Fallback:
                 response.attempts or (ProviderAttempt(provider.name, asked.model, True),)
             )
             self.last_attempts = tuple(attempts)
+            carry = response.carry
+            if carry is not None:  # tagged with who made it: `restore` hands it back there
+                carry = json.dumps({"fallback": index, "carry": carry})
             return replace(
                 response,
                 attempts=tuple(attempts),
                 latency_ms=(self._clock.monotonic() - start) * 1000.0,
+                carry=carry,
             )
         self.last_attempts = tuple(attempts)
         last = failures[-1]
@@ -114,6 +121,20 @@ class Fallback:
             hint="check the vendors' status, keys and quotas; `io trace` lists each attempt",
             attempts=self.last_attempts,
         ) from last
+
+    def restore(self, states: Sequence[CarriedState]) -> None:
+        """Hand each recorded state back to the provider of the chain that made it."""
+        routed: list[list[CarriedState]] = [[] for _ in self.providers]
+        for state in states:
+            index, carry = _untagged(state.carry)
+            if index is None:
+                for share in routed:
+                    share.append(state)
+            elif index < len(routed):
+                routed[index].append(replace(state, carry=carry))
+        for provider, share in zip(self.providers, routed, strict=True):
+            if share and isinstance(provider, RestoresState):
+                provider.restore(share)
 
     def for_child(self, step: int, call_index: int) -> Fallback:
         """The chain for a child run of a tree: each HTTP provider's own `for_child`
@@ -135,6 +156,19 @@ class Fallback:
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
+
+
+def _untagged(carry: str) -> tuple[int | None, str]:
+    """The chain index a carried state was tagged with (None: untagged), and the state."""
+    try:
+        data = json.loads(carry)
+    except ValueError:
+        return None, carry
+    if isinstance(data, dict) and set(data) == {"fallback", "carry"}:
+        index, inner = data["fallback"], data["carry"]
+        if isinstance(index, int) and index >= 0 and isinstance(inner, str):
+            return index, inner
+    return None, carry
 
 
 def _attempts_of(provider: Provider, model: str, exc: ProviderError) -> tuple[ProviderAttempt, ...]:

@@ -11,21 +11,26 @@ the previous request plus that answer sends only the new items and the previous 
 any other request (an elided context, a resumed run) sends everything.
 
 The state kept between calls (reasoning items by assistant turn, the last response's
-id) lives in memory, for the provider's life: a resumed run starts without it, which
-the API accepts. It never touches the store or the terminal.
+id) lives in memory and goes out with each answer as its `CompletionResponse.carry`
+(the reasoning items exactly as the vendor sent them; with chaining on, the response id
+and a digest of the conversation the request carried). The loop records it with the
+step; a resumed run hands it back (`restore`), so the request after a resume is the one
+an uninterrupted run would have sent. It never touches the store or the terminal.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock
 from harness_core.errors import ProviderError
 from harness_core.messages import Message, Role
 from harness_core.providers._base import (
+    CarriedState,
     CompletionRequest,
     CompletionResponse,
     ProviderAttempt,
@@ -49,6 +54,17 @@ if TYPE_CHECKING:
 
 __all__ = ["OpenAIResponsesProvider"]
 
+
+@dataclass(frozen=True)
+class _Chain:
+    """The last answer a request can chain on: the messages its request carried (live),
+    or their count and digest (restored from the store), its id and its turn key."""
+
+    sent: tuple[Message, ...] | None
+    count: int
+    digest: str
+    response_id: str
+    key: TurnKey
 
 
 class OpenAIResponsesProvider(HttpProvider):
@@ -86,8 +102,7 @@ class OpenAIResponsesProvider(HttpProvider):
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._url_text = self._base_url + "/responses"
         self._reasoning: dict[TurnKey, tuple[bytes, ...]] = {}
-        # The last answer: the messages its request carried, its id and its turn key.
-        self._last: tuple[tuple[Message, ...], str, TurnKey] | None = None
+        self._last: _Chain | None = None
         self._start = 0
         self._previous: str | None = None
         self._extras: tuple[tuple[bytes, ...], str] = ((), "")
@@ -112,7 +127,7 @@ class OpenAIResponsesProvider(HttpProvider):
         response (it expired, or was stored elsewhere) is sent once more, whole.
         """
         try:
-            return super().complete(request, step=step, on_token=on_token)
+            answer = super().complete(request, step=step, on_token=on_token)
         except ProviderError as exc:
             if self._previous is None or not _lost_previous(exc):
                 raise
@@ -120,7 +135,41 @@ class OpenAIResponsesProvider(HttpProvider):
             failed = tuple(a for a in exc.attempts if isinstance(a, ProviderAttempt))
             answer = super().complete(request, step=step, on_token=on_token)
             self.last_attempts = failed + answer.attempts
-            return replace(answer, attempts=self.last_attempts)
+            answer = replace(answer, attempts=self.last_attempts)
+        return replace(answer, carry=self._carry(request, answer))
+
+    def _carry(self, request: CompletionRequest, answer: CompletionResponse) -> str | None:
+        """What `restore` needs of this answer: its reasoning items and, with chaining
+        on, its id and the digest of the conversation its request carried."""
+        reasoning = self._reasoning.get(turn_key_of(answer), ())
+        carried: dict[str, Any] = {}
+        if reasoning:
+            carried["reasoning"] = [item.decode() for item in reasoning]
+        last = self._last
+        if self.config.previous_response_id:
+            carried["response_id"] = last.response_id if last is not None else None
+            if last is not None:
+                carried["count"], carried["digest"] = last.count, last.digest
+        return WIRE_JSON.encode(carried) if carried else None
+
+    def restore(self, states: Sequence[CarriedState]) -> None:
+        """Take back the reasoning items and the response chain recorded with earlier
+        steps (those this kind of provider produced; any other state is ignored)."""
+        for state in states:
+            if state.provider != self.name:
+                continue
+            try:
+                carried = json.loads(state.carry)
+            except ValueError:
+                continue  # not ours: state recorded by something else under this name
+            if not isinstance(carried, dict):
+                continue
+            key = turn_key(state.answer)
+            items = carried.get("reasoning")
+            if isinstance(items, list) and all(isinstance(i, str) for i in items):
+                self._reasoning[key] = tuple(i.encode() for i in items)
+            if "response_id" in carried:
+                self._last = _restored_chain(carried, key)
 
     def payload(self, request: CompletionRequest, *, stream: bool) -> bytes:
         """The body; with chaining on, only the items after the previous answer."""
@@ -131,14 +180,27 @@ class OpenAIResponsesProvider(HttpProvider):
         last = self._last
         if not self.config.previous_response_id or last is None:
             return 0, None
-        sent, response_id, key = last
-        n = len(sent)
-        if len(messages) <= n + 1 or any(a is not b for a, b in zip(sent, messages, strict=False)):
+        n = last.count
+        if len(messages) <= n + 1:
+            return 0, None
+        if last.sent is not None:
+            if any(a is not b for a, b in zip(last.sent, messages, strict=False)):
+                return 0, None
+        elif self._digest(messages[:n]) != last.digest:
             return 0, None
         answer = messages[n]
-        if answer.role is not Role.ASSISTANT or turn_key(answer) != key:
+        if answer.role is not Role.ASSISTANT or turn_key(answer) != last.key:
             return 0, None
-        return n + 1, response_id
+        return n + 1, last.response_id
+
+    def _digest(self, messages: tuple[Message, ...]) -> str:
+        """A digest of `messages` as this provider encodes them (reasoning included)."""
+        digest = hashlib.sha256()
+        for message in messages:
+            for fragment in self._fragments_of(message):
+                digest.update(fragment)
+                digest.update(b"\n")
+        return digest.hexdigest()
 
     def _body(self, request: CompletionRequest, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"model": request.model, "max_output_tokens": request.max_tokens}
@@ -242,10 +304,27 @@ class OpenAIResponsesProvider(HttpProvider):
 
     def _answered(self, request: CompletionRequest, response: CompletionResponse) -> None:
         reasoning, response_id = self._extras
-        key = (response.text, tuple(call.id for call in response.tool_calls))
+        key = turn_key_of(response)
         if reasoning:
             self._reasoning[key] = reasoning
-        self._last = (request.messages, response_id, key) if response_id else None
+        self._last = None
+        if response_id:
+            sent = request.messages
+            digest = self._digest(sent) if self.config.previous_response_id else ""
+            self._last = _Chain(sent, len(sent), digest, response_id, key)
+
+
+def turn_key_of(response: CompletionResponse) -> TurnKey:
+    """The turn key of the assistant message the loop makes of `response`."""
+    return response.text, tuple(call.id for call in response.tool_calls)
+
+
+def _restored_chain(carried: dict[str, Any], key: TurnKey) -> _Chain | None:
+    response_id, count, digest = (carried.get(k) for k in ("response_id", "count", "digest"))
+    if not (isinstance(response_id, str) and response_id and isinstance(count, int)
+            and isinstance(digest, str)):
+        return None
+    return _Chain(None, count, digest, response_id, key)
 
 
 def _lost_previous(exc: ProviderError) -> bool:

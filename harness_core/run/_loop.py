@@ -46,6 +46,7 @@ from harness_core.run._inputs import (
 from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
+from harness_core.run._resume import restore_state
 from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
@@ -317,6 +318,8 @@ class Runner:
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree)
+        if resumed:
+            restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
         # names), its MCP session. A list, so an extra named "handles" hides nothing.
         closing: list[Any] = []
@@ -534,7 +537,7 @@ class Runner:
             model_served=response.model or spec.model, usage=response.usage,
             latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
             attempts=response.attempts, citations=response.citations,
-            server_tool_calls=response.server_tool_calls,
+            server_tool_calls=response.server_tool_calls, carry=response.carry,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
@@ -642,7 +645,7 @@ class Runner:
         stalled = drive.progress.observe(call.key())
         if stalled is not None and drive.step_end is not None:
             drive.step_end.armed = False  # the run stops in this step: no checkpoint for it
-        self._observe(drive, step, index, call, outcome)
+        self._observe(drive, step, index, call, outcome, progress=drive.progress.last_mark)
         if stalled is not None:
             self._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": stalled}))
             raise _Stop(RunStatus.STOPPED, stalled)
@@ -666,7 +669,8 @@ class Runner:
                 "answered_by": data.answered_by}))
 
     def _observe(
-        self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome
+        self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome,
+        *, progress: str | None = None,
     ) -> None:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
@@ -683,10 +687,11 @@ class Runner:
             self.store.record_observation(
                 drive.run_id, step, index, result, data=outcome.data, refused=outcome.refused,
                 edits=edits, checkpoint=CheckpointState(step, done=False), tokens=end.tokens,
-                wall_seconds=end.at - drive.started)
+                wall_seconds=end.at - drive.started, progress=progress)
         else:
             self.store.record_observation(drive.run_id, step, index, result, data=outcome.data,
-                                          refused=outcome.refused, edits=edits)
+                                          refused=outcome.refused, edits=edits,
+                                          progress=progress)
         drive.context.append(Message.tool(result))
         self._emit(Event(EventKind.TOOL_RESULT, drive.run_id, {
             "step": step, "call_id": call.id, "name": call.name, "output": result.output,

@@ -114,16 +114,22 @@ def run_spawns(
             else:
                 jobs.append(job)
                 continue
+        reason, mark = _watch(drive, call) if stalled is None else (None, None)
         runner._observe(drive, step, index, call, ToolOutcome(
-            refusal, is_error=True, data=SpawnRefused(refusal)))
-        stalled = stalled or _stalled(runner, drive, call)
+            refusal, is_error=True, data=SpawnRefused(refusal)), progress=mark)
+        stalled = stalled or _stalled(runner, drive, call, reason)
     _execute(runner, drive, jobs)
     return _settle(runner, drive, step, jobs) or stalled
 
 
-def _stalled(runner: Runner, drive: _Drive, call: ToolCall) -> Held | None:
-    """The stall detector sees spawns too: a parent respawning one child is a stall."""
+def _watch(drive: _Drive, call: ToolCall) -> tuple[str | None, str]:
+    """The stall detector sees spawns too: a parent respawning one child is a stall.
+    The stall's reason (None: none) and the mark recorded with the call's observation."""
     reason = drive.progress.observe(call.key())
+    return reason, drive.progress.last_mark
+
+
+def _stalled(runner: Runner, drive: _Drive, call: ToolCall, reason: str | None) -> Held | None:
     if reason is None:
         return None
     runner._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": reason}))
@@ -272,9 +278,10 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
             "child_run_id": job.child_id, "agent": job.agent, "step": step,
             "call_index": job.index, "status": outcome.status.value, "steps": outcome.steps,
             "verified": outcome.verified}))
+        reason, mark = _watch(drive, job.call) if held is None else (None, None)
         runner._observe(drive, step, job.index, job.call,
-                        child_observation(outcome, job.agent, job.final))
-        held = held or _stalled(runner, drive, job.call)
+                        child_observation(outcome, job.agent, job.final), progress=mark)
+        held = held or _stalled(runner, drive, job.call, reason)
     if interrupted:
         return Held(RunStatus.INTERRUPTED, "interrupted while children ran")
     return held

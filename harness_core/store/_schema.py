@@ -6,7 +6,10 @@ A migration, once released, is never edited: a change is a new migration appende
 
 from __future__ import annotations
 
-__all__ = ["CHECKPOINT_FORMAT", "MIGRATIONS", "RUNNER_HOST_SQL", "VERIFICATION_REPORT_SQL"]
+__all__ = [
+    "CHECKPOINT_FORMAT", "MIGRATIONS", "RESUME_STATE_SQL", "RUNNER_HOST_SQL",
+    "VERIFICATION_REPORT_SQL",
+]
 
 CHECKPOINT_FORMAT = 7
 """The layout of a checkpoint; a store recording another value is refused, never half-read."""
@@ -211,3 +214,13 @@ ALTER TABLE drives ADD COLUMN host TEXT
 """
 """The machine (hostname) that made each completion and each drive: `io spend --by runner`
 across a fleet sharing one store (NULL on rows written before it)."""
+
+RESUME_STATE_SQL = """
+ALTER TABLE completions ADD COLUMN carry TEXT;
+ALTER TABLE ledger ADD COLUMN progress TEXT
+"""
+"""What a resumed run needs to go on as an uninterrupted one would: the provider's opaque
+state of each completion (`CompletionResponse.carry`: the Responses API's encrypted
+reasoning items and response id), and, per tool call the stall detector counted, the
+workspace print it took ('' when it took none); NULL on rows written before it, or for
+a call the detector did not count."""

@@ -79,8 +79,12 @@ class StepQueries(StoreParts):
         attempts: Sequence[ProviderAttempt] = (),
         citations: Sequence[Citation] = (),
         server_tool_calls: Sequence[ServerToolCall] = (),
+        carry: str | None = None,
     ) -> None:
-        """Commit a completion: the step, its numbers and the assistant message, at once."""
+        """Commit a completion: the step, its numbers and the assistant message, at once.
+
+        `carry` is the provider's opaque state (`CompletionResponse.carry`), kept for a
+        resumed run only (`carried`): no report or trace reads it."""
         now = _now()
         with self._tx() as conn:
             conn.execute(
@@ -93,11 +97,11 @@ class StepQueries(StoreParts):
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
                 " model_served, prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
                 " cache_write_tokens, reasoning_tokens, server_tool_requests, latency_ms, ttft_ms,"
-                " stop_reason, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " stop_reason, host, carry) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, now, provider, model_requested, model_served,
                  usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
                  usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens,
-                 usage.server_tool_requests, latency_ms, ttft_ms, stop_reason, HOST),
+                 usage.server_tool_requests, latency_ms, ttft_ms, stop_reason, HOST, carry),
             )
             # Each row's seq is computed by its INSERT (after the failed attempts already
             # recorded for the step): no answer to wait for inside the transaction.
@@ -174,6 +178,34 @@ class StepQueries(StoreParts):
         )
         return [_step_record(r) for r in rows]
 
+    def carried(self, run_id: str) -> list[tuple[StepRecord, str]]:
+        """Each committed completion that carried provider state, with that state."""
+        rows = self._query(
+            "SELECT s.step_index, s.created_at, s.text, s.tool_calls, c.provider, c.model_served,"
+            " c.prompt_tokens, c.completion_tokens, c.total_tokens, c.cache_read_tokens,"
+            " c.cache_write_tokens, c.reasoning_tokens, c.server_tool_requests, c.latency_ms,"
+            " c.ttft_ms, c.carry FROM steps s JOIN completions c"
+            " ON c.run_id = s.run_id AND c.step_index = s.step_index"
+            " WHERE s.run_id = ? AND c.carry IS NOT NULL ORDER BY s.step_index",
+            (run_id,),
+        )
+        return [(_step_record(r), str(r[15])) for r in rows]
+
+    def progress_trail(self, run_id: str, last: int) -> list[tuple[str, str]]:
+        """The `last` calls the stall detector counted, oldest first: each call's key
+        (`ToolCall.key`) and the workspace print taken with it ('' when none was)."""
+        rows = self._query(
+            "SELECT step_index, call_index, call_id, name, arguments, progress FROM ledger"
+            " WHERE run_id = ? AND progress IS NOT NULL"
+            " ORDER BY step_index DESC, call_index DESC LIMIT ?", (run_id, last),
+        )
+        trail: list[tuple[str, str]] = []
+        for r in reversed(rows):
+            entry = ledger_entry(r[0], r[1], r[2], r[3], loads(r[4]), None, False, None)
+            call = ToolCall(entry.call_id, entry.name, entry.arguments, entry.raw_arguments)
+            trail.append((call.key(), str(r[5])))
+        return trail
+
     def record_intent(self, run_id: str, step: int, call_index: int, call: ToolCall) -> None:
         """Write a tool call's intent before it runs."""
         with self._tx() as conn:
@@ -198,6 +230,7 @@ class StepQueries(StoreParts):
         checkpoint: CheckpointState | None = None,
         tokens: int = 0,
         wall_seconds: float = 0.0,
+        progress: str | None = None,
     ) -> None:
         """Write a tool call's observation (and the tool message) after it ran.
 
@@ -209,15 +242,17 @@ class StepQueries(StoreParts):
                 observation and the checkpoint (as `record_checkpoint` writes it, with
                 `tokens` and `wall_seconds`) commit in one transaction, both or neither,
                 one commit where there were two.
+            progress: The workspace print the stall detector took with the call ('' for
+                none), when it counted the call (`progress_trail` reads it back).
         """
         recorded = ledger_data_json(data, refused)
         with self._tx() as conn:
             conn.execute(
-                "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?"
-                " WHERE run_id = ? AND step_index = ? AND call_index = ?",
+                "UPDATE ledger SET observation = ?, is_error = ?, data = ?, observed_at = ?,"
+                " progress = ? WHERE run_id = ? AND step_index = ? AND call_index = ?",
                 (escape_surrogates(result.output), 1 if result.is_error else 0,
-                 dumps(recorded) if recorded is not None else None, _now(), run_id, step,
-                 call_index),
+                 dumps(recorded) if recorded is not None else None, _now(), progress, run_id,
+                 step, call_index),
             )
             for edit in edits:
                 conn.execute(

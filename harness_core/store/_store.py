@@ -47,6 +47,7 @@ from harness_core.store._runs import RunQueries
 from harness_core.store._schema import (
     CHECKPOINT_FORMAT,
     MIGRATIONS,
+    RESUME_STATE_SQL,
     RUNNER_HOST_SQL,
     VERIFICATION_REPORT_SQL,
 )
@@ -73,6 +74,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0009_runner_host", RUNNER_HOST_SQL),
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
     ("0011_batches", BATCH_SCHEMA_SQL),
+    ("0012_resume_state", RESUME_STATE_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a

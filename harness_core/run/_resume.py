@@ -1,0 +1,26 @@
+"""What a resumed run takes back from the store beyond its conversation: the stall
+detector's recent calls and the provider's carried state (the Responses API's encrypted
+reasoning items and response chain), so it goes on exactly as an uninterrupted run would.
+Reads the store; writes nothing.
+"""
+
+from __future__ import annotations
+
+from harness_core.messages import Message
+from harness_core.providers import CarriedState, Provider, RestoresState
+from harness_core.run._progress import Progress
+from harness_core.store import Store
+
+__all__ = ["restore_state"]
+
+
+def restore_state(store: Store, run_id: str, provider: Provider, progress: Progress) -> None:
+    """Refill `progress` and `provider` from what run `run_id` recorded."""
+    progress.replay(store.progress_trail(run_id, progress.window))
+    if not isinstance(provider, RestoresState):
+        return
+    provider.restore([
+        CarriedState(record.step_index, record.provider or "",
+                     Message.assistant(record.text, record.tool_calls), carry)
+        for record, carry in store.carried(run_id)
+    ])
