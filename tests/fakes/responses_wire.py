@@ -13,7 +13,14 @@ there, tool shapes are right, every ``function_call_output`` answers a
 ``function_call`` made earlier in the input (or by the response that
 ``previous_response_id`` names, which must be one this fake stored), every call is
 answered before the next message, and a reasoning item sent back carries the
-``encrypted_content`` this fake issued (when ``store`` is false it is the only copy).
+``encrypted_content`` this fake issued (when ``store`` is false it is the only copy),
+and a ``function_call`` the fake made with reasoning is sent back after that reasoning
+item (OpenAI's guidance: reasoning items go back with the calls they led to; a client
+that forgot them, a resumed run say, fails here).
+
+`request_differences` is the golden comparison of two request bodies (an uninterrupted
+run's and a resumed run's request for the same step): what differs, field by field and
+input item by input item.
 """
 
 from __future__ import annotations
@@ -200,6 +207,8 @@ class ResponsesLedger:
         self._lock = threading.Lock()
         self.stored: dict[str, list[dict[str, Any]]] = {}
         self.issued: dict[str, str] = {}
+        self.reasoned: dict[str, str] = {}
+        """call_id -> the id of the reasoning item issued with the call."""
         self._count = 0
 
     def next_id(self) -> str:
@@ -213,9 +222,12 @@ class ResponsesLedger:
         with self._lock:
             if isinstance(body, dict) and body.get("store"):
                 self.stored[response_id] = output
+            reasoning = [i["id"] for i in output if i["type"] == "reasoning"]
             for item in output:
                 if item["type"] == "reasoning":
                     self.issued[item["id"]] = item["encrypted_content"]
+                elif item["type"] == "function_call" and reasoning:
+                    self.reasoned[item["call_id"]] = reasoning[-1]
         del rendered
 
     def check(self, headers: dict[str, str], body: Any) -> list[str]:
@@ -249,6 +261,7 @@ class ResponsesLedger:
     def _check_items(self, items: list[Any], pending: set[str], *, store: bool) -> list[str]:
         problems: list[str] = []
         answered_all = set(pending)
+        reasoning_sent: set[str] = set()
         for n, item in enumerate(items):
             if not isinstance(item, dict):
                 problems.append(f"input item {n} is not an object")
@@ -272,8 +285,10 @@ class ResponsesLedger:
                     problems.append("function_call arguments must be a string")
                 pending.add(item.get("call_id"))
                 answered_all.add(item.get("call_id"))
+                problems.extend(self._check_reasoned(item, reasoning_sent))
             elif kind == "reasoning":
                 problems.extend(self._check_reasoning(item, store=store))
+                reasoning_sent.add(str(item.get("id")))
             elif kind == "message":
                 if item.get("role") not in ("system", "developer", "user", "assistant"):
                     problems.append(f"input item {n} has role {item.get('role')!r}")
@@ -284,6 +299,14 @@ class ResponsesLedger:
         if pending:
             problems.append(f"function calls {sorted(pending)} were never answered")
         return problems
+
+    def _check_reasoned(self, call: dict[str, Any], sent: set[str]) -> list[str]:
+        with self._lock:
+            reasoning = self.reasoned.get(str(call.get("call_id")))
+        if reasoning is None or reasoning in sent:
+            return []
+        return [f"function_call {call.get('call_id')!r} was sent back without the reasoning"
+                f" item {reasoning!r} issued with it"]
 
     def _check_reasoning(self, item: dict[str, Any], *, store: bool) -> list[str]:
         with self._lock:
@@ -307,3 +330,32 @@ def _check_tools(tools: Any) -> list[str]:
         elif not isinstance(tool.get("parameters"), dict):
             problems.append(f"tool {tool.get('name')!r} has no parameters")
     return problems
+
+
+def request_differences(expected: Any, actual: Any) -> list[str]:
+    """How request body `actual` differs from `expected` (empty: the same request).
+
+    Every top-level field is compared; ``input`` item by item, so a lost reasoning item
+    is named by its position and id rather than as one long unequal list.
+    """
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return [] if expected == actual else ["a body is not a JSON object"]
+    found: list[str] = []
+    for name in sorted(set(expected) | set(actual)):
+        if name == "input":
+            continue
+        if expected.get(name) != actual.get(name):
+            found.append(f"{name}: {expected.get(name)!r} != {actual.get(name)!r}")
+    want, got = expected.get("input") or [], actual.get("input") or []
+    for n in range(max(len(want), len(got))):
+        a = want[n] if n < len(want) else None
+        b = got[n] if n < len(got) else None
+        if a != b:
+            found.append(f"input item {n}: {_describe(a)} != {_describe(b)}")
+    return found
+
+
+def _describe(item: Any) -> str:
+    if not isinstance(item, dict):
+        return repr(item)
+    return f"{item.get('type', 'message')} {item.get('id') or item.get('call_id') or ''}".strip()

@@ -173,3 +173,25 @@ def test_an_elided_message_is_the_same_marker_object_in_every_later_view() -> No
     assert "elided to fit" in first[0].content
     assert second[0] is first[0] and second[1:5] == first[1:5]
     assert budget.messages[0].content.startswith("0")  # the budget's own list keeps the original
+
+
+def test_a_replayed_trail_judges_the_next_call_as_the_live_detector_does() -> None:
+    live = Progress(4, Prints())
+    trail = []
+    for key in "bAA":
+        assert live.observe(key) is None
+        trail.append((key, live.last_mark))
+    assert trail == [("b", ""), ("A", ""), ("A", "same")]  # a print only for a repeat
+    resumed = Progress(4, Prints())
+    resumed.replay(trail)
+    expected = live.observe("A")
+    assert expected is not None and resumed.observe("A") == expected
+    fresh = Progress(4, Prints())
+    fresh.replay([])
+    assert fresh.observe("A") is None  # negative control: no trail, no stall
+
+
+def test_a_replayed_run_of_one_call_counts_towards_bare_repetition() -> None:
+    resumed = Progress(3, lambda: str(object()))  # the workspace changes every time
+    resumed.replay([("x", ""), ("x", "p1")])
+    assert resumed.observe("x") == "stalled: the same call repeated 3 times in a row: x"
