@@ -26,7 +26,13 @@ from typing import NamedTuple
 
 from harness_core.errors import ShellRefused
 
-__all__ = ["CONSTRUCTS", "Op", "OpKind", "Word", "lex", "refuse"]
+__all__ = ["CONSTRUCTS", "KEYWORDS", "Op", "OpKind", "Word", "keyword_refusal", "lex", "refuse"]
+
+KEYWORDS = frozenset(
+    "if then elif else fi for while until do done case esac function select time coproc [["
+    .split()
+)
+"""Reserved words refused in command position (unquoted, as bash recognises them)."""
 
 CONSTRUCTS: dict[str, str] = {
     "command substitution": "$( ) would run a command inside the line; run it as its own call",
@@ -87,6 +93,11 @@ def refuse(construct: str, column: int, detail: str = "") -> ShellRefused:
     """A `ShellRefused` for `construct` (a key of `CONSTRUCTS`) at `column`."""
     reason = CONSTRUCTS[construct]
     return ShellRefused(construct, column, f"{detail}: {reason}" if detail else reason)
+
+
+def keyword_refusal(keyword: str, column: int) -> ShellRefused:
+    """The refusal of `keyword` (one of `KEYWORDS`) in command position at `column`."""
+    return ShellRefused(f"keyword {keyword}", column, CONSTRUCTS["keyword"])
 
 
 class OpKind(Enum):
@@ -504,4 +515,42 @@ def lex(line: str) -> list[Token]:
     """
     _scan_invisible(line)
     tokens = _lex_simple(line)
-    return tokens if tokens is not None else _Lexer(line).run()
+    if tokens is not None:
+        return tokens
+    lexer = _Lexer(line)
+    try:
+        return lexer.run()
+    except ShellRefused as refused:
+        outer = _opened_by_keyword(lexer, refused)
+        if outer is None:
+            raise
+        raise outer from None
+
+
+_COMMAND_STARTS = frozenset({OpKind.PIPE, OpKind.OR, OpKind.AND, OpKind.SEMI})
+
+
+def _command_position(tokens: list[Token], index: int) -> bool:
+    if index == 0:
+        return True
+    before = tokens[index - 1]
+    return isinstance(before, Op) and before.kind in _COMMAND_STARTS
+
+
+def _opened_by_keyword(lexer: _Lexer, refused: ShellRefused) -> ShellRefused | None:
+    """The keyword refusal to raise instead of `refused`, when a keyword in command
+    position opened a compound command before it: bash reads ``case x in a) …`` as a
+    case (its ``)`` ends a pattern, not a subshell), ``function f() { …`` as a function
+    and ``[[ -f x ]]`` as a test, so each is refused by its keyword, at its column."""
+    tokens = lexer.tokens
+    for index, token in enumerate(tokens):
+        if (isinstance(token, Word) and not token.quoted and token.text in KEYWORDS
+                and _command_position(tokens, index)):
+            return keyword_refusal(token.text, token.column)
+    start = refused.column - 1
+    line = lexer.line
+    if (refused.construct == "glob" and not lexer.in_word and line.startswith("[[", start)
+            and line[start + 2 : start + 3] in ("", " ", "\t")
+            and _command_position(tokens, len(tokens))):
+        return keyword_refusal("[[", refused.column)
+    return None

@@ -16,8 +16,16 @@ import posixpath
 import re
 from collections.abc import Iterator
 
-from harness_core.errors import ShellRefused
-from harness_core.shell._lexer import Op, OpKind, Token, Word, lex, refuse
+from harness_core.shell._lexer import (
+    KEYWORDS,
+    Op,
+    OpKind,
+    Token,
+    Word,
+    keyword_refusal,
+    lex,
+    refuse,
+)
 from harness_core.shell._plan import (
     Chain,
     Connector,
@@ -29,12 +37,6 @@ from harness_core.shell._plan import (
 )
 
 __all__ = ["KEYWORDS", "SHELL_BUILTINS", "parse"]
-
-KEYWORDS = frozenset(
-    "if then elif else fi for while until do done case esac function select time coproc"
-    .split()
-)
-"""Reserved words refused in command position (unquoted, as bash recognises them)."""
 
 SHELL_BUILTINS = frozenset(
     "alias bg bind break builtin caller command compgen complete compopt continue declare"
@@ -200,9 +202,7 @@ def _refuse_command_position(head: Word) -> None:
     if not head.text:
         raise refuse("empty command", head.column, "the program name is empty")
     if not head.quoted and head.text in KEYWORDS:
-        raise ShellRefused(
-            f"keyword {head.text}", head.column, refuse("keyword", head.column).reason
-        )
+        raise keyword_refusal(head.text, head.column)
     if "=" in head.plain_prefix and _ASSIGNMENT.match(head.plain_prefix):
         raise refuse("assignment", head.column, head.text.split("=", 1)[0])
     if head.text in SHELL_BUILTINS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -223,3 +225,61 @@ def test_lexer_returns_a_plan_or_a_named_refusal_for_any_text(line: str) -> None
 def test_prepare_returns_a_run_plan_or_blocked_for_any_text(tmp_path: Path, line: str) -> None:
     result = prepare(line, Workspace(tmp_path), RecordingGate())
     assert isinstance(result, (RunPlan, Blocked))
+
+
+# Compound commands whose inner text would trip the lexer first (a pattern's `)`, a
+# function's `()` or `{`, a glob in `select … in *`, `[[`): bash reads each as the
+# compound command its keyword opens, so the refusal names that keyword, at its column,
+# as the parser names `if`. (line, keyword, column)
+COMPOUND: list[tuple[str, str, int]] = [
+    ("case x in a) echo a;; esac", "case", 1),
+    ("case x in (a) echo a;; esac", "case", 1),
+    ("echo a; case x in a|b) echo ab;; esac", "case", 9),
+    ("true && case x in *) echo any;; esac", "case", 9),
+    ("select x in a b; do echo ok; done", "select", 1),
+    ("select x in *; do echo ok; done", "select", 1),
+    ("function f { echo hi; }", "function", 1),
+    ("function f() { echo hi; }", "function", 1),
+    ("[[ -f x ]]", "[[", 1),
+    ("true && [[ a == b ]] || echo no", "[[", 9),
+    ("coproc (cat)", "coproc", 1),
+    ("coproc cat", "coproc", 1),
+    ("if [ -f x ]; then echo a; fi", "if", 1),
+    ("for f in *.py; do echo a; done", "for", 1),
+    ("while (true); do echo a; done", "while", 1),
+    ("time (true)", "time", 1),
+]
+
+
+def _bash_accepts(line: str) -> bool:
+    """bash's own parser reads `line` as valid syntax (`bash -n`: nothing runs)."""
+    bash = shutil.which("bash")
+    assert bash is not None
+    return subprocess.run([bash, "-n", "-c", line], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize(("line", "keyword", "column"), COMPOUND,
+                         ids=[line for line, _, _ in COMPOUND])
+def test_a_compound_command_is_refused_by_its_keyword(line: str, keyword: str,
+                                                      column: int) -> None:
+    assert _bash_accepts(line)  # the oracle: this is the compound command bash reads
+    with pytest.raises(ShellRefused) as info:
+        parse(line)
+    assert (info.value.construct, info.value.column) == (f"keyword {keyword}", column)
+    assert info.value.reason == CONSTRUCTS["keyword"]
+    assert f"refused keyword {keyword} at column {column}" in str(info.value)
+
+
+@pytest.mark.parametrize(("line", "construct", "column"), [
+    ("echo case (x)", "subshell", 11),  # `case` is an argument here, not a keyword
+    ("echo 'case' x; (ls)", "subshell", 16),
+    ("'case' x in a) b", "subshell", 14),  # quoted: a word, as bash reads it
+    ("echo [[ x", "glob", 6),
+    ("x[[ y", "glob", 2),
+    ("(echo hi)", "subshell", 1),
+])
+def test_a_construct_outside_a_compound_command_keeps_its_own_name(
+        line: str, construct: str, column: int) -> None:
+    with pytest.raises(ShellRefused) as info:
+        parse(line)
+    assert (info.value.construct, info.value.column) == (construct, column)
