@@ -191,8 +191,10 @@ def check_entries(entries: Iterable[ConfigEntry], root: Path,
         is_protected: Whether a workspace-relative path is one the agent cannot write.
 
     Raises:
-        GitRefused: The first entry that fails, naming its key and file.
+        GitRefused: An entry from a file the agent can write (the first), or every entry
+            that names a program, each with its key, value and file.
     """
+    named: list[tuple[ConfigEntry, str, Path]] = []
     for entry in entries:
         kind, colon, where = entry.origin.partition(":")
         if kind != "file" or not colon:
@@ -207,11 +209,16 @@ def check_entries(entries: Iterable[ConfigEntry], root: Path,
                              " file in the workspace that the agent can write")
         what = program_rule(entry.key, entry.value)
         if what is not None:
-            shown = "(set)" if entry.value is None else repr(entry.value)
-            raise GitRefused(entry.key, str(path),
-                             f"the repository's configuration names {what}: {entry.key} ="
-                             f" {shown} in {path}; io's git built-ins run no program a"
-                             " repository names (remove the setting, or run git yourself)")
+            named.append((entry, what, path))
+    if named:
+        first, _, path = named[0]
+        said = "; ".join(
+            f"{e.key} = {'(set)' if e.value is None else repr(e.value)} ({what}, in {p})"
+            for e, what, p in named)
+        raise GitRefused(first.key, str(path),
+                         f"the repository's configuration names a program: {said}; io's git"
+                         " built-ins run no program a repository names (remove the"
+                         " setting, or run git yourself)")
 
 
 def _selects_filter(line: str) -> bool:

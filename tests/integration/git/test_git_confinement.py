@@ -264,3 +264,85 @@ def test_a_submodule_s_own_configuration_never_runs(scene: Scene) -> None:
         code, out = scene.tool(tool, args)
         assert code == 0, out
     assert not scene.escaped.exists()
+
+
+NEWLY_PROTECTED = (
+    ".git/info/attributes",
+    ".git/info/exclude",
+    ".git/config.worktree",
+    ".git/worktrees/w/config.worktree",
+    ".git/objects/info/alternates",
+)
+"""The .git control files the agent may no longer write (``.git/commondir``: below)."""
+
+
+@pytest.fixture
+def native_scene(scene: Scene) -> Scene:
+    """The scene under the native sandbox, `tier = "full"` so `exec` runs unasked."""
+    import sys
+
+    from harness_core.errors import SandboxUnavailable
+    from harness_core.sandbox import BackendChoice, SandboxConfig, select
+    from tests.integration.sandbox.conftest import HOST_PATH, unavailable
+
+    if not sys.platform.startswith("linux"):
+        unavailable(f"the native Linux backend cannot run on {sys.platform}")
+    try:
+        select(SandboxConfig(backend=BackendChoice.NATIVE), env={"PATH": HOST_PATH})
+    except SandboxUnavailable as exc:
+        unavailable(f"native sandbox unavailable: {exc}")
+    scene.config.write_text('[policy]\ntier = "full"\n[sandbox]\nbackend = "native"\n')
+    return scene
+
+
+@pytest.mark.parametrize("path", [*NEWLY_PROTECTED, ".git/commondir"])
+def test_write_file_and_a_shell_redirect_cannot_write_the_git_control_files(
+        scene: Scene, path: str) -> None:
+    scene.config.write_text('[policy]\ntier = "full"\n[sandbox]\nbackend = "off"\n')
+    code, out = scene.tool("write_file", {"path": path, "content": "../evil\n"})
+    assert code == 1 and out["refused"]["layer"] == "builtin", out
+    code, out = scene.tool("shell", {"line": f"echo ../evil > {path}"})
+    assert code == 1 and out["refused"]["layer"] == "builtin", out
+    assert not (scene.ws / path).exists() or path == ".git/info/exclude"
+    control = scene.tool("write_file", {"path": "notes.txt", "content": "x"})
+    assert control[0] == 0, control
+
+
+def test_a_sandboxed_command_cannot_write_the_git_control_files(native_scene: Scene) -> None:
+    scene = native_scene
+    exclude = (scene.ws / ".git" / "info" / "exclude").read_bytes()
+    for path in NEWLY_PROTECTED:
+        line = f"mkdir -p $(dirname {path}); echo planted >> {path}"
+        code, out = scene.tool("exec", {"argv": ["sh", "-c", line]})
+        assert code == 0 and out["data"]["exit_status"] != 0, (path, out)
+    assert (scene.ws / ".git" / "info" / "exclude").read_bytes() == exclude
+    for path in NEWLY_PROTECTED[2:]:
+        assert not (scene.ws / path).exists(), path  # and no placeholder is left behind
+    assert not (scene.ws / ".git" / "info" / "attributes").exists()
+    assert not (scene.ws / ".git" / "worktrees").exists()
+    code, out = scene.tool("exec", {"argv": ["sh", "-c", "echo fine > ok.txt && git add ok.txt"]})
+    assert code == 0 and out["data"]["exit_status"] == 0, out  # negative control
+
+
+def test_the_issue_s_escape_from_a_sandboxed_command_is_refused(native_scene: Scene) -> None:
+    """From `exec` under the native sandbox the agent writes `.git/commondir` (a missing
+    one gets no placeholder: an empty one stops git) at a workspace folder whose config
+    defines a filter, and `.gitattributes` selecting it. io's git refuses; the program
+    the filter names never runs."""
+    scene = native_scene
+    plant = (
+        "mkdir evil && cp -r .git/objects .git/refs evil/ && "
+        f"printf '[filter \"x\"]\\n\\tclean = {scene.hook}\\n' > evil/config && "
+        "echo '* filter=x' > .gitattributes && echo ../evil > .git/commondir && "
+        "echo two > a.txt && "
+        f"(echo pwned > '{scene.escaped}' || true)"  # the sandbox keeps it in: no file
+    )
+    code, out = scene.tool("exec", {"argv": ["sh", "-c", plant]})
+    assert code == 0 and out["data"]["exit_status"] == 0, out
+    assert not scene.escaped.exists()
+    assert (scene.ws / ".git" / "commondir").read_text() == "../evil\n"
+    for tool, args in TOOLS:
+        code, out = scene.tool(tool, args)
+        assert code == 1 and ".git/commondir" in out["refused"]["reason"], out
+    assert not scene.escaped.exists()
+    assert scene.plain_git_fires("status")  # the same repository, under plain git
