@@ -22,7 +22,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
-    │   └── ShellRefused       a shell line construct refused by name (.construct, .column)
+    │   ├── ShellRefused       a shell line construct refused by name (.construct, .column)
+    │   └── GitRefused         a repository whose files could make io's git run a program
     └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
 
 Refusals and failing checks sent back to the model are not exceptions: they are
@@ -35,6 +36,7 @@ __all__ = [
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
+    "GitRefused",
     "HarnessError",
     "InvalidToolArguments",
     "MissingExtra",
@@ -266,6 +268,25 @@ class ShellRefused(ToolError):
         super().__init__(f"refused {construct} at column {column}: {reason}")
         self.construct = construct
         self.column = column
+        self.reason = reason
+
+
+class GitRefused(ToolError):
+    """The git built-ins will not run git in this repository: a file git would read
+    names a program (a filter, a textconv, a pager, a signing program...), or git would
+    read configuration from a file the agent can write.
+
+    Attributes:
+        key: The configuration key or the attribute that names the program, or the
+            control file that redirects git (``.git/commondir``, ``gitdir``).
+        file: The file that says it (absolute).
+        reason: Why io refuses, in one sentence.
+    """
+
+    def __init__(self, key: str, file: str, reason: str) -> None:
+        super().__init__(reason)
+        self.key = key
+        self.file = file
         self.reason = reason
 
 

@@ -6,7 +6,8 @@ How `Policy.check` decides, in order (the first step that speaks wins):
    climbs above the root after normalisation is denied as outside the workspace root
    (the workspace resolver already refuses these; this is defence in depth). A write
    to a protected path — `PROTECTED_WRITE_PATTERNS` (the scope files ``io.toml`` and
-   ``io.local.toml``, git hooks, git config, ``.gitmodules``) and the policy's own
+   ``io.local.toml``, git hooks, git config and the other ``.git`` files that can
+   point git at configuration or objects elsewhere, ``.gitmodules``) and the policy's own
    `protected` paths (the store, when it lies inside the workspace) — is denied unless
    an allow-write rule's pattern is exactly that path, with no glob: an agent must not
    widen the boundary of its next run by editing the file it is loaded from. The

@@ -40,8 +40,16 @@ PROTECTED_WRITE_PATTERNS: tuple[str, ...] = (
     ".git/hooks/**",
     ".git/config",
     ".gitmodules",
+    ".git/commondir",
+    ".git/config.worktree",
+    ".git/info/**",
+    ".git/worktrees/**",
+    ".git/objects/info/alternates",
 )
-"""Paths no write reaches unless an allow-write rule names the exact path."""
+"""Paths no write reaches unless an allow-write rule names the exact path: the scope
+files, and every file of ``.git`` that can make git read configuration (and so run a
+program) or objects from somewhere else: hooks, config, ``commondir``, the per-worktree
+config, ``info/`` (attributes), linked worktrees' directories, object alternates."""
 
 
 class Tier(Enum):

@@ -9,7 +9,8 @@ inside. The filesystem is the host's, read-only, with a private `/tmp`, an empty
 writable. Protected paths inside the workdir are bound read-only on top; one that does
 not exist yet gets an empty read-only placeholder over its first missing component (an
 empty file for the last component, an empty directory for one above it), so it cannot
-be created either. Every existing directory on the way to a protected path is bound
+be created either (except ``.git/commondir``: an empty one stops git; see
+`_NO_PLACEHOLDER`). Every existing directory on the way to a protected path is bound
 onto itself, which makes it a mount point: it can still be written into but not renamed
 away, so `mv .git x; mkdir -p .git/hooks` does not get around the read-only
 `.git/hooks`. A missing `.git` therefore becomes an empty read-only directory and `git
@@ -111,6 +112,13 @@ def _relative(path: Path, workdir: Path, real_workdir: Path) -> Path | None:
     return None
 
 
+_NO_PLACEHOLDER = frozenset({Path(".git/commondir")})
+"""Protected files that get no placeholder while missing: git stops with "failed to
+read .git/commondir" on an empty one, inside the sandbox and, through the mount point,
+on the host. One that exists is bound read-only like any other; one created meanwhile
+makes io's git built-ins refuse the repository (`harness_core.tools._git`)."""
+
+
 @functools.lru_cache(maxsize=64)
 def _relatives(workdir: Path, protected: tuple[Path, ...]) -> tuple[Path, tuple[Path, ...]]:
     """The workdir's real path and each protected path inside it, relative (worked out
@@ -150,6 +158,8 @@ def plan_protection(
             current = current / part
             is_last = index == len(rel.parts) - 1
             if current in pending or not os.path.lexists(current):
+                if is_last and rel in _NO_PLACEHOLDER:
+                    break
                 (empty_files if is_last else empty_dirs).add(current)
                 break
             if is_last or not current.is_dir():

@@ -1,10 +1,7 @@
-"""Running git for the git built-ins, and reading what it prints.
+"""The `[git]` settings, and reading what git prints for the git built-ins.
 
-Every invocation runs in the workspace root with hooks pointed at an empty directory
-(``core.hooksPath``), no filesystem monitor and no external diff or textconv driver, so
-nothing configured in the repository runs a program on the agent's behalf. The git
-built-ins themselves (`_git_tools`) decide their acts through the gate first; this
-module only runs git and parses its output, never decides policy.
+How git is run (confined to a checked repository, every program-naming setting pinned)
+is `_git_repo`; what a repository may say is `_git_config`. This module only parses.
 
 `git status --porcelain=v2 -z` is parsed into `StatusEntry` records: with ``-z`` a path
 is raw bytes ended by NUL, so a name holding a newline or bytes that are not UTF-8 is
@@ -14,12 +11,9 @@ carried whole (decoded with ``surrogateescape``, shown with ``\\xNN`` escapes).
 from __future__ import annotations
 
 import os
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_core.errors import ToolError
 from harness_core.messages import escape_surrogates
 
 __all__ = [
@@ -28,7 +22,6 @@ __all__ = [
     "StatusEntry",
     "parse_status",
     "quote_path",
-    "run_git",
 ]
 
 
@@ -199,46 +192,3 @@ def parse_status(raw: bytes, prefix: str = "") -> GitStatus:
                                        original))
     return GitStatus(status.get("branch"), status.get("commit"), status.get("upstream"),
                      status.get("ahead"), status.get("behind"), tuple(entries))
-
-
-def run_git(
-    root: str,
-    args: list[str],
-    settings: GitSettings,
-    *,
-    identity: bool = False,
-    check: bool = True,
-) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git ARGS`` in `root` with hooks and external programs switched off.
-
-    Args:
-        root: The workspace root (git's working directory).
-        args: The git subcommand and its arguments.
-        settings: The `[git]` settings (identity, timeout).
-        identity: Pass the `[git]` author as ``user.name``/``user.email`` when set.
-        check: Raise `ToolError` when git exits non-zero.
-
-    Raises:
-        ToolError: git is not installed, timed out, or (with `check`) failed; the
-            message carries git's own words.
-    """
-    with tempfile.TemporaryDirectory(prefix="io-git-hooks-") as hooks:
-        argv = ["git", "-c", f"core.hooksPath={hooks}", "-c", "core.fsmonitor=false",
-                "-c", "core.quotePath=false", "-c", "diff.external=", "-c", "color.ui=false"]
-        if identity and settings.author_name:
-            argv += ["-c", f"user.name={settings.author_name}"]
-        if identity and settings.author_email:
-            argv += ["-c", f"user.email={settings.author_email}"]
-        try:
-            done = subprocess.run([*argv, *args], cwd=root, capture_output=True,
-                                  timeout=settings.timeout_seconds, stdin=subprocess.DEVNULL,
-                                  check=False)
-        except FileNotFoundError as exc:
-            raise ToolError("git is not installed (no `git` on PATH)") from exc
-        except subprocess.TimeoutExpired as exc:
-            raise ToolError(f"git {args[0]} timed out after {settings.timeout_seconds:g}s") \
-                from exc
-    if check and done.returncode != 0:
-        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
-        raise ToolError(f"git {args[0]} failed (exit {done.returncode}): {said[-2000:]}")
-    return done

@@ -9,6 +9,10 @@ Each decides its acts through the run's gate before git runs, like every tool:
   hooks and config stay protected from every other tool; this one writes objects,
   the index and refs through git itself, with hooks never run.
 
+git runs on the host, so each call first opens the repository through `_git_repo`: a
+repository whose files would make git run a program (`GitRefused`) is refused, recorded
+through the gate like a policy refusal (layer ``builtin``), and git never starts.
+
 A commit carries the trailer ``Io-Call: <run>/<step>/<call>``. When a run resumes and
 finds a ``git_commit`` call with an intent but no observation, `GitCommit.resume`
 searches recent history for that trailer and reports the commit that landed instead
@@ -18,15 +22,17 @@ durable marker the idempotency rests on, not git's "nothing staged".
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
-from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.errors import GitRefused, InvalidToolArguments, ToolError
 from harness_core.messages import ToolSpec
-from harness_core.policy import Act, ActKind
+from harness_core.policy import BUILTIN_LAYER, Act, ActKind, Decision, Verdict
 from harness_core.tool_data import GitCommitData, GitDiffData, GitStatusData
 from harness_core.tools._base import ToolContext, ToolOutcome
-from harness_core.tools._git import GitSettings, GitStatus, parse_status, quote_path, run_git
+from harness_core.tools._git import GitSettings, GitStatus, parse_status, quote_path
+from harness_core.tools._git_repo import Repository, commit_identity, open_repository, run_git
 from harness_core.tools._support import NOT_UTF8_NOTE, bounded, gated_path, refusal_outcome
 
 __all__ = ["GitCommit", "GitDiff", "GitStatusTool", "git_tools"]
@@ -40,21 +46,17 @@ def _settings(ctx: ToolContext) -> GitSettings:
     return found if found is not None else GitSettings()
 
 
-def _failed(tool: str, exc: ToolError) -> ToolOutcome:
+def _failed(tool: str, exc: ToolError, ctx: ToolContext) -> ToolOutcome:
+    if isinstance(exc, GitRefused):
+        act = Act.exec(["git", tool.removeprefix("git_")])
+        decision = ctx.gate.refuse(act, exc.reason)
+        return refusal_outcome(act, Decision(Verdict.DENY, decision.reason, None,
+                                             decision.layer or BUILTIN_LAYER))
     return ToolOutcome(f"{tool}: {exc}", is_error=True)
 
 
-def _prefix(ctx: ToolContext) -> str:
-    """The workspace's path inside its repository (``""`` at the top).
-
-    Raises:
-        ToolError: The workspace is not inside a git repository.
-    """
-    done = run_git(str(ctx.workspace.root), ["rev-parse", "--show-prefix"], _settings(ctx),
-                   check=False)
-    if done.returncode != 0:
-        raise ToolError("the workspace is not a git repository (run `git init` first)")
-    return done.stdout.decode("utf-8", "surrogateescape").strip()
+def _open(ctx: ToolContext) -> contextlib.AbstractContextManager[Repository]:
+    return open_repository(str(ctx.workspace.root), _settings(ctx))
 
 
 def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -101,12 +103,12 @@ class GitStatusTool:
         if refused is not None:
             return refused
         try:
-            prefix = _prefix(ctx)
-            done = run_git(str(ctx.workspace.root), [
-                "status", "--porcelain=v2", "--branch", "-z", "--", "."], _settings(ctx))
+            with _open(ctx) as repo:
+                done = run_git(repo, ["status", "--porcelain=v2", "--branch", "-z",
+                                      "--ignore-submodules=dirty", "--", "."])
         except ToolError as exc:
-            return _failed("git_status", exc)
-        status = parse_status(done.stdout, prefix)
+            return _failed("git_status", exc, ctx)
+        status = parse_status(done.stdout, repo.prefix)
         text, odd = _status_text(status)
         if odd:
             text += "\n" + NOT_UTF8_NOTE
@@ -152,24 +154,24 @@ class GitDiff:
                 return refused
             specs.append(_literal(rel) if rel else ".")
         try:
-            return self._diff(ctx, staged, ref, specs or ["."])
+            with _open(ctx) as repo:
+                return self._diff(ctx, repo, staged, ref, specs or ["."])
         except ToolError as exc:
-            return _failed("git_diff", exc)
+            return _failed("git_diff", exc, ctx)
 
-    def _diff(self, ctx: ToolContext, staged: bool, ref: str | None,
+    def _diff(self, ctx: ToolContext, repo: Repository, staged: bool, ref: str | None,
               specs: list[str]) -> ToolOutcome:
-        root, settings = str(ctx.workspace.root), _settings(ctx)
-        _prefix(ctx)
-        base = ["diff", "--relative", "--no-ext-diff", "--no-textconv", "--no-color"]
+        base = ["diff", "--relative", "--no-ext-diff", "--no-textconv", "--no-color",
+                "--ignore-submodules=dirty"]
         if staged:
             base.append("--cached")
         if ref:
             if ref.startswith("-"):
                 raise ToolError(f"{ref!r} is not a ref")
-            run_git(root, ["rev-parse", "--verify", "--quiet", "--end-of-options",
-                           f"{ref}^{{commit}}"], settings)
+            run_git(repo, ["rev-parse", "--verify", "--quiet", "--end-of-options",
+                           f"{ref}^{{commit}}"])
             base.append(ref)
-        names = run_git(root, [*base, "--name-only", "-z", "--", *specs], settings)
+        names = run_git(repo, [*base, "--name-only", "-z", "--", *specs])
         allowed: list[str] = []
         skipped: list[str] = []
         for raw in filter(None, names.stdout.split(b"\0")):
@@ -178,7 +180,7 @@ class GitDiff:
             (allowed if decision.is_allowed else skipped).append(rel)
         text = ""
         if allowed:
-            done = run_git(root, [*base, "--", *map(_literal, allowed)], settings)
+            done = run_git(repo, [*base, "--", *map(_literal, allowed)])
             text = done.stdout.decode("utf-8", "backslashreplace")
         return self._bounded(ctx, text, allowed, skipped, staged, ref)
 
@@ -203,13 +205,12 @@ class GitDiff:
 
 def _found_commit(ctx: ToolContext, call_ref: str) -> tuple[str, str] | None:
     """The (commit, subject) in recent history whose message carries this call's trailer."""
-    settings = _settings(ctx)
     line = f"{TRAILER}: {call_ref}"
     # No --grep: with it, -n would cap the matches, not the commits walked, and the
     # search would reach the whole history instead of the last `history_depth` commits.
-    done = run_git(str(ctx.workspace.root), [
-        "log", f"-n{settings.history_depth}",
-        "--format=%H%x00%s%x00%B%x00", "HEAD", "--"], settings, check=False)
+    with _open(ctx) as repo:
+        done = run_git(repo, ["log", f"-n{repo.settings.history_depth}",
+                              "--format=%H%x00%s%x00%B%x00", "HEAD", "--"], check=False)
     if done.returncode != 0:
         return None  # no commits yet, or not a repository: nothing landed
     fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -251,9 +252,10 @@ class GitCommit:
         if not decision.is_allowed:
             return refusal_outcome(act, decision)
         try:
-            return self._commit(ctx, message, specs)
+            with _open(ctx) as repo:
+                return self._commit(ctx, repo, message, specs)
         except ToolError as exc:
-            return _failed("git_commit", exc)
+            return _failed("git_commit", exc, ctx)
 
     def resume(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         """A call whose intent has no observation: report the commit if it landed."""
@@ -261,7 +263,7 @@ class GitCommit:
             try:
                 found = _found_commit(ctx, ctx.call_ref)
             except ToolError as exc:
-                return _failed("git_commit", exc)
+                return _failed("git_commit", exc, ctx)
             if found is not None:
                 sha, subject = found
                 return ToolOutcome(
@@ -272,24 +274,24 @@ class GitCommit:
                     changed=True)
         return self.run(args, ctx)
 
-    def _commit(self, ctx: ToolContext, message: str, specs: list[str]) -> ToolOutcome:
-        root, settings = str(ctx.workspace.root), _settings(ctx)
-        _prefix(ctx)
-        run_git(root, ["add", "-A", "--", *specs], settings)
+    def _commit(self, ctx: ToolContext, repo: Repository, message: str,
+                specs: list[str]) -> ToolOutcome:
+        identity = commit_identity(repo)
+        run_git(repo, ["add", "-A", "--", *specs])
         body = message.strip() + "\n"
         if ctx.call_ref:
             body += f"\n{TRAILER}: {ctx.call_ref}\n"
-        done = run_git(root, ["commit", "--no-verify", "-q", "--cleanup=whitespace", "-m", body],
-                       settings, identity=True, check=False)
+        done = run_git(repo, ["commit", "--no-verify", "-q", "--cleanup=whitespace", "-m", body],
+                       check=False, env=identity)
         if done.returncode != 0:
             said = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
             if "nothing to commit" in said or "no changes added" in said:
                 return ToolOutcome("git_commit: nothing to commit (the paths have no changes)",
                                    is_error=True)
             raise ToolError(f"git commit failed (exit {done.returncode}): {said[-2000:]}")
-        sha = run_git(root, ["rev-parse", "HEAD"], settings).stdout.decode().strip()
-        files = run_git(root, ["diff-tree", "--no-commit-id", "--name-only", "-r", "-z",
-                               "--root", "--relative", "HEAD"], settings).stdout
+        sha = run_git(repo, ["rev-parse", "HEAD"]).stdout.decode().strip()
+        files = run_git(repo, ["diff-tree", "--no-commit-id", "--name-only", "-r", "-z",
+                               "--root", "--relative", "HEAD"]).stdout
         names = [quote_path(f.decode("utf-8", "surrogateescape"))[0]
                  for f in files.split(b"\0") if f]
         subject = message.strip().splitlines()[0]

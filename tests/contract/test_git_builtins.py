@@ -1,6 +1,7 @@
-"""docs/CONTRACT.md, "Git built-ins": git runs with no fsmonitor, no external diff and no
-textconv, whatever the repository's own config asks (real git, real repositories; each
-trap is first shown to fire under plain git)."""
+"""docs/CONTRACT.md, "Git built-ins": a repository whose configuration names a program
+(an external diff, an fsmonitor, a textconv) is refused and none of them runs; and git
+runs with every such setting pinned off, so one written after the check runs nothing
+either (real git, real repositories; each trap is first shown to fire under plain git)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from harness_core.tools._git import GitSettings
+from harness_core.tools._git_repo import open_repository, run_git
 from tests.unit.git.test_git_tools import call, git, make_repo
 
 
@@ -21,13 +23,20 @@ def _trap(root: Path, name: str) -> Path:
     return script
 
 
-def _armed_repo(tmp_path: Path) -> Path:
-    root = make_repo(tmp_path / "repo")
+def _arm(root: Path) -> None:
     git(root, "config", "diff.external", str(_trap(root, "external")))
     git(root, "config", "core.fsmonitor", str(_trap(root, "fsmonitor")))
     git(root, "config", "diff.conv.textconv", str(_trap(root, "textconv")))
+    git(root, "config", "core.pager", str(_trap(root, "pager")))
+    git(root, "config", "log.showSignature", "true")
+    git(root, "config", "gpg.program", str(_trap(root, "gpg")))
     (root / ".git" / "info" / "attributes").write_text("*.txt diff=conv\n")
     (root / "a.txt").write_text("two\n")
+
+
+def _armed_repo(tmp_path: Path) -> Path:
+    root = make_repo(tmp_path / "repo")
+    _arm(root)
     return root
 
 
@@ -44,16 +53,36 @@ def test_the_traps_fire_under_plain_git(tmp_path: Path) -> None:
     assert _fired(root) == {"external", "fsmonitor", "textconv"}
 
 
-def test_git_status_and_git_diff_run_none_of_them(tmp_path: Path) -> None:
+def test_git_status_and_git_diff_refuse_the_repository_and_run_none_of_them(
+        tmp_path: Path) -> None:
     root = _armed_repo(tmp_path)
-    status = call(root, "git_status", {})
-    assert not status.is_error, status.output
-    assert "a.txt" in status.output
-    diff = call(root, "git_diff", {})
-    assert not diff.is_error, diff.output
-    assert "-one" in diff.output and "+two" in diff.output  # the real content, not a driver's
-    staged = call(root, "git_diff", {"staged": True})
-    assert not staged.is_error, staged.output
+    for tool, args in (("git_status", {}), ("git_diff", {}), ("git_diff", {"staged": True})):
+        out = call(root, tool, args)
+        assert out.is_error and out.refused is not None, out.output
+        reason = out.refused.reason
+        assert out.refused.layer == "builtin" and "diff.external" in reason
+        assert "core.fsmonitor" in reason and "diff.conv.textconv" in reason
+    assert _fired(root) == set()
+
+
+def test_settings_written_after_the_check_still_run_nothing(tmp_path: Path) -> None:
+    """The check and git's own read are two moments; what git runs is pinned on its
+    command line, so a setting that appears between them is not obeyed."""
+    root = make_repo(tmp_path / "repo")
+    with open_repository(str(root), GitSettings()) as repo:
+        _arm(root)
+        (root / "hooks").mkdir()
+        (root / "hooks" / "pre-commit").write_text(f"#!/bin/sh\n{_trap(root, 'hook')}\n")
+        (root / "hooks" / "pre-commit").chmod(0o755)
+        git(root, "config", "core.hooksPath", str(root / "hooks"))
+        git(root, "config", "commit.gpgSign", "true")
+        status = run_git(repo, ["status", "--porcelain=v2", "-z"])
+        assert b"a.txt" in status.stdout
+        diff = run_git(repo, ["diff", "--no-ext-diff", "--no-textconv"]).stdout.decode()
+        assert "-one" in diff and "+two" in diff
+        run_git(repo, ["add", "a.txt"])
+        run_git(repo, ["commit", "-q", "-m", "pinned"])
+        assert "pinned" in run_git(repo, ["log", "-1"]).stdout.decode()
     assert _fired(root) == set()
 
 

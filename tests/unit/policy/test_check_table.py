@@ -101,6 +101,12 @@ def test_deny_of_another_kind_does_not_apply() -> None:
         (".git/hooks", ".git/hooks/**"),
         (".git/config", ".git/config"),
         (".gitmodules", ".gitmodules"),
+        (".git/commondir", ".git/commondir"),
+        (".git/config.worktree", ".git/config.worktree"),
+        (".git/info", ".git/info/**"),
+        (".git/info/attributes", ".git/info/**"),
+        (".git/worktrees/w/config.worktree", ".git/worktrees/**"),
+        (".git/objects/info/alternates", ".git/objects/info/alternates"),
         ("IO.TOML", "io.toml"),
         ("./io.toml", "io.toml"),
         ("src/../io.toml", "io.toml"),
@@ -225,6 +231,11 @@ def test_protected_patterns_are_the_documented_set() -> None:
         ".git/hooks/**",
         ".git/config",
         ".gitmodules",
+        ".git/commondir",
+        ".git/config.worktree",
+        ".git/info/**",
+        ".git/worktrees/**",
+        ".git/objects/info/alternates",
     )
 
 
