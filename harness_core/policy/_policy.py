@@ -30,8 +30,9 @@ matches ``dir`` and everything under it). Command patterns match the command lin
 (``argv[0]`` or its basename) and the line with ``argv[0]`` replaced by its basename, so
 ``/usr/bin/git push`` is caught by ``git push*``. An allow must match the literal line:
 widening an allow to the basename would let ``./pytest`` — a file the agent can write —
-pass as ``pytest*``. Host patterns are case-insensitive; a net rule that names a port
-(``pypi.org:443``) matches only that port, one that names none matches every port. An
+pass as ``pytest*``. Host patterns are case-insensitive, and numeric hosts and CIDR
+networks compare as addresses (``127.1`` is ``127.0.0.1``; see `_net`); a net rule
+that names a port (``pypi.org:443``) matches only that port, one that names none matches every port. An
 act that names no port could reach any port: a rule with a port never allows it and a
 deny rule with a port refuses it (deny wins whenever it might apply).
 Command patterns are textual: ``git -C . push`` is not ``git push*``.
@@ -45,16 +46,18 @@ and paths over and over.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness_core.errors import PolicyError
 from harness_core.policy._act import Act, ActKind
+from harness_core.policy._net import IPAddress, NetTarget, NetView, net_target, parse_address
 from harness_core.policy._patterns import (
     GLOB_CHARS,
     compile_host,
     compile_path,
+    net_host,
     net_port,
     normalise_path_pattern,
     normalise_target_path,
@@ -130,38 +133,72 @@ class _Matcher:
 
 
 @dataclass(frozen=True)
+class _NetRule:
+    regex: re.Pattern[str]
+    port: int | None
+    target: NetTarget
+    decision: Decision
+
+
+@dataclass(frozen=True)
 class _NetMatcher:
-    """The net rules of one effect, in order: (host regex, port or None, decision).
+    """The net rules of one effect, in order, each with its host regex, port and target.
 
     A rule without a port matches every port. A rule with a port matches an act on that
     port, and an act whose port is unknown only when `unknown_port_matches` (deny rules:
-    such an act might reach the denied port).
+    such an act might reach the denied port). A host matches a rule by its text, by its
+    canonical address's text (``127.1`` is ``127.0.0.1``), or by address (`NetTarget`).
     """
 
-    rules: tuple[tuple[re.Pattern[str], int | None, Decision], ...]
+    rules: tuple[_NetRule, ...]
     unknown_port_matches: bool
 
     @staticmethod
     def build(rules: Sequence[Rule], verdict: Verdict) -> _NetMatcher:
         word = "allowed" if verdict is Verdict.ALLOW else "denied"
         entries = tuple(
-            (
+            _NetRule(
                 compile_host(rule.pattern),
                 net_port(rule.pattern),
+                net_target(net_host(rule.pattern), rule.pattern),
                 Decision(verdict, _reason(rule, word, verdict), rule.pattern, rule.layer),
             )
             for rule in rules
         )
         return _NetMatcher(entries, verdict is Verdict.DENY)
 
-    def first(self, host: str, port: int | None) -> Decision | None:
-        """The decision of the first rule that matches `host` on `port`, if one does."""
-        for regex, rule_port, decision in self.rules:
-            if rule_port is not None and rule_port != port:
+    def _ports(self, port: int | None) -> Iterator[_NetRule]:
+        for rule in self.rules:
+            if rule.port is not None and rule.port != port:
                 if port is not None or not self.unknown_port_matches:
                     continue
-            if regex.fullmatch(host) is not None:
-                return decision
+            yield rule
+
+    def first(self, host: str, port: int | None, address: IPAddress | None) -> Decision | None:
+        """The decision of the first rule that matches `host` on `port`, if one does.
+
+        `address` is `host`'s canonical address when `host` is numeric.
+        """
+        deny = self.unknown_port_matches
+        canonical = None if address is None else str(address)
+        for rule in self._ports(port):
+            if rule.regex.fullmatch(host) is not None:
+                return rule.decision
+            if address is None or canonical is None:
+                continue
+            if rule.regex.fullmatch(canonical) is not None:
+                return rule.decision
+            if rule.target.denies(address) if deny else rule.target.allows(address):
+                return rule.decision
+        return None
+
+    def covering(self, address: IPAddress, port: int, view: NetView) -> Decision | None:
+        """The first deny rule that covers `address` on `port`, names resolved by `view`."""
+        own = view.local_addresses()
+        for rule in self._ports(port):
+            named = view.resolve(rule.target.name) if rule.target.name is not None else ()
+            if rule.target.denies(address, own, named):
+                return rule.decision
         return None
 
 
@@ -346,9 +383,10 @@ class Policy:
             deny_candidates, allow_candidates = _exec_lines(act.command)
         elif kind is ActKind.NET:
             host, port = split_host_port(act.target)
-            decision = compiled.net_deny.first(host, port)
+            address = parse_address(host)
+            decision = compiled.net_deny.first(host, port, address)
             if decision is None:
-                decision = compiled.net_allow.first(host, port)
+                decision = compiled.net_allow.first(host, port, address)
             return compiled.defaults[kind] if decision is None else decision
         else:
             path = normalise_target_path(act.target)
@@ -363,6 +401,26 @@ class Policy:
         if decision is None:
             decision = compiled.allow[kind].first(allow_candidates)
         return compiled.defaults[kind] if decision is None else decision
+
+    def address_denial(self, address: IPAddress, port: int, view: NetView) -> Decision | None:
+        """The deny rule that covers dialling `address` on `port`, in this policy or any
+        policy it is contained in; None when none does.
+
+        What the egress proxy asks about every address a destination resolves to (after
+        `check` admitted the destination by name). Deny rules that name a host are
+        resolved through `view`, and `view`'s interface addresses join the local host.
+
+        Raises:
+            PolicyError: `view` could not resolve a rule's host (the caller refuses).
+        """
+        decision = self._compiled.net_deny.covering(address, port, view)
+        if decision is not None:
+            return decision
+        for outer in self.within:
+            decision = outer.address_denial(address, port, view)
+            if decision is not None:
+                return decision
+        return None
 
     def _protected(self, path: str) -> Decision | None:
         compiled = self._compiled
