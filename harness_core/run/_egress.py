@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 
 from harness_core.errors import PolicyError
-from harness_core.policy import Act, Decision, Policy, Verdict, parse_address
+from harness_core.policy import Act, Decision, NetView, Policy, Verdict, parse_address
 from harness_core.policy._net import IPAddress
 from harness_core.run._gate import Gate
 from harness_core.sandbox import Admission
@@ -76,7 +76,7 @@ class SystemNetView:
         return frozenset(out)
 
 
-def _addresses(host: str, view: SystemNetView) -> tuple[IPAddress, ...]:
+def _addresses(host: str, view: NetView) -> tuple[IPAddress, ...]:
     numeric = parse_address(host)
     return (numeric,) if numeric is not None else view.resolve(host)
 
@@ -88,7 +88,7 @@ def admit(
     *,
     decide: Callable[[Act], Decision],
     refuse: Callable[[Act, Decision], None],
-    view: SystemNetView,
+    view: NetView,
 ) -> Admission:
     """Decide one destination of the egress proxy.
 
@@ -132,15 +132,17 @@ def admit(
     return Admission(True, decision.reason, addresses)
 
 
-def policy_decider(policy: Policy) -> Callable[[str, int], Admission]:
+def policy_decider(
+    policy: Policy, view: NetView | None = None
+) -> Callable[[str, int], Admission]:
     """The proxy's decider before a run attaches its gate: the policy alone, unrecorded."""
-    view = SystemNetView()
+    seen = view if view is not None else SystemNetView()
 
     def decide(host: str, port: int) -> Admission:
         def by_policy(act: Act) -> Decision:
             return policy.check(act)
 
-        return admit(policy, host, port, decide=by_policy, refuse=lambda a, d: None, view=view)
+        return admit(policy, host, port, decide=by_policy, refuse=lambda a, d: None, view=seen)
 
     return decide
 
