@@ -12,6 +12,10 @@ Forms: the value itself, its JSON-escaped forms (a record that is JSON text hold
 escaped value) and its base64 forms. A value shorter than `MIN_SECRET_LENGTH`
 characters is left alone: it would mangle every record while protecting nothing.
 
+Cut values: output is capped by keeping its head and its tail, so a value can be cut
+in two. A piece of a secret at least `MIN_FRAGMENT` characters long that ends a text, a
+line or a JSON string (its head) or starts one (its tail) is replaced as well.
+
 Streams: a secret can arrive split across chunks (token events). `StreamRedactor`
 holds back the end of a chunk for as long as it could be the start of a secret, and
 releases it once the next chunk shows it is not (or the stream ends).
@@ -36,6 +40,10 @@ __all__ = ["MIN_SECRET_LENGTH", "REDACTED", "RedactingSink", "SecretRedactor", "
 REDACTED = "[REDACTED]"
 """What every secret is replaced with in a record."""
 
+MIN_FRAGMENT = 12
+"""The shortest piece of a cut secret that is replaced (where a text, line or JSON string
+ends or starts); vendors echo a key's first twelve characters as its name."""
+
 MIN_SECRET_LENGTH = 8
 """Values shorter than this are not redacted: no credential is that short, and a
 short value (a `${env:}` that names a region) would mangle ids and timestamps."""
@@ -49,6 +57,67 @@ def _forms(secret: str) -> set[str]:
         if len(text) >= MIN_SECRET_LENGTH:
             forms.add(text)
     return {form for form in forms if len(form) >= MIN_SECRET_LENGTH}
+
+
+def _ends_here(text: str, at: int) -> bool:
+    return at == len(text) or text[at] in '\n"' or text.startswith("\\n", at)
+
+
+def _starts_here(text: str, at: int) -> bool:
+    return at == 0 or text[at - 1] in '\n"' or (at >= 2 and text[at - 2 : at] == "\\n")
+
+
+def _heads(text: str, form: str) -> list[tuple[int, int]]:
+    """Spans of pieces of `form`'s head that end a text, line or JSON string."""
+    spans: list[tuple[int, int]] = []
+    anchor = form[:MIN_FRAGMENT]
+    at = text.find(anchor)
+    while at != -1:
+        size = MIN_FRAGMENT
+        while size < len(form) and at + size < len(text) and text[at + size] == form[size]:
+            size += 1
+        if size < len(form) and _ends_here(text, at + size):
+            spans.append((at, at + size))
+        at = text.find(anchor, at + 1)
+    return spans
+
+
+def _tails(text: str, form: str) -> list[tuple[int, int]]:
+    """Spans of pieces of `form`'s tail that start a text, line or JSON string."""
+    spans: list[tuple[int, int]] = []
+    anchor = form[-MIN_FRAGMENT:]
+    at = text.find(anchor)
+    while at != -1:
+        size = MIN_FRAGMENT
+        while size < len(form) and at + MIN_FRAGMENT - size - 1 >= 0 and (
+            text[at + MIN_FRAGMENT - size - 1] == form[-size - 1]
+        ):
+            size += 1
+        begin = at + MIN_FRAGMENT - size
+        if size < len(form) and _starts_here(text, begin):
+            spans.append((begin, at + MIN_FRAGMENT))
+        at = text.find(anchor, at + 1)
+    return spans
+
+
+def _cut_pieces(text: str, forms: tuple[str, ...]) -> str:
+    spans = [span for form in forms if len(form) > MIN_FRAGMENT
+             for span in (*_heads(text, form), *_tails(text, form))]
+    if not spans:
+        return text
+    merged: list[list[int]] = []
+    for begin, end in sorted(spans):
+        if merged and begin <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([begin, end])
+    out: list[str] = []
+    last = 0
+    for begin, end in merged:
+        out += [text[last:begin], REDACTED]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
 
 
 class SecretRedactor:
@@ -77,7 +146,14 @@ class SecretRedactor:
         return self._pattern is not None
 
     def __call__(self, text: str) -> str:
-        """`text` with every secret form replaced."""
+        """`text` with every secret form replaced, and every piece of one cut off at an
+        end of the text, a line or a JSON string."""
+        if self._pattern is None or not text:
+            return text
+        return _cut_pieces(self._pattern.sub(REDACTED, text), self._forms)
+
+    def whole(self, text: str) -> str:
+        """`text` with every whole secret form replaced (no pieces): for a stream."""
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(REDACTED, text)
@@ -119,15 +195,16 @@ class StreamRedactor:
 
     def feed(self, chunk: str) -> str:
         """The text that can be released now (possibly empty); the rest is held."""
-        text = self._redact(self._held + chunk)
+        text = self._redact.whole(self._held + chunk)
         keep = self._redact.held(text)
         self._held = text[len(text) - keep:] if keep else ""
         return text[: len(text) - keep]
 
     def flush(self) -> str:
-        """The held text, released at the end of the stream."""
+        """The held text, released at the end of the stream (a secret's head that ends
+        the stream is replaced)."""
         text, self._held = self._held, ""
-        return text
+        return self._redact(text)
 
 
 class RedactingSink:

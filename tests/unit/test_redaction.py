@@ -99,3 +99,30 @@ def test_the_store_redacts_every_write_and_so_does_its_reopened_twin(tmp_path: P
     assert OTHER.encode() not in raw
     assert KEY.encode() not in raw and json.dumps(KEY).encode() not in raw
     assert b"ordinary goal stays" in raw
+
+
+def test_a_postgresql_store_redacts_its_writes_too(postgres_url: str) -> None:
+    with Store(postgres_url) as store:
+        store.redact_with(REDACT)
+        _create(store, "run1", f"use {OTHER}")
+        assert store.run("run1").goal == f"use {REDACTED}"
+
+
+LONG = "sk-ant-api03-" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789" * 2
+
+
+def test_a_secret_cut_by_an_output_cap_loses_both_pieces() -> None:
+    redact = SecretRedactor([LONG])
+    capped = f"head {LONG[:30]}\n[… 5 bytes of stdout omitted …]\n{LONG[30:]} tail"
+    assert redact(capped) == f"head {REDACTED}\n[… 5 bytes of stdout omitted …]\n{REDACTED} tail"
+    in_json = json.dumps({"stdout": capped})
+    assert LONG[:30] not in redact(in_json) and LONG[30:] not in redact(in_json)
+    assert redact(LONG[:20]) == REDACTED  # a head that ends the text
+    assert redact(f'"{LONG[-20:]}') == f'"{REDACTED}'  # a tail that starts a JSON string
+
+
+def test_short_or_inner_pieces_and_lookalikes_stay() -> None:
+    redact = SecretRedactor([LONG])
+    for text in (f"{LONG[:11]}\n{LONG[-11:]}", "sk-ant-api0 and sk-ant-ap",
+                 f"{LONG[:40]} in the middle of a line"):
+        assert redact(text) == text
