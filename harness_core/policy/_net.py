@@ -34,16 +34,19 @@ job, and the run supplies it (`harness_core.run`).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from harness_core.errors import PolicyError
-from harness_core.policy._patterns import GLOB_CHARS
+from harness_core.policy._patterns import GLOB_CHARS, compile_host, net_host, net_port
+from harness_core.policy._rules import Decision, Rule, Verdict
 
 __all__ = [
     "IPAddress",
     "IPNetwork",
+    "NetMatcher",
     "NetTarget",
     "NetView",
     "is_local",
@@ -239,3 +242,76 @@ def net_target(host: str, pattern: str) -> NetTarget:
     if GLOB_CHARS.intersection(host):
         return NetTarget()
     return NetTarget(name=host)
+
+
+@dataclass(frozen=True)
+class _NetRule:
+    regex: re.Pattern[str]
+    port: int | None
+    target: NetTarget
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class NetMatcher:
+    """The net rules of one effect, in order, each with its host regex, port and target.
+
+    A rule without a port matches every port. A rule with a port matches an act on that
+    port, and an act whose port is unknown only when `unknown_port_matches` (deny rules:
+    such an act might reach the denied port). A host matches a rule by its text, by its
+    canonical address's text (``127.1`` is ``127.0.0.1``), or by address (`NetTarget`).
+    """
+
+    rules: tuple[_NetRule, ...]
+    unknown_port_matches: bool
+
+    @staticmethod
+    def build(
+        rules: Sequence[Rule], verdict: Verdict, reason: Callable[[Rule, str, Verdict], str]
+    ) -> NetMatcher:
+        """The matcher of `rules` (all of one effect), each decision worded by `reason`."""
+        word = "allowed" if verdict is Verdict.ALLOW else "denied"
+        entries = tuple(
+            _NetRule(
+                compile_host(rule.pattern),
+                net_port(rule.pattern),
+                net_target(net_host(rule.pattern), rule.pattern),
+                Decision(verdict, reason(rule, word, verdict), rule.pattern, rule.layer),
+            )
+            for rule in rules
+        )
+        return NetMatcher(entries, verdict is Verdict.DENY)
+
+    def _ports(self, port: int | None) -> Iterator[_NetRule]:
+        for rule in self.rules:
+            if rule.port is not None and rule.port != port:
+                if port is not None or not self.unknown_port_matches:
+                    continue
+            yield rule
+
+    def first(self, host: str, port: int | None, address: IPAddress | None) -> Decision | None:
+        """The decision of the first rule that matches `host` on `port`, if one does.
+
+        `address` is `host`'s canonical address when `host` is numeric.
+        """
+        deny = self.unknown_port_matches
+        canonical = None if address is None else str(address)
+        for rule in self._ports(port):
+            if rule.regex.fullmatch(host) is not None:
+                return rule.decision
+            if address is None or canonical is None:
+                continue
+            if rule.regex.fullmatch(canonical) is not None:
+                return rule.decision
+            if rule.target.denies(address) if deny else rule.target.allows(address):
+                return rule.decision
+        return None
+
+    def covering(self, address: IPAddress, port: int, view: NetView) -> Decision | None:
+        """The first deny rule that covers `address` on `port`, names resolved by `view`."""
+        own = view.local_addresses()
+        for rule in self._ports(port):
+            named = view.resolve(rule.target.name) if rule.target.name is not None else ()
+            if rule.target.denies(address, own, named):
+                return rule.decision
+        return None

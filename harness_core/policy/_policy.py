@@ -46,19 +46,16 @@ and paths over and over.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness_core.errors import PolicyError
 from harness_core.policy._act import Act, ActKind
-from harness_core.policy._net import IPAddress, NetTarget, NetView, net_target, parse_address
+from harness_core.policy._net import IPAddress, NetMatcher, NetView, parse_address
 from harness_core.policy._patterns import (
     GLOB_CHARS,
-    compile_host,
     compile_path,
-    net_host,
-    net_port,
     normalise_path_pattern,
     normalise_target_path,
     split_host_port,
@@ -132,76 +129,6 @@ class _Matcher:
         return self.decisions[best - 1] if best else None
 
 
-@dataclass(frozen=True)
-class _NetRule:
-    regex: re.Pattern[str]
-    port: int | None
-    target: NetTarget
-    decision: Decision
-
-
-@dataclass(frozen=True)
-class _NetMatcher:
-    """The net rules of one effect, in order, each with its host regex, port and target.
-
-    A rule without a port matches every port. A rule with a port matches an act on that
-    port, and an act whose port is unknown only when `unknown_port_matches` (deny rules:
-    such an act might reach the denied port). A host matches a rule by its text, by its
-    canonical address's text (``127.1`` is ``127.0.0.1``), or by address (`NetTarget`).
-    """
-
-    rules: tuple[_NetRule, ...]
-    unknown_port_matches: bool
-
-    @staticmethod
-    def build(rules: Sequence[Rule], verdict: Verdict) -> _NetMatcher:
-        word = "allowed" if verdict is Verdict.ALLOW else "denied"
-        entries = tuple(
-            _NetRule(
-                compile_host(rule.pattern),
-                net_port(rule.pattern),
-                net_target(net_host(rule.pattern), rule.pattern),
-                Decision(verdict, _reason(rule, word, verdict), rule.pattern, rule.layer),
-            )
-            for rule in rules
-        )
-        return _NetMatcher(entries, verdict is Verdict.DENY)
-
-    def _ports(self, port: int | None) -> Iterator[_NetRule]:
-        for rule in self.rules:
-            if rule.port is not None and rule.port != port:
-                if port is not None or not self.unknown_port_matches:
-                    continue
-            yield rule
-
-    def first(self, host: str, port: int | None, address: IPAddress | None) -> Decision | None:
-        """The decision of the first rule that matches `host` on `port`, if one does.
-
-        `address` is `host`'s canonical address when `host` is numeric.
-        """
-        deny = self.unknown_port_matches
-        canonical = None if address is None else str(address)
-        for rule in self._ports(port):
-            if rule.regex.fullmatch(host) is not None:
-                return rule.decision
-            if address is None or canonical is None:
-                continue
-            if rule.regex.fullmatch(canonical) is not None:
-                return rule.decision
-            if rule.target.denies(address) if deny else rule.target.allows(address):
-                return rule.decision
-        return None
-
-    def covering(self, address: IPAddress, port: int, view: NetView) -> Decision | None:
-        """The first deny rule that covers `address` on `port`, names resolved by `view`."""
-        own = view.local_addresses()
-        for rule in self._ports(port):
-            named = view.resolve(rule.target.name) if rule.target.name is not None else ()
-            if rule.target.denies(address, own, named):
-                return rule.decision
-        return None
-
-
 def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
     if rule.layer == GATE_LAYER and verdict is Verdict.DENY:
         return (f"an input of a verification gate ({rule.pattern!r}): the agent may not change"
@@ -213,8 +140,8 @@ def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
 class _Compiled:
     deny: Mapping[ActKind, _Matcher]
     allow: Mapping[ActKind, _Matcher]
-    net_deny: _NetMatcher
-    net_allow: _NetMatcher
+    net_deny: NetMatcher
+    net_allow: NetMatcher
     defaults: Mapping[ActKind, Decision]
     exact_write_allows: frozenset[str]
     protected: tuple[tuple[str, re.Pattern[str]], ...]
@@ -246,8 +173,8 @@ def _build(
     return _Compiled(
         deny={k: _Matcher.build(v, Verdict.DENY) for k, v in deny.items()},
         allow={k: _Matcher.build(v, Verdict.ALLOW) for k, v in allow.items()},
-        net_deny=_NetMatcher.build(net[Effect.DENY], Verdict.DENY),
-        net_allow=_NetMatcher.build(net[Effect.ALLOW], Verdict.ALLOW),
+        net_deny=NetMatcher.build(net[Effect.DENY], Verdict.DENY, _reason),
+        net_allow=NetMatcher.build(net[Effect.ALLOW], Verdict.ALLOW, _reason),
         defaults={k: _tier_default(tier, approval, k) for k in ActKind},
         exact_write_allows=frozenset(exact),
         protected=guarded,
