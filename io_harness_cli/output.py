@@ -11,7 +11,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-__all__ = ["error", "is_tty", "say", "use_color", "use_live", "write_json"]
+__all__ = ["can_redraw", "drop", "error", "is_tty", "say", "use_color", "use_live", "write_json",
+           "write_stdout"]
 
 
 def is_tty(stream: TextIO) -> bool:
@@ -28,6 +29,12 @@ def use_color(stream: TextIO | None = None) -> bool:
     if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
         return False
     return is_tty(stream or sys.stderr)
+
+
+def can_redraw() -> bool:
+    """Whether text already written to stderr can be taken back (a terminal that
+    understands cursor movement): where provisional text may be shown."""
+    return os.environ.get("TERM") != "dumb" and is_tty(sys.stderr)
 
 
 def use_live() -> bool:
@@ -49,14 +56,39 @@ def write_json(obj: Any) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): escape it
         text = json.dumps(obj, ensure_ascii=True, default=str)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    write_stdout(text + "\n")
+
+
+def write_stdout(text: str) -> None:
+    """`text` on stdout, flushed at once; dropped when stdout's reader has gone
+    (`io run ... | head`): a closed pipe never ends a run."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        drop(sys.stdout)
 
 
 def say(text: str) -> None:
-    """A line of human text on stderr."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    """A line of human text on stderr (dropped when stderr's reader has gone)."""
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except BrokenPipeError:
+        drop(sys.stderr)
+
+
+def drop(stream: TextIO) -> None:
+    """Point `stream`, whose reader has gone, at the null device: what is still buffered
+    and everything written later vanishes instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def error(message: str, hint: str | None = None) -> None:

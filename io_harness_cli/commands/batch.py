@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import Config, Store
@@ -48,7 +48,7 @@ def batch(
 ) -> None:
     """Run every task of TASKS.jsonl (or finish batch --resume BATCH_ID)."""
     from harness_core import UsageError
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
     if (tasks is None) == (resume is None):
         raise UsageError("give TASKS.jsonl or --resume BATCH_ID (not both)")
@@ -210,7 +210,7 @@ def _exit_code(results: list[Result]) -> int:
 
 def _cost(batch_id: str, cfg: Config) -> float | None:
     """The batch's derived cost, when every call is priced; None otherwise."""
-    from io_harness_cli.commands._common import open_store
+    from io_harness_cli.commands._load import open_store
     from io_harness_cli.commands.spend import summarize_rows
 
     with open_store(cfg) as store:

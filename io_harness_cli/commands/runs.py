@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 
 def runs(
@@ -17,12 +17,7 @@ def runs(
                                        max=100_000)] = 20,
 ) -> None:
     """List recent runs, newest first."""
-    from io_harness_cli.commands._common import (
-        STORE_ONLY,
-        load_config,
-        open_store,
-        workspace_path,
-    )
+    from io_harness_cli.commands._load import STORE_ONLY, load_config, open_store, workspace_path
     from io_harness_cli.exit_codes import exit_code_for_status
     from io_harness_cli.output import write_json
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, SessionTree, Store, TurnRecord
@@ -28,7 +28,7 @@ MessageArg = Annotated[str, typer.Argument(help="The message for the agent; `-` 
 
 def _open(workspace: Path | None, config: Path | None,
           tables: tuple[str, ...] | None = None) -> tuple[Config, Store]:
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
     cfg = load_config(workspace_path(workspace), config, tables)
     return cfg, open_store(cfg)
@@ -43,7 +43,7 @@ def new(
 ) -> None:
     """Start a session in the workspace; prints its id on stdout."""
     from harness_core import Session
-    from io_harness_cli.commands._common import STORE_ONLY, workspace_path
+    from io_harness_cli.commands._load import STORE_ONLY, workspace_path
     from io_harness_cli.output import say, write_json
 
     ws = workspace_path(workspace)
@@ -98,12 +98,8 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
 
     def body() -> Any:
         from harness_core import Session, UsageError
-        from io_harness_cli.commands._common import (
-            assemble,
-            load_config,
-            read_stdin_text,
-            workspace_path,
-        )
+        from io_harness_cli.commands._drive import assemble
+        from io_harness_cli.commands._load import load_config, read_stdin_text, workspace_path
 
         text = read_stdin_text("the message") if message == "-" else message
         if not text.strip():
@@ -133,7 +129,7 @@ def list_(
 ) -> None:
     """List sessions, newest first."""
     from harness_core import Session
-    from io_harness_cli.commands._common import STORE_ONLY
+    from io_harness_cli.commands._load import STORE_ONLY
     from io_harness_cli.output import write_json
 
     _, store = _open(workspace, config, STORE_ONLY)
@@ -162,7 +158,7 @@ def show(
 ) -> None:
     """Show the session's turns as a tree (branches indented under their turn)."""
     from harness_core import Session
-    from io_harness_cli.commands._common import STORE_ONLY
+    from io_harness_cli.commands._load import STORE_ONLY
     from io_harness_cli.output import use_color, write_json
 
     _, store = _open(workspace, config, STORE_ONLY)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Event
 
-__all__ = ["Line", "PlainTrace", "RichTrace", "brief", "lines_for"]
+__all__ = ["Line", "PlainTrace", "RichTrace", "brief", "decided_by", "lines_for", "shown"]
 
 Line = tuple[str, str]
 """A line of text and its style (a rich style string; "" for none)."""
@@ -28,6 +28,13 @@ STYLE_BAD = "red"
 STYLE_ASK = "yellow"
 STYLE_DIM = "dim"
 
+_PROVISIONAL = "  (provisional) "
+
+
+def shown(value: Any) -> str:
+    """`value` as text for a person: "-" for what is not known (never "None")."""
+    return "-" if value is None else str(value)
+
 
 def brief(value: Any, width: int = 100) -> str:
     """`value` on one line, cut to `width` characters."""
@@ -36,10 +43,17 @@ def brief(value: Any, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def decided_by(rule: Any, layer: Any) -> str:
+    """`[rule R, layer L]`, leaving out what is not known."""
+    parts = [f"{name} {value}" for name, value in (("rule", rule), ("layer", layer))
+             if value is not None]
+    return f"[{', '.join(parts)}]" if parts else ""
+
+
 def _run_started(d: dict[str, Any], run_id: str) -> list[Line]:
     sb = d.get("sandbox") or {}
     return [(f"run {run_id} {'resumed' if d.get('resumed') else 'started'}"
-             f" in {d.get('workspace')} — sandbox {sb.get('backend')}"
+             f" in {shown(d.get('workspace'))} — sandbox {shown(sb.get('backend'))}"
              + (f" (degraded: {sb.get('degraded')})" if sb.get("degraded") else "")
              + ("" if sb.get("commands_sandboxed", True) else "; commands run unsandboxed"),
              STYLE_STEP)]
@@ -47,8 +61,12 @@ def _run_started(d: dict[str, Any], run_id: str) -> list[Line]:
 
 def _completion(d: dict[str, Any], run_id: str) -> list[Line]:
     usage = d.get("usage") or {}
-    out = [(f"  model {d.get('model')} · tokens in {usage.get('prompt_tokens')}"
-            f" out {usage.get('completion_tokens')} · {d.get('latency_ms')} ms", "")]
+    tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    tokens = ("tokens not reported" if tokens_in is None and tokens_out is None
+              else f"tokens in {shown(tokens_in)} out {shown(tokens_out)}")
+    latency = d.get("latency_ms")
+    out = [(f"  model {shown(d.get('model'))} · {tokens} · "
+            + ("-" if latency is None else f"{latency} ms"), "")]
     if d.get("text"):
         out.append((f"  says: {brief(d.get('text'))}", ""))
     return out
@@ -69,7 +87,7 @@ def _approval(d: dict[str, Any], run_id: str) -> list[Line]:
 def _verification(d: dict[str, Any], run_id: str) -> list[Line]:
     passed = bool(d.get("passed"))
     return [(f"  gate {d.get('command')}: {'passed' if passed else 'FAILED'}"
-             f" (exit {d.get('exit_status')}, sandbox {d.get('sandbox')})",
+             f" (exit {shown(d.get('exit_status'))}, sandbox {shown(d.get('sandbox'))})",
              STYLE_OK if passed else STYLE_BAD)]
 
 
@@ -80,7 +98,7 @@ _FORMATS: dict[str, Callable[[dict[str, Any], str], list[Line]]] = {
     "tool_call": lambda d, _r: [(f"  → {d.get('name')} {brief(d.get('arguments'), 80)}", "")],
     "tool_result": _tool_result,
     "refusal": lambda d, _r: [(f"    ⛔ refused {d.get('target')}: {d.get('reason')}"
-                               f" [rule {d.get('rule')}, layer {d.get('layer')}]", STYLE_BAD)],
+                               f" {decided_by(d.get('rule'), d.get('layer'))}", STYLE_BAD)],
     "approval": _approval,
     "verification": _verification,
     "steer": lambda d, _r: [(f"  steer: {brief(d)}", "")],
@@ -112,27 +130,46 @@ def lines_for(event: Event, root: str | None = None) -> list[Line]:
 class PlainTrace:
     """A line per event, no styling (NO_COLOR, TERM=dumb, or not a terminal)."""
 
-    def __init__(self, write: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, write: Callable[[str, str], None] | None = None, *,
+                 redraw: bool | None = None) -> None:
+        from io_harness_cli.output import can_redraw
+
         self._write = write or (lambda line, _style: (sys.stderr.write(line + "\n"),
                                                       sys.stderr.flush()))
         self._start = time.monotonic()
-        self._tokens = False
+        self._provisional = ""
+        self._redraw = can_redraw() if redraw is None else redraw
         self._root: str | None = None
 
     def __call__(self, event: Event) -> None:
         self._root = self._root or event.run_id
         if event.kind.value == "token":
-            if not self._tokens:
-                sys.stderr.write("  (provisional) ")
-                self._tokens = True
-            sys.stderr.write(str(event.data.get("text", "")))
-            sys.stderr.flush()
+            # Streamed text is shown only where it can be taken back: the committed
+            # step's `says:` line replaces it, so each message is printed once.
+            if self._redraw:
+                self._show_provisional(str(event.data.get("text", "")))
             return
         for text, style in lines_for(event, self._root):
-            if self._tokens:
-                self._write("", "")
-                self._tokens = False
+            if self._provisional:
+                self._erase_provisional()
             self._write(f"[{time.monotonic() - self._start:7.2f}s] {text}", style)
+
+    def _show_provisional(self, text: str) -> None:
+        if not self._provisional:
+            text = _PROVISIONAL + text
+        self._provisional += text
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    def _erase_provisional(self) -> None:
+        """Take the provisional text off the screen (cursor up over its rows, clear)."""
+        import shutil
+
+        columns = max(1, shutil.get_terminal_size().columns)
+        rows = sum(max(1, -(-len(line) // columns)) for line in self._provisional.split("\n"))
+        sys.stderr.write("\r" + "\x1b[1A" * (rows - 1) + "\x1b[J")
+        sys.stderr.flush()
+        self._provisional = ""
 
     def stop(self) -> None:
         """Nothing to tear down (the live view has a panel to clear)."""
