@@ -165,6 +165,7 @@ _EXPORTS: dict[str, str] = {
     "Responder": "harness_core.tools._plan_tools:Responder",
     "Role": "harness_core.messages:Role",
     "Rule": "harness_core.policy:Rule",
+    "AmbiguousId": "harness_core.errors:AmbiguousId",
     "RunInUse": "harness_core.errors:RunInUse",
     "RunNotFound": "harness_core.errors:RunNotFound",
     "RunOutcome": "harness_core.run:RunOutcome",
@@ -397,6 +398,7 @@ __all__ = [
     "Role",
     "Rule",
     "RunAssembly",
+    "AmbiguousId",
     "RunInUse",
     "RunNotFound",
     "RunOutcome",
@@ -536,6 +538,7 @@ if TYPE_CHECKING:
         default_toolbox,
     )
     from harness_core.errors import (  # noqa: F401
+        AmbiguousId,
         BudgetExceeded,
         CheckpointFormatError,
         ConfigError,

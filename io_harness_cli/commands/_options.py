@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["ConfigOpt", "JsonOpt", "WorkspaceOpt", "id_arg"]
+__all__ = ["AllOpt", "ConfigOpt", "JsonOpt", "StatusOpt", "WorkspaceOpt", "id_arg", "statuses"]
 
 WorkspaceOpt = Annotated[
     Path | None,
@@ -35,3 +35,26 @@ def id_arg(value: str | None) -> str | None:
     if len(value) > 200 or any(ch.isspace() or not ch.isprintable() for ch in value):
         raise typer.BadParameter(f"{value[:40]!r} is not an id")
     return value
+
+
+AllOpt = Annotated[bool, typer.Option(
+    "--all", help="List every workspace's, not only the workspace's (-w, default: .).")]
+StatusOpt = Annotated[list[str] | None, typer.Option(
+    "--status", help="Only those with this status (repeatable): running, paused, finished,"
+    " failed, stopped, interrupted, errored.", metavar="STATUS")]
+
+
+def statuses(values: list[str] | None) -> list[str]:
+    """The `--status` values, checked against the run statuses.
+
+    Raises:
+        UsageError: One is not a status.
+    """
+    from harness_core import RunStatus, UsageError
+
+    known = [s.value for s in RunStatus]
+    for value in values or []:
+        if value not in known:
+            raise UsageError(f"--status {value!r} is not a status",
+                             hint="one of: " + ", ".join(known))
+    return list(values or [])
