@@ -89,8 +89,9 @@ def test_model_and_max_steps_override_io_toml_for_one_run(tmp_path: Path) -> Non
 
 
 def test_a_closed_stdout_pipe_does_not_end_the_run(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path / "w", [replay_line("s", ("list_dir", {}))] * 3
-                        + [replay_line("done")])
+    ws = make_workspace(tmp_path / "w", [
+        replay_line(f"s{i}", ("write_file", {"path": f"f{i}.txt", "content": "x"}))
+        for i in range(3)] + [replay_line("done")])
     for extra in (["--json"], []):
         proc = subprocess.Popen([*io_cmd(), "run", "g", "-w", str(ws), *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -7,9 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness_core import Store
-from io_harness_cli.commands.runs import FIELDS
 from tests.conftest import run_io
 from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
+
+
+FIELDS = ["run_id", "created_at", "updated_at", "status", "exit_code", "steps", "tokens",
+          "goal", "workspace", "session_id", "reason", "parent_run_id", "depth",
+          "root_run_id", "agent"]
+"""The stable keys of `io runs --json`, in order (scripts read them)."""
 
 
 def _two_workspaces(tmp_path: Path) -> tuple[Path, Path, list[str]]:
@@ -27,7 +32,7 @@ def test_runs_shows_the_workspace_by_default_and_every_one_with_all(tmp_path: Pa
     mine, other, (mine_id, other_id) = _two_workspaces(tmp_path)
     listed = json_lines(run_io(["runs", "-w", str(mine), "--json"]).stdout)
     assert [r["run_id"] for r in listed] == [mine_id]
-    assert list(listed[0]) == list(FIELDS) and listed[0]["exit_code"] == 0
+    assert list(listed[0]) == FIELDS and listed[0]["exit_code"] == 0
     from_cwd = json_lines(run_io(["runs", "--json"], cwd=other).stdout)  # -w defaults to .
     assert [r["run_id"] for r in from_cwd] == [other_id]
     everything = json_lines(run_io(["runs", "--all", "--json"], cwd=mine).stdout)
