@@ -10,7 +10,6 @@ from harness_core import Store
 from tests.conftest import run_io
 from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
 
-
 FIELDS = ["run_id", "created_at", "updated_at", "status", "exit_code", "steps", "tokens",
           "goal", "workspace", "session_id", "reason", "parent_run_id", "depth",
           "root_run_id", "agent"]
