@@ -6,9 +6,9 @@ of a worker) finishes what is left and starts nothing twice. Progress goes to st
 (a bar on a terminal, one line per task otherwise); the summary table, or with `--json`
 one JSON object per task and a closing summary, goes to stdout.
 
-Exit code: 0 when every run finished with its gates passed; otherwise the worst of
-1 (a run failed or errored), 3 (a budget or stall stop), 4 (paused, waiting for
-`io resume`), in that order.
+Exit code: 0 when every run finished with its gates passed (or none configured);
+otherwise the worst of 1 (a run failed or errored, or its last gate round failed), 3 (a
+budget or stall stop), 4 (paused, waiting for `io resume`), in that order.
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def _summary(batch_id: str, results: list[Result], cfg: Config, json_out: bool) 
 
 def _exit_code(results: list[Result]) -> int:
     statuses = {r.status for r in results}
-    if statuses & {"failed", "errored"} or any(
+    if statuses & {"failed", "errored"} or any(r.exit_code == 1 for r in results) or any(
             r.status == "finished" and r.exit_code != 0 for r in results):
         return 1
     if "stopped" in statuses:

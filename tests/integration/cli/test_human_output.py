@@ -47,3 +47,11 @@ def test_io_tool_json_refusal_by_a_tier_names_the_tier_as_its_rule(tmp_path: Pat
 
 def test_no_replay_file_is_left_at_the_repository_root() -> None:
     assert not (REPO / "replay.jsonl").exists()
+
+
+def test_a_construct_refused_by_the_shell_grammar_names_its_rule(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [])
+    result = run_io(["tool", "shell", "--args", '{"line": "echo $(id)"}', "-w", str(ws),
+                     "--json"])
+    refused = json.loads(result.stdout)["refused"]
+    assert (refused["rule"], refused["layer"]) == ("construct:command substitution", "builtin")
