@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-__all__ = ["can_redraw", "drop", "error", "is_tty", "say", "use_color", "use_live", "write_json",
+__all__ = ["drop", "error", "is_tty", "say", "use_color", "use_live", "write_json",
            "write_stdout"]
 
 
@@ -29,12 +29,6 @@ def use_color(stream: TextIO | None = None) -> bool:
     if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
         return False
     return is_tty(stream or sys.stderr)
-
-
-def can_redraw() -> bool:
-    """Whether text already written to stderr can be taken back (a terminal that
-    understands cursor movement): where provisional text may be shown."""
-    return os.environ.get("TERM") != "dumb" and is_tty(sys.stderr)
 
 
 def use_live() -> bool:

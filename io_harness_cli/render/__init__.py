@@ -22,16 +22,18 @@ if TYPE_CHECKING:
 __all__ = ["make_renderer", "print_table", "render_plan", "render_trace"]
 
 
-def make_renderer(*, color: bool, live: bool = False) -> Callable[[Event], None]:
+def make_renderer(*, color: bool, live: bool = False,
+                  answer_shown: bool = False) -> Callable[[Event], None]:
     """The human trace for stderr: the live panel on a colour terminal, rich lines when
-    colour is forced off a terminal, plain lines otherwise."""
+    colour is forced off a terminal, plain lines otherwise. `answer_shown`: the final
+    answer will be printed on the same terminal (stdout), so its `says:` line is not."""
     if color and live:
         from io_harness_cli.render.live import LiveTrace
 
-        return LiveTrace()
+        return LiveTrace(answer_shown=answer_shown)
     from io_harness_cli.render.lines import PlainTrace, RichTrace
 
-    return RichTrace() if color else PlainTrace()
+    return RichTrace(answer_shown=answer_shown) if color else PlainTrace(answer_shown=answer_shown)
 
 
 def print_table(headers: list[str], rows: list[list[str]], *, title: str = "",

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Event
 
-__all__ = ["Line", "PlainTrace", "RichTrace", "brief", "decided_by", "lines_for", "shown"]
+__all__ = ["FinalText", "Line", "PlainTrace", "RichTrace", "brief", "decided_by", "lines_for",
+           "shown"]
 
 Line = tuple[str, str]
 """A line of text and its style (a rich style string; "" for none)."""
@@ -27,8 +28,6 @@ STYLE_OK = "green"
 STYLE_BAD = "red"
 STYLE_ASK = "yellow"
 STYLE_DIM = "dim"
-
-_PROVISIONAL = "  (provisional) "
 
 
 def shown(value: Any) -> str:
@@ -127,60 +126,64 @@ def lines_for(event: Event, root: str | None = None) -> list[Line]:
     return lines
 
 
+class FinalText:
+    """Holds back the `says:` line of a completion that asked for no tool (the model says
+    it is done) while the answer will be printed whole on the same terminal (stdout):
+    each message is shown once. A step that starts after it (a gate failed) shows the
+    held line after all; at the end of the run it is dropped."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._held: list[Line] = []
+
+    def take(self, event: Event, lines: list[Line]) -> list[Line]:
+        """The lines to print now for `event`."""
+        if not self.enabled:
+            return lines
+        shown, self._held = (self._held, []) if event.kind.value == "step_started" else ([], self._held)
+        if event.kind.value == "completion" and not event.data.get("tool_calls"):
+            self._held = lines[1:]
+            return shown + lines[:1]
+        return shown + lines
+
+    def drop(self) -> None:
+        """The run is over: the held text is the answer stdout shows."""
+        self._held = []
+
+
 class PlainTrace:
     """A line per event, no styling (NO_COLOR, TERM=dumb, or not a terminal)."""
 
     def __init__(self, write: Callable[[str, str], None] | None = None, *,
-                 redraw: bool | None = None) -> None:
-        from io_harness_cli.output import can_redraw
-
+                 answer_shown: bool = False) -> None:
         self._write = write or (lambda line, _style: (sys.stderr.write(line + "\n"),
                                                       sys.stderr.flush()))
+        self._final = FinalText(answer_shown)
         self._start = time.monotonic()
-        self._provisional = ""
-        self._redraw = can_redraw() if redraw is None else redraw
         self._root: str | None = None
 
     def __call__(self, event: Event) -> None:
+        # Streamed tokens are not written: lines cannot be taken back, and the committed
+        # step's `says:` line follows (the live panel shows them, and clears them).
         self._root = self._root or event.run_id
-        if event.kind.value == "token":
-            # Streamed text is shown only where it can be taken back: the committed
-            # step's `says:` line replaces it, so each message is printed once.
-            if self._redraw:
-                self._show_provisional(str(event.data.get("text", "")))
-            return
-        for text, style in lines_for(event, self._root):
-            if self._provisional:
-                self._erase_provisional()
+        lines = lines_for(event, self._root)
+        if event.run_id == self._root:
+            lines = self._final.take(event, lines)
+        for text, style in lines:
             self._write(f"[{time.monotonic() - self._start:7.2f}s] {text}", style)
 
-    def _show_provisional(self, text: str) -> None:
-        if not self._provisional:
-            text = _PROVISIONAL + text
-        self._provisional += text
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-    def _erase_provisional(self) -> None:
-        """Take the provisional text off the screen (cursor up over its rows, clear)."""
-        import shutil
-
-        columns = max(1, shutil.get_terminal_size().columns)
-        rows = sum(max(1, -(-len(line) // columns)) for line in self._provisional.split("\n"))
-        sys.stderr.write("\r" + "\x1b[1A" * (rows - 1) + "\x1b[J")
-        sys.stderr.flush()
-        self._provisional = ""
-
     def stop(self) -> None:
-        """Nothing to tear down (the live view has a panel to clear)."""
+        """The run is over: drop a held final text (the live view also clears a panel)."""
+        self._final.drop()
 
 
 class RichTrace(PlainTrace):
     """The same lines, each styled by its event's kind."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, answer_shown: bool = False) -> None:
         from rich.console import Console
         from rich.text import Text
 
         console = Console(stderr=True, highlight=False)
-        super().__init__(lambda line, style: console.print(Text(line, style=style)))
+        super().__init__(lambda line, style: console.print(Text(line, style=style)),
+                         answer_shown=answer_shown)
