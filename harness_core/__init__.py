@@ -244,6 +244,12 @@ _EXPORTS: dict[str, str] = {
     "TemplateInfo": "harness_core.templates:TemplateInfo",
     "Templates": "harness_core.templates:Templates",
     "discover_skills": "harness_core.templates:discover_skills",
+    "RunNotInFlight": "harness_core.errors:RunNotInFlight",
+    "OperatorInputRecord": "harness_core.store:OperatorInputRecord",
+    "OPERATOR_KINDS": "harness_core.store:OPERATOR_KINDS",
+    "Queued": "harness_core.session:Queued",
+    "interrupt_run": "harness_core.session:interrupt_run",
+    "steer_run": "harness_core.session:steer_run",
 }
 
 __all__ = [
@@ -478,6 +484,12 @@ __all__ = [
     "sweep_leftovers",
     "trust_store",
     "validate_web",
+    "RunNotInFlight",
+    "OperatorInputRecord",
+    "OPERATOR_KINDS",
+    "Queued",
+    "interrupt_run",
+    "steer_run",
 ]
 
 
@@ -543,6 +555,7 @@ if TYPE_CHECKING:
         ProviderError,
         RunInUse,
         RunNotFound,
+        RunNotInFlight,
         SandboxUnavailable,
         ScriptExhausted,
         SessionInUse,
@@ -659,8 +672,11 @@ if TYPE_CHECKING:
         select as select_sandbox,
     )
     from harness_core.session import (  # noqa: F401
+        Queued,
         Session,
         SessionTree,
+        interrupt_run,
+        steer_run,
     )
     from harness_core.shell import (  # noqa: F401
         CONSTRUCTS,
@@ -678,12 +694,14 @@ if TYPE_CHECKING:
     )
     from harness_core.store import (  # noqa: F401
         CHECKPOINT_FORMAT,
+        OPERATOR_KINDS,
         AttemptRecord,
         CheckpointState,
         DriveRecord,
         EditRecord,
         InputsFate,
         LedgerEntry,
+        OperatorInputRecord,
         Pause,
         PolicyEventRecord,
         RunRecord,

@@ -5,6 +5,7 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
+    │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
     │   └── MissingExtra       a document tool or gate whose pip extra is not installed
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
@@ -43,6 +44,7 @@ __all__ = [
     "ProviderError",
     "RunInUse",
     "RunNotFound",
+    "RunNotInFlight",
     "SandboxUnavailable",
     "ScriptExhausted",
     "SessionInUse",
@@ -79,6 +81,21 @@ class ConfigError(HarnessError):
 
 class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
+
+
+class RunNotInFlight(UsageError):
+    """`io interrupt` (or `io steer`) named a run that cannot take it: a paused, ended
+    or stopped run has no next step boundary for it to land at.
+
+    Attributes:
+        run_id: The run.
+        status: Its status (a `RunStatus` value).
+    """
+
+    def __init__(self, run_id: str, status: str, message: str, *, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.status = status
 
 
 class MissingExtra(ConfigError):

@@ -38,6 +38,7 @@ from harness_core.store._check import (
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
 from harness_core.store._parts import AliveCheck
 from harness_core.store._parts import now as _now
@@ -73,6 +74,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0009_runner_host", RUNNER_HOST_SQL),
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
     ("0011_batches", BATCH_SCHEMA_SQL),
+    ("0012_operator_inputs", OPERATOR_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -131,7 +133,8 @@ def _disk_is_full(path: Path) -> bool:
         return False
 
 
-class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
+class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, OperatorQueries,
+            HandleQueries,
             SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
             SweepQueries,
             TreeQueries):
