@@ -250,6 +250,9 @@ _EXPORTS: dict[str, str] = {
     "Queued": "harness_core.session:Queued",
     "interrupt_run": "harness_core.session:interrupt_run",
     "steer_run": "harness_core.session:steer_run",
+    "STARTER_PROVIDERS": "harness_core.config:STARTER_PROVIDERS",
+    "STARTER_SCRIPT": "harness_core.config:STARTER_SCRIPT",
+    "MissingSecret": "harness_core.errors:MissingSecret",
 }
 
 __all__ = [
@@ -490,6 +493,9 @@ __all__ = [
     "Queued",
     "interrupt_run",
     "steer_run",
+    "STARTER_PROVIDERS",
+    "STARTER_SCRIPT",
+    "MissingSecret",
 ]
 
 
@@ -517,6 +523,8 @@ if TYPE_CHECKING:
         SystemClock,
     )
     from harness_core.config import (  # noqa: F401
+        STARTER_PROVIDERS,
+        STARTER_SCRIPT,
         Config,
         ConfigFile,
         RunAssembly,
@@ -550,6 +558,7 @@ if TYPE_CHECKING:
         HarnessError,
         InvalidToolArguments,
         MissingExtra,
+        MissingSecret,
         PathEscape,
         PolicyError,
         ProviderError,

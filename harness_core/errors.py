@@ -6,7 +6,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
     │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
-    │   └── MissingExtra       a document tool or gate whose pip extra is not installed
+    │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
+    │   └── MissingSecret      a `${env:}`/`${file:}` value or provider key that is not set
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
     ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
@@ -39,6 +40,7 @@ __all__ = [
     "HarnessError",
     "InvalidToolArguments",
     "MissingExtra",
+    "MissingSecret",
     "PathEscape",
     "PolicyError",
     "ProviderError",
@@ -111,6 +113,20 @@ class MissingExtra(ConfigError):
         self.install = f"pip install 'io-harness[{extra}]'"
         super().__init__(f"{what} needs the {extra!r} extra, which is not installed:"
                          f" {self.install}", hint=self.install)
+
+
+class MissingSecret(ConfigError):
+    """A secret the configuration names is not there: an unset or empty environment
+    variable, an unreadable or empty file, or no key for a provider. `io config check`
+    reports one as a warning (the run will need it); `io run` stops on it.
+
+    Attributes:
+        name: The variable or file named (never its value).
+    """
+
+    def __init__(self, message: str, *, name: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.name = name
 
 
 class WorkspaceError(HarnessError):
