@@ -253,6 +253,12 @@ _EXPORTS: dict[str, str] = {
     "STARTER_PROVIDERS": "harness_core.config:STARTER_PROVIDERS",
     "STARTER_SCRIPT": "harness_core.config:STARTER_SCRIPT",
     "MissingSecret": "harness_core.errors:MissingSecret",
+    "BackendReport": "harness_core.sandbox:BackendReport",
+    "Diagnosis": "harness_core.sandbox:Diagnosis",
+    "DoctorCheck": "harness_core.sandbox:DoctorCheck",
+    "Health": "harness_core.sandbox:Health",
+    "HostProbe": "harness_core.sandbox:HostProbe",
+    "diagnose": "harness_core.sandbox:diagnose",
 }
 
 __all__ = [
@@ -496,6 +502,12 @@ __all__ = [
     "STARTER_PROVIDERS",
     "STARTER_SCRIPT",
     "MissingSecret",
+    "BackendReport",
+    "Diagnosis",
+    "DoctorCheck",
+    "Health",
+    "HostProbe",
+    "diagnose",
 ]
 
 
@@ -665,13 +677,19 @@ if TYPE_CHECKING:
     from harness_core.sandbox import (  # noqa: F401
         Backend,
         BackendChoice,
+        BackendReport,
         CommandResult,
+        Diagnosis,
+        DoctorCheck,
+        Health,
+        HostProbe,
         LaunchRequest,
         ProcessLauncher,
         SandboxConfig,
         SandboxLimits,
         SandboxSpec,
         Selected,
+        diagnose,
         run_command,
     )
     from harness_core.sandbox import (

@@ -21,6 +21,12 @@ from harness_core.sandbox._base import (
 )
 
 _LAZY = {
+    "BackendReport": "harness_core.sandbox._doctor",
+    "Diagnosis": "harness_core.sandbox._doctor",
+    "DoctorCheck": "harness_core.sandbox._doctor",
+    "Health": "harness_core.sandbox._doctor",
+    "HostProbe": "harness_core.sandbox._doctor",
+    "diagnose": "harness_core.sandbox._doctor",
     "EgressProxy": "harness_core.sandbox._proxy",
     "Swept": "harness_core.sandbox._ledger",
     "activate_ledger": "harness_core.sandbox._ledger",
@@ -36,8 +42,13 @@ _LAZY = {
 __all__ = [
     "Backend",
     "BackendChoice",
+    "BackendReport",
     "CommandResult",
+    "Diagnosis",
+    "DoctorCheck",
     "EgressProxy",
+    "Health",
+    "HostProbe",
     "LaunchRequest",
     "ProcessLauncher",
     "SandboxConfig",
@@ -46,6 +57,7 @@ __all__ = [
     "Selected",
     "Swept",
     "activate_ledger",
+    "diagnose",
     "exit_fd",
     "launcher",
     "peek_status",
@@ -63,6 +75,14 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from harness_core.sandbox._doctor import (
+        BackendReport,
+        Diagnosis,
+        DoctorCheck,
+        Health,
+        HostProbe,
+        diagnose,
+    )
     from harness_core.sandbox._ledger import Swept, activate_ledger, sweep
     from harness_core.sandbox._proxy import EgressProxy
     from harness_core.sandbox._remote import exit_fd, peek_status
