@@ -38,6 +38,7 @@ from harness_core.store._check import (
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
 from harness_core.store._parts import AliveCheck
 from harness_core.store._parts import now as _now
@@ -75,6 +76,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
     ("0011_batches", BATCH_SCHEMA_SQL),
     ("0012_resume_state", RESUME_STATE_SQL),
+    ("0013_operator_inputs", OPERATOR_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -156,7 +158,8 @@ class _Redacting:
         return getattr(self._conn, name)
 
 
-class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
+class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, OperatorQueries,
+            HandleQueries,
             SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
             SweepQueries,
             TreeQueries):

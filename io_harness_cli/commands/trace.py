@@ -69,6 +69,7 @@ def trace(
     from io_harness_cli.render import render_trace
 
     render_trace(data)
+    _print_operator(data["operator"])
     _print_gates(data["gates"])
     if len(data["tree"]) > 1:
         _print_tree(data["tree"])
@@ -111,6 +112,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
         "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
+        "operator": [o.to_json() for o in store.operator_inputs(run_id)],
     }
 
 
@@ -131,6 +133,26 @@ def _print_gates(gates: list[dict[str, Any]]) -> None:
         if g["modified_inputs"]:
             out("    gate inputs were modified by the agent: "
                 + ", ".join(g["modified_inputs"]) + "\n")
+
+
+def _print_operator(inputs: list[dict[str, Any]]) -> None:
+    """What the operator told the run, in the order given, and where each landed."""
+    import sys
+
+    from harness_core import OperatorInputRecord
+    from io_harness_cli.render.lines import brief
+
+    if not inputs:
+        return
+    out = sys.stdout.write
+    out("\noperator input:\n")
+    for item in inputs:
+        record = OperatorInputRecord(item["kind"], item["created_at"], item["content"],
+                                     item["step"], item["void_reason"])
+        where = {"landed": f"landed at step {record.step}",
+                 "pending": "waiting for a step boundary",
+                 "void": f"never landed: {record.void_reason}"}[record.state]
+        out(f"  {record.created_at[:19]}Z  {brief(record.describe(), 80)}  ({where})\n")
 
 
 def _tree(store: Any, run_id: str) -> list[dict[str, Any]]:
