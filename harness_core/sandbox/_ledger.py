@@ -21,6 +21,10 @@ touching a reused pid:
 
 What survives: a descendant that cleared its environment and left its group and has no
 cgroup (the floor on a host without a writable pids cgroup).
+
+The ledger also names the placeholders the native backend made in a workspace (see
+`_placeholders`); a sweep removes those of a dead `io` that are still the ones it made
+and still empty, whichever store it was asked about.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class Ledger:
     token: str = field(default_factory=lambda: secrets.token_hex(12))
     runs: list[str] = field(default_factory=lambda: [])
     stores: list[str] = field(default_factory=lambda: [])
+    placeholders: dict[str, dict[str, Any]] = field(default_factory=lambda: {})
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lines: int = 0
@@ -131,6 +136,7 @@ class Ledger:
     def _compact(self) -> None:
         lines = [self._header(), *({"run": r} for r in self.runs),
                  *({"store": s} for s in self.stores),
+                 *({"placeholder": p} for p in self.placeholders.values()),
                  *({"add": e} for e in self._entries.values())]
         scratch = self.path.with_suffix(".tmp")
         self.close_file()
@@ -148,6 +154,19 @@ class Ledger:
             if store not in self.stores:
                 self.stores.append(store)
                 self._append({"store": store})
+
+    def note_placeholder(self, path: Path, device: int, inode: int) -> None:
+        """Record a placeholder this process made (see `_placeholders`)."""
+        record = {"path": str(path), "device": device, "inode": inode}
+        with self._lock:
+            self.placeholders[str(path)] = record
+            self._append({"placeholder": record})
+
+    def forget_placeholder(self, path: Path) -> None:
+        """A placeholder was removed (or is no longer io's to remove)."""
+        with self._lock:
+            if self.placeholders.pop(str(path), None) is not None:
+                self._append({"released": str(path)})
 
     def add(self, pid: int, cgroup: Path | None, *,
             spawned: tuple[int | None, int | None] = (None, None)) -> None:
@@ -173,9 +192,7 @@ _COMPACT_AFTER = 4096
 def read_ledger(text: str) -> dict[str, Any] | None:
     """The state a ledger file's lines describe, or None when it has no owner line."""
     data: dict[str, Any] | None = None
-    runs: list[str] = []
-    stores: list[str] = []
-    entries: dict[int, dict[str, Any]] = {}
+    state: dict[str, Any] = {"runs": [], "stores": [], "entries": {}, "placeholders": {}}
     for line in text.splitlines():
         try:
             record = json.loads(line)
@@ -187,17 +204,30 @@ def read_ledger(text: str) -> dict[str, Any] | None:
             return record  # a whole-file ledger written by an earlier io
         if "owner_pid" in record:
             data = record
-        elif isinstance(record.get("run"), str) and record["run"] not in runs:
-            runs.append(record["run"])
-        elif isinstance(record.get("store"), str) and record["store"] not in stores:
-            stores.append(record["store"])
-        elif isinstance(record.get("add"), dict) and "pid" in record["add"]:
-            entries[int(record["add"]["pid"])] = record["add"]
-        elif isinstance(record.get("remove"), int):
-            entries.pop(record["remove"], None)
+        else:
+            _apply(record, state)
     if data is None:
         return None
-    return {**data, "runs": runs, "stores": stores, "entries": list(entries.values())}
+    return {**data, "runs": state["runs"], "stores": state["stores"],
+            "entries": list(state["entries"].values()),
+            "placeholders": list(state["placeholders"].values())}
+
+
+def _apply(record: dict[str, Any], state: dict[str, Any]) -> None:
+    """Fold one line after the owner line into `state`."""
+    for key in ("run", "store"):
+        value = record.get(key)
+        if isinstance(value, str) and value not in state[key + "s"]:
+            state[key + "s"].append(value)
+    added, placeholder = record.get("add"), record.get("placeholder")
+    if isinstance(added, dict) and "pid" in added:
+        state["entries"][int(added["pid"])] = added
+    elif isinstance(record.get("remove"), int):
+        state["entries"].pop(record["remove"], None)
+    elif isinstance(placeholder, dict) and isinstance(placeholder.get("path"), str):
+        state["placeholders"][placeholder["path"]] = placeholder
+    elif isinstance(record.get("released"), str):
+        state["placeholders"].pop(record["released"], None)
 
 
 _active: Ledger | None = None
@@ -232,6 +262,8 @@ class Swept:
     owner_pid: int
     runs: tuple[str, ...]
     killed: tuple[dict[str, Any], ...]
+    removed: tuple[str, ...] = ()
+    """Placeholders it left in a workspace that were removed (see `_placeholders`)."""
 
 
 def _same(pid: int, started: float | None) -> psutil.Process | None:
@@ -372,7 +404,7 @@ def sweep(
         record: Called with each non-empty result before its ledger is removed.
 
     Returns:
-        One entry per dead `io` process that had commands left.
+        One entry per dead `io` process that had commands or placeholders left.
     """
     folder = folder or ledger_folder()
     out: list[Swept] = []
@@ -386,17 +418,35 @@ def sweep(
             continue
         if not _owner_gone(data):
             continue
+        removed = _remove_placeholders(path, data)
         stores = data.get("stores") or []
         if (store is not None and stores and store not in stores and data.get("entries")
                 and not _stores_gone(stores)):
+            if removed:  # the commands wait for their store; the placeholders are done
+                out.append(Swept(int(data.get("owner_pid", 0)), (), (), removed))
             continue  # commands of another store's runs: that store records their sweep
         killed = _sweep_one(data)
-        if killed:
+        if killed or removed:
             swept = Swept(int(data.get("owner_pid", 0)), tuple(data.get("runs", [])),
-                          tuple(killed))
-            if record is not None:
+                          tuple(killed), removed)
+            if record is not None and killed:
                 record(swept)
             out.append(swept)
         with contextlib.suppress(OSError):
             path.unlink()
     return out
+
+
+def _remove_placeholders(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
+    """Remove a dead `io`'s placeholders that are untouched; note each in its ledger so
+    no later sweep looks at them again."""
+    records = data.get("placeholders") or []
+    if not records:
+        return ()
+    from harness_core.sandbox._placeholders import remove_recorded  # it imports this module
+
+    removed = remove_recorded(records)
+    with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps({"released": str(r.get("path"))}) + "\n"
+                             for r in records))
+    return tuple(removed)

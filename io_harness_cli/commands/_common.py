@@ -228,8 +228,13 @@ def open_store(config: Config) -> Store:
 
     store = Store(config.store_url or config.store_path)
     for swept in sweep_leftovers(store):
-        names = ", ".join(f"{k['pid']} ({k['name']})" for k in swept.killed)
-        say(f"io: swept what io process {swept.owner_pid} left running after it died: {names}")
+        if swept.killed:
+            names = ", ".join(f"{k['pid']} ({k['name']})" for k in swept.killed)
+            say(f"io: swept what io process {swept.owner_pid} left running after it died:"
+                f" {names}")
+        if swept.removed:
+            say(f"io: removed the sandbox placeholders io process {swept.owner_pid} left"
+                f" after it died: {', '.join(swept.removed)}")
     return store
 
 

@@ -32,14 +32,19 @@ def resume(
     out = EventOutput(json_out)
 
     def body() -> object:
-        from harness_core import Store, UsageError
-        from io_harness_cli.commands._common import assemble, load_config, workspace_path
+        from harness_core import UsageError
+        from io_harness_cli.commands._common import (
+            assemble,
+            load_config,
+            open_store,
+            workspace_path,
+        )
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other")
         ws_hint = workspace_path(workspace) if workspace is not None else None
         cfg = load_config(ws_hint or Path("."), config)
-        store = Store(cfg.store_url or cfg.store_path)
+        store = open_store(cfg)  # sweeps what a killed io left: processes, placeholders
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id
