@@ -5,14 +5,15 @@ The native backend covers a protected path that does not exist (`.gitmodules`,
 sandbox (see `_linux`). A mount needs a mount point, and the workspace is the host's
 directory bound in, so the point exists on the host too: io makes it itself, with
 `O_EXCL` (a path that appeared meanwhile is never taken for one of its own), and
-records it in the process ledger (`_ledger`) with its device and inode before any
-sandbox covers it.
+records it in the process ledger (`_ledger`) with its device, inode and change time
+before any sandbox covers it (an inode number alone is handed to the next file made
+there: removed and made again, a path often gets the same one).
 
 Each placeholder is removed when the last sandbox of this process that covers it has
 ended. After `kill -9` of `io` nothing runs that clean-up; the sweep of the next `io`
 command that opens a store (`io runs`, `io resume`, ...) reads the dead process's
 ledger and removes each placeholder it names that is still the one io made (same
-device and inode, not a symbolic link) and still empty. Anything else at that path —
+device, inode and change time, not a symbolic link) and still empty. Anything else at that path —
 content written into it, a file made there again, a directory with an entry — is left
 alone: this module never deletes what it did not make or what holds content.
 """
@@ -36,8 +37,7 @@ __all__ = ["claim_placeholders", "pending_placeholders", "release_placeholders",
 
 @dataclass
 class _Made:
-    device: int
-    inode: int
+    identity: tuple[int, int, int]  # device, inode, change time (ns)
     users: int
 
 
@@ -76,18 +76,18 @@ def claim_placeholders(dirs: Iterable[Path], files: Iterable[Path]) -> list[Path
     try:
         for path, is_dir in [*((d, True) for d in dirs), *((f, False) for f in files)]:
             with _lock:
-                if path in _made and is_untouched(path, _made[path].device, _made[path].inode):
+                if path in _made and is_untouched(path, _made[path].identity):
                     _made[path].users += 1
                     claimed.append(path)
                     continue
                 info = _create(path, is_dir)
                 if info is None:
                     continue
-                _made[path] = _Made(info.st_dev, info.st_ino, 1)
+                _made[path] = _Made(_identity(info), 1)
                 claimed.append(path)
             ledger = current_ledger()
             if ledger is not None:
-                ledger.note_placeholder(path, info.st_dev, info.st_ino)
+                ledger.note_placeholder(path, _identity(info))
     except OSError:
         release_placeholders(claimed)
         raise
@@ -98,7 +98,7 @@ def pending_placeholders() -> list[Path]:
     """This process's placeholders still in use and still empty (a command planning its
     sandbox treats them as missing, so it covers them too)."""
     with _lock:
-        return [p for p, made in _made.items() if is_untouched(p, made.device, made.inode)]
+        return [p for p, made in _made.items() if is_untouched(p, made.identity)]
 
 
 def release_placeholders(paths: Sequence[Path]) -> None:
@@ -112,17 +112,21 @@ def release_placeholders(paths: Sequence[Path]) -> None:
             if made.users > 0:
                 continue
             del _made[path]
-            remove_if_untouched(path, made.device, made.inode)
+            remove_if_untouched(path, made.identity)
         ledger = current_ledger()
         if ledger is not None:
             ledger.forget_placeholder(path)
 
 
-def is_untouched(path: Path, device: int, inode: int) -> bool:
-    """Whether `path` is still the placeholder recorded as (device, inode), and empty."""
+def _identity(info: os.stat_result) -> tuple[int, int, int]:
+    return info.st_dev, info.st_ino, info.st_ctime_ns
+
+
+def is_untouched(path: Path, identity: tuple[int, int, int]) -> bool:
+    """Whether `path` is still the placeholder recorded as `identity`, and empty."""
     try:
         info = os.lstat(path)
-        if (info.st_dev, info.st_ino) != (device, inode):
+        if _identity(info) != identity:
             return False
         if stat.S_ISDIR(info.st_mode):
             with os.scandir(path) as listing:
@@ -132,13 +136,13 @@ def is_untouched(path: Path, device: int, inode: int) -> bool:
         return False
 
 
-def remove_if_untouched(path: Path, device: int, inode: int) -> bool:
+def remove_if_untouched(path: Path, identity: tuple[int, int, int]) -> bool:
     """Remove the placeholder at `path` if it is still the one recorded, and empty.
 
     Returns:
         Whether it was removed.
     """
-    if not is_untouched(path, device, inode):
+    if not is_untouched(path, identity):
         return False
     try:
         if path.is_dir():
@@ -160,7 +164,7 @@ def remove_recorded(records: Iterable[dict[str, Any]]) -> list[str]:
     for record in records:
         with contextlib.suppress(KeyError, TypeError, ValueError):
             path = Path(str(record["path"]))
-            if path.is_absolute() and remove_if_untouched(
-                    path, int(record["device"]), int(record["inode"])):
+            identity = (int(record["device"]), int(record["inode"]), int(record["changed"]))
+            if path.is_absolute() and remove_if_untouched(path, identity):
                 removed.append(str(path))
     return removed

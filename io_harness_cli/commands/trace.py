@@ -70,6 +70,7 @@ def trace(
 
     render_trace(data)
     _print_gates(data["gates"])
+    _print_sweeps(data["sweeps"])
     if len(data["tree"]) > 1:
         _print_tree(data["tree"])
     if data["run"]["status"] == "paused":
@@ -111,6 +112,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
         "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
+        "sweeps": store.sweeps(run_id),
     }
 
 
@@ -131,6 +133,23 @@ def _print_gates(gates: list[dict[str, Any]]) -> None:
         if g["modified_inputs"]:
             out("    gate inputs were modified by the agent: "
                 + ", ".join(g["modified_inputs"]) + "\n")
+
+
+def _print_sweeps(sweeps: list[dict[str, Any]]) -> None:
+    """What later io processes ended (or could not end) after this run's io died."""
+    out = sys.stdout.write
+    for sweep in sweeps:
+        killed = sweep["killed"]
+        ended = [k for k in killed if k.get("ended") is not False]
+        failed = [k for k in killed if k.get("ended") is False]
+        out(f"\nafter io process {sweep['owner_pid']} died, a later io ({sweep['at']}):\n")
+        if ended:
+            out("  ended: " + ", ".join(f"{k['pid']} {k['name']} ({k['why']})"
+                                        for k in ended) + "\n")
+        if failed:
+            out("  could not end: " + ", ".join(
+                f"{k['pid']} {k['name']} ({k['why']}): {k.get('error', '?')}"
+                for k in failed) + "\n")
 
 
 def _tree(store: Any, run_id: str) -> list[dict[str, Any]]:
