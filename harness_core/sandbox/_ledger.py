@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from harness_core.sandbox._started import process_started as _started
 from harness_core.sandbox._started import started_between
 
 __all__ = ["TOKEN_VARIABLE", "Ledger", "activate_ledger", "current_ledger", "ledger_folder",
-           "read_ledger"]
+           "note_escapee", "note_escapees", "read_ledger"]
 
 TOKEN_VARIABLE = "IO_RUN_TOKEN"
 """Set in every command's environment: the token of the `io` process that started it."""
@@ -184,6 +186,35 @@ class Ledger:
                 return
             self._seen[pid] = entry
             self._append({"seen": entry})
+
+
+def note_escapee(of: int, process: psutil.Process) -> None:
+    """Record `process`, a descendant of command `of`, in the active ledger if it left
+    the command's session or group (a sweep reaches the others through the command)."""
+    ledger = current_ledger()
+    if ledger is None:
+        return
+    try:
+        if os.getsid(process.pid) == of and os.getpgid(process.pid) == of:
+            return
+        ledger.note_seen(of, process.pid, process.create_time())
+    except (OSError, psutil.Error):
+        return
+
+
+def note_escapees(of: int, known: set[int]) -> None:
+    """Look at command `of`'s descendants now; record each one not in `known` that left
+    its session or group (`note_escapee`), and add every pid looked at to `known`."""
+    if current_ledger() is None:
+        return
+    try:
+        children = psutil.Process(of).children(recursive=True)
+    except psutil.Error:
+        return
+    for child in children:
+        if child.pid not in known:
+            known.add(child.pid)
+            note_escapee(of, child)
 
 
 def _group_and_session(pid: int) -> dict[str, int | None]:

@@ -32,7 +32,7 @@ import threading
 
 import psutil
 
-from harness_core.sandbox._ledger import current_ledger
+from harness_core.sandbox._ledger import note_escapee
 
 __all__ = ["ProcessTracker"]
 
@@ -44,19 +44,6 @@ def _process(pid: int) -> psutil.Process | None:
         return psutil.Process(pid)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-
-
-def _note_escapee(proc: psutil.Process, stage: int | None) -> None:
-    """Write a descendant that left its stage's session or group to the ledger."""
-    ledger = current_ledger()
-    if ledger is None or stage is None:
-        return
-    try:
-        if os.getsid(proc.pid) == stage and os.getpgid(proc.pid) == stage:
-            return  # still in the stage's group: the sweep reaches it through the stage
-        ledger.note_seen(stage, proc.pid, proc.create_time())
-    except (OSError, psutil.Error):
-        return
 
 
 class ProcessTracker:
@@ -130,7 +117,8 @@ class ProcessTracker:
                         self._stage_of[pid] = stage
                     new.append((proc, stage))
         for proc, stage in new:
-            _note_escapee(proc, stage)
+            if stage is not None:
+                note_escapee(stage, proc)
         return len(new)
 
     def kill(self) -> int:

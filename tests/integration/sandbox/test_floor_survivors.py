@@ -5,11 +5,11 @@
 gets no pids cgroup (as on a host where io is not root) and only the ledger can name
 what it started:
 
-- a handle whose child calls `setsid()` and executes `sleep` with an empty environment
-  (no `IO_RUN_TOKEN`): it left the command's session and group, so only the escapee
-  record the line's tracker wrote names it;
-- an `exec` whose child calls `setpgid(0, 0)` and clears its environment: it left the
-  group but not the session, so only the session walk finds it.
+- children of a handle and of an `exec` that call `setsid()` and execute `sleep` with
+  an empty environment (no `IO_RUN_TOKEN`): they left the command's session and group,
+  so only the escapee record io wrote while sampling the command's tree names them;
+- children of both that call `setpgid(0, 0)` and clear their environment: they left the
+  group but not the session, so only the session walk finds them.
 
 Both survive the kill (the precondition, and what the old sweep left running); the
 next `io resume` ends them. An unrelated process started meanwhile in a session of its
@@ -42,14 +42,12 @@ from tests.integration.cli.helpers import replay_line
 
 ESCAPE = """
 import os, sys
-how, child_seconds, parent_seconds = sys.argv[1], sys.argv[2], sys.argv[3]
-if os.fork() == 0:
-    if how == "session":
-        os.setsid()
-    else:
-        os.setpgid(0, 0)
-    os.execve("/bin/sleep", ["sleep", child_seconds], {})
-os.execvp("sleep", ["sleep", parent_seconds])
+session_child, group_child, parent = sys.argv[1:4]
+for seconds, leave in ((session_child, os.setsid), (group_child, lambda: os.setpgid(0, 0))):
+    if os.fork() == 0:
+        leave()
+        os.execve("/bin/sleep", ["sleep", seconds], {})
+os.execvp("sleep", ["sleep", parent])
 """
 
 
@@ -98,23 +96,23 @@ def no_cgroup() -> list[str]:
     return prefix
 
 
-def _wait_until_recorded(io_pid: int, number: str, timeout: float = 60) -> None:
-    """Until io's ledger names the escapee `sleep N` (its line's tracker saw it)."""
+def _wait_until_recorded(io_pid: int, numbers: list[str], timeout: float = 60) -> None:
+    """Until io's ledger names each escapee `sleep N` (io sampled it while it ran)."""
     ledger = ledger_folder() / f"io-{io_pid}.json"
     deadline = time.monotonic() + timeout
     while True:
-        escapee = _sleepers([number]).get(number)
+        escapees = {p.pid for p in _sleepers(numbers).values()}
         with contextlib.suppress(OSError):
             data = read_ledger(ledger.read_text())
-            if escapee is not None and data is not None and any(
-                    seen["pid"] == escapee.pid for seen in data["seen"]):
+            seen = {entry["pid"] for entry in data["seen"]} if data is not None else set()
+            if len(escapees) == len(numbers) and escapees <= seen:
                 return
-        assert time.monotonic() < deadline, f"io never recorded sleep {number}"
+        assert time.monotonic() < deadline, f"io never recorded {numbers}"
         time.sleep(0.05)
 
 
 def _start_and_kill(tmp_path: Path, prefix: list[str], lines: list[str],
-                    waiting_for: list[str], recorded: str | None = None,
+                    waiting_for: list[str], recorded: list[str] | None = None,
                     ) -> tuple[Path, str, dict[str, str]]:
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -128,7 +126,7 @@ def _start_and_kill(tmp_path: Path, prefix: list[str], lines: list[str],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_until(waiting_for, present=True)
-        if recorded is not None:
+        if recorded:
             _wait_until_recorded(io.pid, recorded)
     finally:
         io.send_signal(signal.SIGKILL)
@@ -140,26 +138,28 @@ def _start_and_kill(tmp_path: Path, prefix: list[str], lines: list[str],
 def test_escapees_a_killed_io_left_under_the_floor_are_ended_by_the_next_io(
     tmp_path: Path, no_cgroup: list[str], numbers: list[str]
 ) -> None:
-    handle_child, handle, exec_child, blocker, unrelated, _ = numbers
+    handle_session, handle_group, handle, exec_session, exec_group, blocker = numbers
     _, run_id, env = _start_and_kill(tmp_path, no_cgroup, [
         replay_line("start", ("shell_start", {
-            "line": f"python3 escape.py session {handle_child} {handle}"})),
+            "line": f"python3 escape.py {handle_session} {handle_group} {handle}"})),
         replay_line("block", ("exec", {
-            "argv": ["python3", "escape.py", "group", exec_child, blocker],
+            "argv": ["python3", "escape.py", exec_session, exec_group, blocker],
             "timeout_seconds": 600})),
-    ], waiting_for=[handle_child, handle, exec_child, blocker], recorded=handle_child)
+    ], waiting_for=numbers, recorded=[handle_session, exec_session])
     # The negative control: started after io, in a session of its own, not io's.
+    unrelated = str(int(blocker) + 7)
     other = subprocess.Popen(["sleep", unrelated], start_new_session=True, env={})
+    escapees = [handle_session, handle_group, exec_session, exec_group]
     try:
-        left = _sleepers([handle_child, exec_child])
-        assert len(left) == 2  # the precondition: the escapees outlived io
+        left = _sleepers(escapees)
+        assert len(left) == 4  # the precondition: the escapees outlived io
         for process in left.values():
-            assert os.getsid(process.pid) != os.getsid(os.getpid())
+            assert os.getpgid(process.pid) == process.pid  # it left its command's group
             assert b"IO_RUN_TOKEN" not in Path(f"/proc/{process.pid}/environ").read_bytes()
 
         result = run_io(["resume", run_id, "--json"], cwd=tmp_path / "ws", env=env)
         assert "swept" in result.stderr, result.stderr
-        _wait_until([handle_child, handle, exec_child, blocker], present=False)
+        _wait_until(numbers, present=False)
         assert other.poll() is None  # not io's: never signalled
     finally:
         other.kill()
