@@ -70,7 +70,7 @@ def trace(
 
     render_trace(data)
     _print_gates(data["gates"])
-    _print_sweeps(data["sweeps"])
+    _print_sweeps(data.get("sweeps", []))
     if len(data["tree"]) > 1:
         _print_tree(data["tree"])
     if data["run"]["status"] == "paused":
@@ -94,7 +94,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
     } for s in store.steps(run_id)]
     verifications = store.verifications(run_id)
     last_round = verifications[-1].step_index if verifications else None
-    return {
+    data: dict[str, Any] = {
         "run": {
             "run_id": record.run_id, "status": record.status.value, "goal": record.goal,
             "workspace": record.workspace, "created_at": record.created_at,
@@ -112,8 +112,11 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
         "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
-        "sweeps": store.sweeps(run_id),
     }
+    sweeps = store.sweeps(run_id)
+    if sweeps:  # only after a crash; a trace without one keeps its bytes
+        data["sweeps"] = sweeps
+    return data
 
 
 def _print_gates(gates: list[dict[str, Any]]) -> None:
