@@ -30,6 +30,7 @@ import contextlib
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,9 +110,16 @@ class _Kills:
         self.rows.append(row)
 
     def wait(self) -> list[dict[str, Any]]:
-        """Wait for what was signalled; mark each row ended or not."""
-        _, alive = psutil.wait_procs(list(self._signalled.values()), timeout=_WAIT_SECONDS)
-        still = {p.pid for p in alive if _running(p)}
+        """Wait for what was signalled; mark each row ended or not. A zombie counts as
+        ended (its parent, maybe init, reaps it when it will)."""
+        deadline = time.monotonic() + _WAIT_SECONDS
+        alive = list(self._signalled.values())
+        while True:
+            alive = [p for p in alive if _running(p)]
+            if not alive or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        still = {p.pid for p in alive}
         for row in self.rows:
             if "ended" not in row:
                 row["ended"] = row["pid"] not in still
@@ -121,8 +129,8 @@ class _Kills:
 
 
 def _running(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
+    try:  # is_running compares the start time: a pid reused meanwhile is not this one
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
