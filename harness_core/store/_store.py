@@ -39,6 +39,7 @@ from harness_core.store._check import (
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._locks import wait_for_flock
 from harness_core.store._oversight import OversightQueries
 from harness_core.store._parts import AliveCheck
 from harness_core.store._parts import now as _now
@@ -169,6 +170,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
         exists = inspect_file(self.path) > 0
         if exists:
+            wait_for_flock(self.path, deadline)
             self._verify(deadline)
         else:
             try:
