@@ -29,11 +29,11 @@ _LAZY = {
     "HostProbe": "harness_core.sandbox._doctor",
     "diagnose": "harness_core.sandbox._doctor",
     "EgressProxy": "harness_core.sandbox._proxy",
-    "Swept": "harness_core.sandbox._ledger",
+    "Swept": "harness_core.sandbox._sweep",
     "activate_ledger": "harness_core.sandbox._ledger",
     "exit_fd": "harness_core.sandbox._remote",
     "peek_status": "harness_core.sandbox._remote",
-    "sweep": "harness_core.sandbox._ledger",
+    "sweep": "harness_core.sandbox._sweep",
     "CommandResult": "harness_core.sandbox._run",
     "run_command": "harness_core.sandbox._run",
     "launcher": "harness_core.sandbox._select",
@@ -85,8 +85,9 @@ if TYPE_CHECKING:
         HostProbe,
         diagnose,
     )
-    from harness_core.sandbox._ledger import Swept, activate_ledger, sweep
+    from harness_core.sandbox._ledger import activate_ledger
     from harness_core.sandbox._proxy import Admission, EgressProxy
     from harness_core.sandbox._remote import exit_fd, peek_status
     from harness_core.sandbox._run import CommandResult, run_command
     from harness_core.sandbox._select import launcher, select
+    from harness_core.sandbox._sweep import Swept, sweep
