@@ -27,6 +27,7 @@ from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._inner import send_message
 from harness_core.sandbox._ledger import current_ledger
+from harness_core.sandbox._started import stat_started
 
 __all__ = ["INTERPRETER", "Resident", "ResidentStart", "inner_source"]
 
@@ -35,9 +36,9 @@ INTERPRETER = os.path.realpath(sys.executable)
 
 _PREFIX = "c"
 """Names of the commands' cgroups inside the sandbox's own: c1, c2, ..."""
-_SPARES = 3
+_SPARES = 4
 """Spare processes kept ready, each already in its own pids cgroup."""
-_LOW = 1
+_LOW = 2
 """The pool is topped up to `_SPARES` (in one message) when this few are left."""
 _START_SECONDS = 30.0
 """How long a command may wait for the launcher to start it before it is given up."""
@@ -207,9 +208,13 @@ class Resident:
         status = self.process.poll()
         return f"exit status {status}" + (f": {text[-1]}" if text else "")
 
-    def run(self, message: dict[str, Any], stdio: list[int]) -> tuple[int, socket.socket, PidsCgroup | None]:
+    def run(
+        self, message: dict[str, Any], stdio: list[int]
+    ) -> tuple[int, socket.socket, PidsCgroup | None, float | None]:
         """Hand one command to a ready spare; returns (its pid, its status socket, its
-        cgroup). Does not wait for the command to start: the spare's pid is its pid."""
+        cgroup, its start time for the ledger). Does not wait for the command to start:
+        the spare's pid is its pid, and its start time is read while it waits (a read
+        during the command's `exec` would wait for the exec)."""
         with self._lock:
             spare = self._spares.pop(0) if self._spares else None
         while spare is None:  # all taken (a pipeline's stages, other threads): one more
@@ -218,6 +223,7 @@ class Resident:
                 spare = self._spares.pop(0) if self._spares else None
         try:
             pid, cgroup = self._ready(spare.status)
+            started = stat_started(pid)
             try:
                 send_message(spare.run, message, stdio)
             except OSError as exc:
@@ -234,7 +240,7 @@ class Resident:
         if short > 0:
             with contextlib.suppress(SandboxUnavailable):  # the next command reports it
                 self._add_spares(short)
-        return pid, spare.status, cgroup
+        return pid, spare.status, cgroup, started
 
     def _ready(self, status: socket.socket) -> tuple[int, PidsCgroup | None]:
         """Wait for the spare's ``P`` (normally there already): its pid and cgroup."""

@@ -220,6 +220,7 @@ class PidsCgroup:
         self.hierarchy = hierarchy
         self.path = path
         self._procs_file = os.fsencode(path / "cgroup.procs")
+        self._kill_file = os.fsencode(path / "cgroup.kill")
 
     @classmethod
     def create(cls, hierarchy: PidsHierarchy, max_pids: int | None) -> PidsCgroup:
@@ -252,27 +253,47 @@ class PidsCgroup:
     def members(self) -> list[int]:
         """The pids in the cgroup now, as this process's pid namespace numbers them."""
         try:
-            text = (self.path / "cgroup.procs").read_text()
+            fd = os.open(self._procs_file, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             return []
+        try:
+            text = b""
+            while chunk := os.read(fd, 65536):
+                text += chunk
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
         return [int(line) for line in text.split()]
 
     def kill_all(self) -> None:
-        """SIGKILL every member until the cgroup is empty or a few seconds pass."""
-        kill_file = self.path / "cgroup.kill"
-        if self.hierarchy.version == 2 and kill_file.exists():
-            try:
-                kill_file.write_text("1")
+        """SIGKILL every member until the cgroup is empty or a few seconds pass.
+
+        An empty cgroup is left as it is: a process joins one only by being forked by
+        a member or written into its `cgroup.procs`, which only io and a sandbox's
+        launcher do (a command sees the cgroup files read-only).
+        """
+        pids = self.members()
+        if not pids:
+            return
+        if self.hierarchy.version == 2:
+            try:  # every member at once, forks in flight included (Linux 5.14 and later)
+                fd = os.open(self._kill_file, os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, b"1")
+                finally:
+                    os.close(fd)
             except OSError:
                 pass
         deadline = time.monotonic() + _CLEANUP_SECONDS
-        while (pids := self.members()) and time.monotonic() < deadline:
+        while pids and time.monotonic() < deadline:
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
             time.sleep(0.001)
+            pids = self.members()
 
     def remove(self) -> bool:
         """Kill what is left and remove the cgroup (and the cgroups inside it).

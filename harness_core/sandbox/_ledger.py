@@ -155,10 +155,15 @@ class Ledger:
                 self._append({"released": str(path)})
 
     def add(self, pid: int, cgroup: Path | None, *,
-            spawned: tuple[int | None, int | None] = (None, None)) -> None:
+            spawned: tuple[int | None, int | None] = (None, None),
+            started: float | None = None) -> None:
         """Record a command just started (a session leader: its group id is `pid`);
-        `spawned` holds `spawn_clock()` read just before and after starting it."""
-        entry = {"pid": pid, "started": started_between(pid, *spawned),
+        `spawned` holds `spawn_clock()` read just before and after starting it, or
+        `started` its start time read earlier (a resident sandbox's spare, before it
+        became the command)."""
+        if started is None:
+            started = started_between(pid, *spawned)
+        entry = {"pid": pid, "started": started,
                  "cgroup": str(cgroup) if cgroup else None, **_group_and_session(pid)}
         with self._lock:
             self._entries[pid] = entry

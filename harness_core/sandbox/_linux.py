@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -121,12 +122,23 @@ makes io's git built-ins refuse the repository (`harness_core.tools._git`)."""
 
 
 @functools.lru_cache(maxsize=64)
-def _relatives(workdir: Path, protected: tuple[Path, ...]) -> tuple[Path, tuple[Path, ...]]:
-    """The workdir's real path and each protected path inside it, relative (worked out
-    once per launcher: this runs before every command)."""
+def _relatives(
+    workdir: Path, protected: tuple[Path, ...]
+) -> tuple[str, tuple[tuple[tuple[str, ...], bool], ...]]:
+    """The workdir's real path, and each protected path inside it as its components
+    relative to it (with whether it may get a placeholder): worked out once per
+    launcher, since this runs before every command."""
     real = workdir.resolve()
     rels = (_relative(path, workdir, real) for path in protected)
-    return real, tuple(rel for rel in rels if rel is not None)
+    return str(real), tuple((rel.parts, rel not in _NO_PLACEHOLDER)
+                            for rel in rels if rel is not None)
+
+
+def _is_dir(path: str, info: os.stat_result) -> bool:
+    """`Path.is_dir` from an `lstat` already made (a symlink is followed)."""
+    if stat.S_ISLNK(info.st_mode):
+        return os.path.isdir(path)
+    return stat.S_ISDIR(info.st_mode)
 
 
 def plan_protection(
@@ -147,23 +159,26 @@ def plan_protection(
     Returns:
         The plan, each list sorted so that a parent is bound before its children.
     """
-    real, rels = _relatives(workdir, tuple(Path(p) for p in protected))
-    pending = set(pending)
-    keep: set[Path] = set()
-    read_only: set[Path] = set()
-    empty_dirs: set[Path] = set()
-    empty_files: set[Path] = set()
-    for rel in rels:
-        current = real
-        for index, part in enumerate(rel.parts):
-            current = current / part
-            is_last = index == len(rel.parts) - 1
-            if current in pending or not os.path.lexists(current):
-                if is_last and rel in _NO_PLACEHOLDER:
-                    break
-                (empty_files if is_last else empty_dirs).add(current)
+    real, rels = _relatives(workdir, tuple(p if isinstance(p, Path) else Path(p) for p in protected))
+    waiting = {str(p) for p in pending}
+    keep: set[str] = set()
+    read_only: set[str] = set()
+    empty_dirs: set[str] = set()
+    empty_files: set[str] = set()
+    for parts, may_hold in rels:
+        current = real.rstrip("/")
+        last = len(parts) - 1
+        for index, part in enumerate(parts):
+            current = f"{current}/{part}"
+            try:
+                info = None if current in waiting else os.lstat(current)
+            except OSError:
+                info = None
+            if info is None:
+                if index < last or may_hold:
+                    (empty_files if index == last else empty_dirs).add(current)
                 break
-            if is_last or not current.is_dir():
+            if index == last or not _is_dir(current, info):
                 read_only.add(current)
                 break
             keep.add(current)
@@ -175,8 +190,15 @@ def plan_protection(
     )
 
 
-def _parents_first(paths: Iterable[Path]) -> tuple[Path, ...]:
-    return tuple(sorted(paths, key=lambda p: (len(p.parts), str(p))))
+def _parents_first(paths: Iterable[str]) -> tuple[Path, ...]:
+    """Absolute normalized paths, a parent before its children (fewer components first)."""
+    return _as_paths(tuple(sorted(paths, key=lambda p: (p.count("/"), p))))
+
+
+@functools.lru_cache(maxsize=256)
+def _as_paths(paths: tuple[str, ...]) -> tuple[Path, ...]:
+    """`Path`s of `paths` (made once: the same plan comes back before every command)."""
+    return tuple(Path(p) for p in paths)
 
 
 def bwrap_arguments(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import pwd
+import stat
 import sys
 import tempfile
 import threading
@@ -159,11 +160,12 @@ def _split(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
     files: list[Path] = []
     for path in paths:
         try:
-            if path.is_symlink():
-                continue
-            (dirs if path.is_dir() else files if path.exists() else []).append(path)
-        except OSError:
+            mode = os.lstat(path).st_mode
+        except OSError:  # missing: nothing to hide
             continue
+        if stat.S_ISLNK(mode):
+            continue
+        (dirs if stat.S_ISDIR(mode) else files).append(path)
     return dirs, files
 
 

@@ -136,7 +136,7 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
         argv = [program, *request.argv[1:]]
         resident = self._resident()
         try:
-            process, cgroup = self._hand_over(resident, request, program, argv, env)
+            process, cgroup, started = self._hand_over(resident, request, program, argv, env)
         except BaseException:
             self._release_user(resident)
             if resident.failed is not None:  # this command had the error; the next starts afresh
@@ -150,13 +150,13 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
             self._owners[process.pid] = resident
         ledger = current_ledger()
         if ledger is not None:
-            ledger.add(process.pid, cgroup.path if cgroup is not None else None)
+            ledger.add(process.pid, cgroup.path if cgroup is not None else None, started=started)
         return process
 
     def _hand_over(
         self, resident: Resident, request: LaunchRequest, program: str, argv: list[str],
         env: dict[str, str],
-    ) -> tuple[RemoteProcess, PidsCgroup | None]:
+    ) -> tuple[RemoteProcess, PidsCgroup | None, float | None]:
         parts = [
             _stdio(request.stdin, 0, writing=False),
             _stdio(request.stdout, 1, writing=True),
@@ -175,7 +175,7 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
             "rlimits": self._rlimits,
         }
         try:
-            pid, status, cgroup = resident.run(message, fds)
+            pid, status, cgroup, started = resident.run(message, fds)
         except BaseException:
             for _, parent, _ in parts:
                 if parent is not None:
@@ -186,7 +186,7 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
                 if close:
                     os.close(fd)
         stdin, stdout, stderr = (p[1] for p in parts)
-        return RemoteProcess(argv, pid, status, stdin, stdout, stderr), cgroup
+        return RemoteProcess(argv, pid, status, stdin, stdout, stderr), cgroup, started
 
     def _release_user(self, resident: Resident) -> None:
         with self._resident_lock:
