@@ -51,7 +51,7 @@ from loop_overhead import (  # noqa: E402
 
 from tests.fakes.vendor_server import start_vendor_server  # noqa: E402
 
-BACKENDS = ("off", "native")
+BACKENDS: tuple[str, ...] = ("off", "native")
 
 
 def run_once(steps: int, backend: str, tmp: Path, code: Path,
@@ -124,6 +124,7 @@ def counting(trees: dict[str, Path], lengths: list[int], tmp: Path) -> None:
     print("\ninstructions per step of the io process (callgrind), N-step run minus"
           f" {lengths[0]}-step run")
     for name, code in trees.items():
+        run_once(1, "off", tmp, code)  # compiles the tree's bytecode outside the counts
         for backend in BACKENDS:
             counts = {}
             for steps in lengths:
@@ -137,13 +138,16 @@ def counting(trees: dict[str, Path], lengths: list[int], tmp: Path) -> None:
 
 
 def main() -> None:
+    global BACKENDS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (1,000 steps: 2)")
     parser.add_argument("--steps", default="20,100,1000")
     parser.add_argument("--against", default=None, help="also run this commit's tree")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts too")
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="off,native")
     args = parser.parse_args()
+    BACKENDS = tuple(args.backends.split(","))
     lengths = sorted(int(s) for s in args.steps.split(","))
     start_load = os.getloadavg()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average"

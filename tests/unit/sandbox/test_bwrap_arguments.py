@@ -149,6 +149,33 @@ def test_paths_outside_the_workdir_and_the_workdir_itself_are_ignored(tmp_path: 
     assert plan == ProtectionPlan()
 
 
+def test_a_symlinked_directory_on_the_way_is_followed(tmp_path: Path) -> None:
+    # A mount follows the link: the directory it names is kept as a mount point and
+    # the protected path under it is bound read-only (the link is not "missing").
+    (tmp_path / "real-git" / "hooks").mkdir(parents=True)
+    (tmp_path / ".git").symlink_to(tmp_path / "real-git")
+    plan = plan_protection(tmp_path, [Path(".git/hooks"), Path(".git/config")])
+    assert plan.keep == (tmp_path / ".git",)
+    assert plan.read_only == (tmp_path / ".git" / "hooks",)
+    assert plan.empty_files == (tmp_path / ".git" / "config",)
+    assert plan.empty_dirs == ()
+
+
+def test_a_dangling_symlink_on_the_way_is_bound_read_only_not_replaced(tmp_path: Path) -> None:
+    (tmp_path / ".git").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "io.toml").symlink_to(tmp_path / "nowhere.toml")
+    plan = plan_protection(tmp_path, [Path(".git/hooks"), Path("io.toml")])
+    assert plan.read_only == (tmp_path / ".git", tmp_path / "io.toml")
+    assert plan.placeholders == ()
+
+
+def test_a_missing_commondir_gets_no_placeholder_but_its_parent_does(tmp_path: Path) -> None:
+    assert plan_protection(tmp_path, [Path(".git/commondir")]).empty_dirs == (tmp_path / ".git",)
+    (tmp_path / ".git").mkdir()
+    plan = plan_protection(tmp_path, [Path(".git/commondir")])
+    assert plan.placeholders == () and plan.keep == (tmp_path / ".git",)
+
+
 def test_pending_placeholders_are_treated_as_missing(tmp_path: Path) -> None:
     (tmp_path / "io.toml").write_text("")
     plan = plan_protection(tmp_path, [Path("io.toml")], pending={tmp_path / "io.toml"})
