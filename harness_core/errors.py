@@ -22,6 +22,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
+    │   ├── DocumentTooLarge   a document would unpack past a [documents] limit
+    │   ├── DocumentEncrypted  a document is password-protected
     │   └── ShellRefused       a shell line construct refused by name (.construct, .column)
     └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
 
@@ -35,6 +37,8 @@ __all__ = [
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
+    "DocumentEncrypted",
+    "DocumentTooLarge",
     "HarnessError",
     "InvalidToolArguments",
     "MissingExtra",
@@ -251,6 +255,15 @@ class ToolError(HarnessError):
 
 class InvalidToolArguments(ToolError):
     """A tool's arguments are not the JSON object it expects."""
+
+
+class DocumentTooLarge(ToolError):
+    """A document would unpack past a `[documents]` limit (a zip bomb, or just too big);
+    it was refused before any library parsed it."""
+
+
+class DocumentEncrypted(ToolError):
+    """A document is password-protected and no (right) `password` was given."""
 
 
 class ShellRefused(ToolError):

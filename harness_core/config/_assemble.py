@@ -122,6 +122,7 @@ def build_run_spec(
         store_path=config.store_path.resolve(),
         provider_keys=provider_keys(config, env),
         git=config.git,
+        documents=config.documents,
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),

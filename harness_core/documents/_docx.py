@@ -11,8 +11,9 @@ from docx.text.paragraph import Paragraph
 
 from harness_core.documents._blocks import Block, parse_blocks
 from harness_core.documents._common import read_input, write_output
+from harness_core.documents._office import context_limits, office_bytes, opt_password
 from harness_core.tool_data import DocumentRead
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
 __all__ = ["document_text", "read", "write"]
@@ -101,17 +102,21 @@ def _parse(data: bytes) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
 
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = req_str(args, "path", "docx_read")
+    password = opt_password(args, "docx_read")
     got = read_input(ctx, path, "docx_read")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
+    data = office_bytes(data, "docx", context_limits(ctx), rel, password)
     blocks, margins = _parse(data)
     shown, cut = bounded(_render(blocks, margins) or "(no text)", ctx.output_cap)
     return ToolOutcome(output=shown, data=DocumentRead(rel, {"blocks": blocks, **margins}, cut))
 
 
-def document_text(data: bytes) -> str:
+def document_text(data: bytes, limits: DocumentLimits | None = None,
+                  what: str = "the document") -> str:
     """The whole text of a .docx (body, tables, headers, footers), for the document gate."""
+    data = office_bytes(data, "docx", limits, what)
     blocks, margins = _parse(data)
     return _render(blocks, margins)
 

@@ -9,8 +9,9 @@ import pptx
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 
 from harness_core.documents._common import read_input
+from harness_core.documents._office import context_limits, office_bytes, opt_password
 from harness_core.tool_data import DocumentRead
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
 __all__ = ["presentation_slides", "read", "slide_text"]
@@ -51,8 +52,11 @@ def _notes(slide: Any) -> str:
     return "\n".join(texts).strip()
 
 
-def presentation_slides(data: bytes) -> list[dict[str, Any]]:
+def presentation_slides(data: bytes, limits: DocumentLimits | None = None,
+                        what: str = "the presentation",
+                        password: str | None = None) -> list[dict[str, Any]]:
     """Each slide's title, text and tables (in shape order) and notes."""
+    data = office_bytes(data, "pptx", limits, what, password)
     deck = pptx.Presentation(io.BytesIO(data))
     return [_slide(i, slide) for i, slide in enumerate(deck.slides, 1)]
 
@@ -72,11 +76,12 @@ def slide_text(slide: dict[str, Any]) -> str:
 
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = req_str(args, "path", "pptx_read")
+    password = opt_password(args, "pptx_read")
     got = read_input(ctx, path, "pptx_read")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
-    slides = presentation_slides(data)
+    slides = presentation_slides(data, context_limits(ctx), rel, password)
     text = "\n".join(slide_text(s) for s in slides) or "(no slides)"
     shown, cut = bounded(text, ctx.output_cap)
     return ToolOutcome(output=shown, data=DocumentRead(rel, {"slides": slides}, cut))

@@ -16,9 +16,10 @@ from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import CellCoordinatesException
 
 from harness_core.documents._common import failed, opt_str, read_input, req_list, write_output
+from harness_core.documents._office import context_limits, office_bytes, opt_password
 from harness_core.errors import InvalidToolArguments, ToolError
 from harness_core.tool_data import DocumentRead
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, opt_int, req_str
 
 __all__ = ["edit", "read", "sheet_text", "write"]
@@ -167,10 +168,12 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     max_rows = opt_int(args, "max_rows", "xlsx_read", _DEFAULT_MAX_ROWS)
     if max_rows < 1:
         raise InvalidToolArguments("xlsx_read: `max_rows` must be at least 1")
+    password = opt_password(args, "xlsx_read")
     got = read_input(ctx, path, "xlsx_read")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
+    data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
     try:
         names, sheets = _read_book(data, sheet, cell_range, max_rows)
     except LookupError as exc:
@@ -181,8 +184,10 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                                                        cut))
 
 
-def sheet_text(data: bytes, sheet: str | None) -> str:
+def sheet_text(data: bytes, sheet: str | None, limits: DocumentLimits | None = None,
+               what: str = "the workbook") -> str:
     """Every cell of `sheet` (default: every sheet) as text, for the document gate."""
+    data = office_bytes(data, "xlsx", limits, what)
     try:
         _, sheets = _read_book(data, sheet, None, 10**7)
     except LookupError as exc:
@@ -237,10 +242,12 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise InvalidToolArguments("xlsx_edit: `cells` must map cells such as B2 to values")
     sheet = opt_str(args, "sheet", "xlsx_edit")
     output = opt_str(args, "output", "xlsx_edit") or path
+    password = opt_password(args, "xlsx_edit")
     got = read_input(ctx, path, "xlsx_edit")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
+    data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
     keep_vba = rel.lower().endswith(".xlsm")
     book = openpyxl.load_workbook(io.BytesIO(data), keep_vba=keep_vba, keep_links=True,
                                   rich_text=True)

@@ -18,6 +18,7 @@ from harness_core.store import Pause, RunStatus, VerificationRecord
 from harness_core.templates import Skill
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
@@ -59,6 +60,7 @@ class RunSpec:
             recorded): the sandbox must keep them from commands, and `auto` refuses
             to degrade to a backend that cannot.
         git: The `[git]` settings of the git built-ins (author, timeout).
+        documents: The `[documents]` limits: how far a document tool unpacks a file.
         agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
@@ -89,6 +91,7 @@ class RunSpec:
     store_path: Path | None = None
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
     git: GitSettings = field(default_factory=GitSettings)
+    documents: DocumentLimits = field(default_factory=DocumentLimits)
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None
