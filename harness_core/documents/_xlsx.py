@@ -58,11 +58,26 @@ def _bounds(ws: Any, cell_range: str | None) -> tuple[int, int, int, int]:
             raise InvalidToolArguments(
                 f"xlsx_read: range {cell_range!r} must name both corners, e.g. A1:D20")
         return (int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
-    if ws.max_row is None or ws.max_column is None:
-        # No <dimension> element in the file: scan it once.
-        found = range_boundaries(ws.calculate_dimension(force=True))
-        return (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
-    return (ws.min_column or 1, ws.min_row or 1, ws.max_column, ws.max_row)
+    return _scan_bounds(ws)
+
+
+def _scan_bounds(ws: Any) -> tuple[int, int, int, int]:
+    """The range the sheet's cells really fill, found by reading them all: a producer's
+    `<dimension>` element is never trusted (one claiming A1:A1 over 62 cells read as
+    an empty sheet)."""
+    ws.reset_dimensions()
+    first_row = last_row = first_col = last_col = 0
+    for number, values in enumerate(ws.iter_rows(min_row=1, min_col=1, values_only=True), 1):
+        filled = [i for i, v in enumerate(values, 1) if v is not None]
+        if not filled:
+            continue
+        first_row = first_row or number
+        last_row = number
+        first_col = min(first_col or filled[0], filled[0])
+        last_col = max(last_col, filled[-1])
+    if not last_row:
+        return (1, 1, 1, 0)  # no cell: an empty range
+    return (first_col, first_row, last_col, last_row)
 
 
 def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any]:
@@ -71,6 +86,10 @@ def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any
 
     min_col, min_row, max_col, max_row = _bounds(ws, cell_range)
     last = min(max_row, min_row + max_rows - 1)
+    if last < min_row:  # an empty sheet
+        return {"name": ws.title, "first_row": 1, "first_column": 1, "rows": [],
+                "formulas": {}, "truncated": False, "omitted_rows": 0, "_spots": [],
+                "_bounds": (1, 1, 1, 0)}
     letters = [get_column_letter(c) for c in range(min_col, max_col + 1)]
     rows: list[list[Any]] = []
     formulas: dict[str, str] = {}
@@ -88,7 +107,7 @@ def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any
         rows.append(row)
     return {"name": ws.title, "first_row": min_row, "first_column": min_col, "rows": rows,
             "formulas": formulas, "truncated": max_row > last,
-            "_spots": spots, "_bounds": (min_col, min_row, max_col, last)}
+            "omitted_rows": max_row - last, "_spots": spots, "_bounds": (min_col, min_row, max_col, last)}
 
 
 def _fill_cached(ws_values: Any, sheet: dict[str, Any]) -> None:
@@ -97,6 +116,8 @@ def _fill_cached(ws_values: Any, sheet: dict[str, Any]) -> None:
     wanted: dict[int, list[int]] = {}
     for r, i in sheet["_spots"]:
         wanted.setdefault(r, []).append(i)
+    if last < min_row:
+        return
     for r, values in enumerate(ws_values.iter_rows(min_row=min_row, max_row=last,
                                                    min_col=min_col, max_col=max_col,
                                                    values_only=True)):
@@ -115,11 +136,16 @@ def _finish(sheet: dict[str, Any]) -> dict[str, Any]:
 def _sheet_block(sheet: dict[str, Any]) -> str:
     from openpyxl.utils import get_column_letter
 
-    lines = [f"== sheet {sheet['name']} =="]
+    if sheet.get("chart_sheet"):
+        return f"== sheet {sheet['name']} ==\n[not read: a chart sheet, no cells]"
     first_col = sheet["first_column"]
     formulas = sheet["formulas"]
     width = max((len(r) for r in sheet["rows"]), default=0)
     letters = [get_column_letter(first_col + i) for i in range(width)]
+    span = (f" ({letters[0]}{sheet['first_row']}:{letters[-1]}"
+            f"{sheet['first_row'] + len(sheet['rows']) - 1})" if letters and sheet["rows"] else
+            " (empty)")
+    lines = [f"== sheet {sheet['name']}{span} =="]
     for offset, row in enumerate(sheet["rows"]):
         number = sheet["first_row"] + offset
         cells = [_shown(value) for value in row]
@@ -131,8 +157,27 @@ def _sheet_block(sheet: dict[str, Any]) -> str:
         if any(cells):
             lines.append(f"{number}: " + " | ".join(cells))
     if sheet["truncated"]:
-        lines.append("[more rows not shown: pass `range` or a larger `max_rows`]")
+        first = sheet["first_row"] + len(sheet["rows"])
+        lines.append(f"[more rows not shown: {sheet['omitted_rows']} row(s) after row"
+                     f" {first - 1}; pass `range` or a larger `max_rows`]")
     return "\n".join(lines)
+
+
+def _left_out(data: bytes) -> list[str]:
+    """What the cell reader does not show: charts, pictures, comments, pivot tables."""
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = archive.namelist()
+        comments = sum(archive.read(n).count(b"<comment ") for n in names
+                       if n.startswith("xl/comments") and n.endswith(".xml"))
+    found = {
+        "chart(s)": sum(1 for n in names if n.startswith("xl/charts/chart")),
+        "picture(s)": sum(1 for n in names if n.startswith("xl/media/")),
+        "cell comment(s)": comments,
+        "pivot table(s)": sum(1 for n in names if n.startswith("xl/pivotTables/")),
+    }
+    return [f"{n} {what}" for what, n in found.items() if n]
 
 
 def _read_book(
@@ -147,8 +192,10 @@ def _read_book(
         out: list[dict[str, Any]] = []
         for name in [sheet] if sheet is not None else names:
             ws = book[name]
-            if not hasattr(ws, "iter_rows"):
-                continue  # a chart sheet has no cells
+            if not hasattr(ws, "iter_rows"):  # a chart sheet has no cells
+                out.append({"name": name, "chart_sheet": True, "rows": [], "formulas": {},
+                            "truncated": False, "first_row": 1, "first_column": 1})
+                continue
             result = _read_sheet(ws, cell_range, max_rows)
             if result["_spots"]:
                 values = values or _load(data, values=True)
@@ -178,10 +225,13 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         names, sheets = _read_book(data, sheet, cell_range, max_rows)
     except LookupError as exc:
         return failed(f"xlsx_read: {exc.args[0]}")
-    text = f"{rel}: sheets {', '.join(names)}\n" + "\n".join(_sheet_block(s) for s in sheets)
-    shown, cut = bounded(text, ctx.output_cap)
-    return ToolOutcome(output=shown, data=DocumentRead(rel, {"sheets": names, "read": sheets},
-                                                       cut))
+    left_out = _left_out(data)
+    head = f"{rel}: sheets {', '.join(names)}\n"
+    if left_out:
+        head += f"[not read] {', '.join(left_out)}\n"
+    shown, cut = bounded(head + "\n".join(_sheet_block(s) for s in sheets), ctx.output_cap)
+    return ToolOutcome(output=shown, data=DocumentRead(
+        rel, {"sheets": names, "read": sheets, "not_read": left_out}, cut))
 
 
 def sheet_text(data: bytes, sheet: str | None, limits: DocumentLimits | None = None,
