@@ -12,6 +12,7 @@ What has no text (a picture without alt text, a chart, an embedded object) is co
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,10 @@ _RUN_TEXT = {W + "t": None, W + "delText": None, W + "tab": "\t", W + "br": "\n"
              W + "cr": "\n", W + "noBreakHyphen": "-", W + "softHyphen": ""}
 
 
+_FILE_NAME = re.compile(r"[\w\-. ]+\.(?:png|jpe?g|gif|bmp|tiff?|emf|wmf|svg|webp)",
+                        re.IGNORECASE)
+
+
 def _local(tag: Any) -> str:
     return str(tag).rpartition("}")[2]
 
@@ -48,7 +53,9 @@ class Walker:
     def __init__(self, style_name: Callable[[str | None], str]) -> None:
         self.style_name = style_name
         self.counts: Counter[str] = Counter()
-        self.alt_texts: list[str] = []
+        # Note ids in the order their references appear, numbered as Word shows them:
+        # footnotes 1, 2, 3; endnotes i, ii, iii (the defaults of Word and LibreOffice).
+        self.numbers: dict[str, dict[str, str]] = {"footnote": {}, "endnote": {}}
 
     # -- blocks -------------------------------------------------------------------
     def blocks(self, container: Any) -> list[dict[str, Any]]:
@@ -130,10 +137,8 @@ class Walker:
             if tag in _RUN_TEXT:
                 fixed = _RUN_TEXT[tag]
                 parts.append(child.text or "" if fixed is None else fixed)
-            elif tag == W + "footnoteReference":
-                parts.append(f"[^{child.get(W + 'id')}]")
-            elif tag == W + "endnoteReference":
-                parts.append(f"[^e{child.get(W + 'id')}]")
+            elif tag in (W + "footnoteReference", W + "endnoteReference"):
+                parts.append(f"[^{self._number(child)}]")
             elif tag == W + "commentReference":
                 parts.append(f"[c{child.get(W + 'id')}]")
             elif tag == W + "sym":
@@ -141,6 +146,15 @@ class Walker:
             elif tag in (W + "drawing", W + "pict", W + "object", _MC + "AlternateContent"):
                 parts.append(self._graphic(child, boxes))
         return "".join(parts)
+
+    def _number(self, ref: Any) -> str:
+        kind = "footnote" if ref.tag == W + "footnoteReference" else "endnote"
+        seen = self.numbers[kind]
+        note_id = str(ref.get(W + "id"))
+        if note_id not in seen:
+            n = len(seen) + 1
+            seen[note_id] = str(n) if kind == "footnote" else _roman(n)
+        return seen[note_id]
 
     def _graphic(self, el: Any, boxes: list[list[dict[str, Any]]]) -> str:
         if el.tag == _MC + "AlternateContent":
@@ -171,7 +185,7 @@ class Walker:
             described = next((d for d in el.iter(_WP + "docPr")), None)
             alt = (described.get("descr") or described.get("title") or "").strip() \
                 if described is not None else ""
-            if alt:
+            if alt and not _FILE_NAME.fullmatch(alt):  # a file name describes nothing
                 self.counts["pictures with alt text"] += 1
                 return f"[picture: {alt}]"
             self.counts["pictures without text"] += 1
@@ -187,11 +201,22 @@ class Walker:
                 continue
             text = plain(self.blocks(note)).strip()
             if text:
-                item = {"id": note.get(W + "id"), "text": text}
+                note_id = str(note.get(W + "id"))
+                item = {"id": self.numbers.get(tag, {}).get(note_id, note_id), "text": text}
                 if note.get(W + "author"):
                     item["author"] = note.get(W + "author")
                 found.append(item)
         return found
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, letters in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"),
+                           (90, "xc"), (50, "l"), (40, "xl"), (10, "x"), (9, "ix"), (5, "v"),
+                           (4, "iv"), (1, "i")):
+        while n >= value:
+            out, n = out + letters, n - value
+    return out
 
 
 def _content(sdt: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import pptx
@@ -20,7 +21,12 @@ __all__ = ["presentation_slides", "read", "slide_text"]
 
 def _alt_text(shape: Any) -> str:
     props = shape._element.find(".//" + qn("p:cNvPr"))  # noqa: SLF001
-    return "" if props is None else (props.get("descr") or props.get("title") or "").strip()
+    alt = "" if props is None else (props.get("descr") or props.get("title") or "").strip()
+    return "" if _FILE_NAME.fullmatch(alt) else alt  # a file name describes nothing
+
+
+_FILE_NAME = re.compile(r"[\w\-. ]+\.(?:png|jpe?g|gif|bmp|tiff?|emf|wmf|svg|webp)",
+                        re.IGNORECASE)
 
 
 def _graphic_item(shape: Any) -> list[dict[str, Any]]:
