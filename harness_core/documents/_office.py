@@ -15,7 +15,7 @@ from harness_core.documents._zipguard import guard_zip
 from harness_core.errors import DocumentEncrypted, InvalidToolArguments
 from harness_core.tools import DocumentLimits, ToolContext
 
-__all__ = ["OLE_MAGIC", "context_limits", "office_bytes", "opt_password"]
+__all__ = ["OLE_MAGIC", "context_limits", "encrypt", "office_bytes", "opt_password"]
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 """The first eight bytes of an OLE compound file (encrypted OOXML, legacy .doc/.xls/.ppt)."""
@@ -89,3 +89,13 @@ def office_bytes(data: bytes, kind: str, limits: DocumentLimits | None, what: st
         data = _decrypt(data, kind, password, what)
     guard_zip(data, limits, what)
     return data
+
+
+def encrypt(data: bytes, password: str) -> bytes:
+    """`data` (an Office zip) encrypted with `password`, as Office writes it (agile
+    encryption in an OLE container): an edit of a protected file stays protected."""
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    out = io.BytesIO()
+    OOXMLFile(io.BytesIO(data)).encrypt(password, out)
+    return out.getvalue()

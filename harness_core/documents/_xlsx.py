@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import re
 from typing import Any
 
 import openpyxl
@@ -16,7 +17,13 @@ from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import CellCoordinatesException
 
 from harness_core.documents._common import failed, opt_str, read_input, req_list, write_output
-from harness_core.documents._office import context_limits, office_bytes, opt_password
+from harness_core.documents._office import (
+    OLE_MAGIC,
+    context_limits,
+    encrypt,
+    office_bytes,
+    opt_password,
+)
 from harness_core.errors import InvalidToolArguments, ToolError
 from harness_core.tool_data import DocumentRead
 from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
@@ -61,11 +68,63 @@ def _bounds(ws: Any, cell_range: str | None) -> tuple[int, int, int, int]:
     return _scan_bounds(ws)
 
 
+_EMPTY = (1, 1, 1, 0)  # no cell: an empty range
+
+
 def _scan_bounds(ws: Any) -> tuple[int, int, int, int]:
     """The range the sheet's cells really fill, found by reading them all: a producer's
     `<dimension>` element is never trusted (one claiming A1:A1 over 62 cells read as
-    an empty sheet)."""
+    an empty sheet). The sheet's XML is scanned for cell references (a million cells
+    in seconds, where openpyxl's cell objects took a minute); a sheet whose cells carry
+    no reference is counted by openpyxl instead."""
     ws.reset_dimensions()
+    found = _scan_xml(ws)
+    return found if found is not None else _scan_cells(ws)
+
+
+_CELL = re.compile(rb"<(?:\w+:)?c\s([^>]*?)(/?)>")
+_REF = re.compile(rb'\br="([A-Z]{1,3})([0-9]+)"')
+
+
+def _cell_refs(stream: Any) -> Any:
+    """(column letters, row) of each non-empty cell of a worksheet XML stream; None for
+    a cell without a reference."""
+    tail = b""
+    while True:
+        chunk = stream.read(1 << 20)
+        buffer = tail + chunk
+        cut = buffer.rfind(b"<") if chunk else len(buffer)
+        body, tail = buffer[:cut], buffer[cut:]
+        for match in _CELL.finditer(body):
+            if match.group(2):
+                continue  # <c r="A1" s="3"/>: a styled, empty cell
+            ref = _REF.search(match.group(1))
+            yield None if ref is None else (ref.group(1), int(ref.group(2)))
+        if not chunk:
+            return
+
+
+def _scan_xml(ws: Any) -> tuple[int, int, int, int] | None:
+    from openpyxl.utils import column_index_from_string
+
+    archive, part = getattr(ws.parent, "_archive", None), getattr(ws, "_worksheet_path", None)
+    if archive is None or part is None:
+        return None
+    first_row, last_row, columns = 0, 0, set()
+    with archive.open(part) as stream:
+        for ref in _cell_refs(stream):
+            if ref is None:
+                return None
+            columns.add(ref[0])
+            first_row = min(first_row or ref[1], ref[1])
+            last_row = max(last_row, ref[1])
+    if not last_row:
+        return _EMPTY
+    numbers = [column_index_from_string(c.decode()) for c in columns]
+    return (min(numbers), first_row, max(numbers), last_row)
+
+
+def _scan_cells(ws: Any) -> tuple[int, int, int, int]:
     first_row = last_row = first_col = last_col = 0
     for number, values in enumerate(ws.iter_rows(min_row=1, min_col=1, values_only=True), 1):
         filled = [i for i, v in enumerate(values, 1) if v is not None]
@@ -75,9 +134,7 @@ def _scan_bounds(ws: Any) -> tuple[int, int, int, int]:
         last_row = number
         first_col = min(first_col or filled[0], filled[0])
         last_col = max(last_col, filled[-1])
-    if not last_row:
-        return (1, 1, 1, 0)  # no cell: an empty range
-    return (first_col, first_row, last_col, last_row)
+    return (first_col, first_row, last_col, last_row) if last_row else _EMPTY
 
 
 def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any]:
@@ -105,7 +162,9 @@ def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any
                 value = None  # filled with the cached result by `_fill_cached`
             row.append(_json_value(value))
         rows.append(row)
-    return {"name": ws.title, "first_row": min_row, "first_column": min_col, "rows": rows,
+    used = f"{letters[0]}{min_row}:{letters[-1]}{max_row}"
+    return {"name": ws.title, "used_range": used, "first_row": min_row,
+            "first_column": min_col, "rows": rows,
             "formulas": formulas, "truncated": max_row > last,
             "omitted_rows": max_row - last, "_spots": spots, "_bounds": (min_col, min_row, max_col, last)}
 
@@ -142,10 +201,12 @@ def _sheet_block(sheet: dict[str, Any]) -> str:
     formulas = sheet["formulas"]
     width = max((len(r) for r in sheet["rows"]), default=0)
     letters = [get_column_letter(first_col + i) for i in range(width)]
-    span = (f" ({letters[0]}{sheet['first_row']}:{letters[-1]}"
-            f"{sheet['first_row'] + len(sheet['rows']) - 1})" if letters and sheet["rows"] else
-            " (empty)")
+    span = f" ({sheet['used_range']})" if letters and sheet["rows"] else " (empty)"
     lines = [f"== sheet {sheet['name']}{span} =="]
+    if sheet["truncated"]:  # said first: a long sheet's end may pass the output cap
+        last = sheet["first_row"] + len(sheet["rows"]) - 1
+        lines.append(f"[more rows not shown: {sheet['omitted_rows']} row(s) after row"
+                     f" {last}; pass `range` or a larger `max_rows`]")
     for offset, row in enumerate(sheet["rows"]):
         number = sheet["first_row"] + offset
         cells = [_shown(value) for value in row]
@@ -156,10 +217,6 @@ def _sheet_block(sheet: dict[str, Any]) -> str:
                     cells[i] = f"{formulas[ref]} → {text}" if text else formulas[ref]
         if any(cells):
             lines.append(f"{number}: " + " | ".join(cells))
-    if sheet["truncated"]:
-        first = sheet["first_row"] + len(sheet["rows"])
-        lines.append(f"[more rows not shown: {sheet['omitted_rows']} row(s) after row"
-                     f" {first - 1}; pass `range` or a larger `max_rows`]")
     return "\n".join(lines)
 
 
@@ -297,6 +354,7 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
+    protected = data[:8] == OLE_MAGIC
     data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
     keep_vba = rel.lower().endswith(".xlsm")
     book = openpyxl.load_workbook(io.BytesIO(data), keep_vba=keep_vba, keep_links=True,
@@ -317,13 +375,27 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         changes.append({"sheet": name, "cell": coord, "old": old, "new": value})
     buffer = io.BytesIO()
     book.save(buffer)
+    _close_vba(book)
     summary = ", ".join(f"{c['sheet']}!{c['cell']}: {c['old']!r} -> {c['new']!r}"
                         for c in changes[:20])
     note = ("; formula results are recomputed when a spreadsheet application next opens it"
             " (until then xlsx_read shows formulas without values)"
             if _has_formulas(book) else "")
-    return write_output(ctx, output, buffer.getvalue(), "xlsx_edit",
+    saved = buffer.getvalue()
+    if protected and password is not None:
+        saved = encrypt(saved, password)
+        note += "; written encrypted with the same password"
+    return write_output(ctx, output, saved, "xlsx_edit",
                         f"set {len(changes)} cell(s) ({summary}){note}", {"cells": changes})
+
+
+def _close_vba(book: Any) -> None:
+    """Close the macro archive openpyxl keeps open for an .xlsm: left to the garbage
+    collector, its ZipFile.__del__ wrote a traceback to stderr after its buffer closed."""
+    archive = getattr(book, "vba_archive", None)
+    if archive is not None:
+        archive.close()
+        book.vba_archive = None
 
 
 def _has_formulas(book: Any) -> bool:
