@@ -181,7 +181,7 @@ class Walker:
         if el.tag == W + "object":
             self.counts["embedded objects"] += 1
             return "[embedded object]"
-        if _PIC in uris or el.tag in (W + "pict", W + "drawing"):
+        if _PIC in uris or any(_local(d.tag) == "imagedata" for d in el.iter()):
             described = next((d for d in el.iter(_WP + "docPr")), None)
             alt = (described.get("descr") or described.get("title") or "").strip() \
                 if described is not None else ""
