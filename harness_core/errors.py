@@ -25,6 +25,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
+    │   ├── DocumentTooLarge   a document would unpack past a [documents] limit
+    │   ├── DocumentEncrypted  a document is password-protected
     │   ├── ShellRefused       a shell line construct refused by name (.construct, .column)
     │   └── GitRefused         a repository whose files could make io's git run a program
     └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
@@ -40,6 +42,8 @@ __all__ = [
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
+    "DocumentEncrypted",
+    "DocumentTooLarge",
     "GitRefused",
     "HarnessError",
     "InvalidToolArguments",
@@ -306,6 +310,15 @@ class ToolError(HarnessError):
 
 class InvalidToolArguments(ToolError):
     """A tool's arguments are not the JSON object it expects."""
+
+
+class DocumentTooLarge(ToolError):
+    """A document would unpack past a `[documents]` limit (a zip bomb, or just too big);
+    it was refused before any library parsed it."""
+
+
+class DocumentEncrypted(ToolError):
+    """A document is password-protected and no (right) `password` was given."""
 
 
 class ShellRefused(ToolError):

@@ -19,6 +19,7 @@ from harness_core.clock import Clock, SystemClock
 from harness_core.documents import check_document, extra_for_suffix, require_extra
 from harness_core.errors import MissingExtra, SandboxUnavailable, ToolError, WorkspaceError
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
+from harness_core.tools import DocumentLimits
 from harness_core.workspace import Workspace
 
 __all__ = [
@@ -180,12 +181,14 @@ def require_gate_extras(criterion: VerifyCriterion) -> None:
             require_extra(extra, f"the document_contains gate on {criterion.path}")
 
 
-def _document(criterion: VerifyCriterion, workspace: Workspace) -> GateResult:
+def _document(criterion: VerifyCriterion, workspace: Workspace,
+              limits: DocumentLimits | None) -> GateResult:
     name = criterion.describe()
     try:
         check = check_document(workspace, criterion.path, text=criterion.text,
                                regex=criterion.regex, page=criterion.page,
-                               sheet=criterion.sheet, timeout=criterion.timeout_seconds)
+                               sheet=criterion.sheet, timeout=criterion.timeout_seconds,
+                               limits=limits)
     except MissingExtra as exc:
         return GateResult(name, False, None, str(exc))
     return GateResult(name, check.passed, None, check.detail)
@@ -198,6 +201,7 @@ def run_gates(
     *,
     changed: Sequence[str] = (),
     clock: Clock | None = None,
+    documents: DocumentLimits | None = None,
 ) -> list[GateResult]:
     """Run every gate of `contract` in order (each one, even after a failure).
 
@@ -207,6 +211,7 @@ def run_gates(
         launcher: The (sandboxed) launcher commands go through.
         changed: Workspace paths the run changed (for `each_compiles_python`).
         clock: Times each gate (the system clock when None).
+        documents: The `[documents]` limits a `document_contains` gate reads under.
     """
     clock = clock or SystemClock()
     results: list[GateResult] = []
@@ -215,7 +220,7 @@ def run_gates(
         if criterion.kind is CriterionKind.EACH_COMPILES_PYTHON:
             result = _compile_python(workspace, changed)
         elif criterion.kind is CriterionKind.DOCUMENT_CONTAINS:
-            result = _document(criterion, workspace)
+            result = _document(criterion, workspace, documents)
         else:
             result = _run_command(criterion, workspace, launcher)
         results.append(replace(result, duration_seconds=clock.monotonic() - began))

@@ -124,6 +124,7 @@ def build_run_spec(
         provider_keys=provider_keys(config, env),
         secrets=config.secrets,
         git=config.git,
+        documents=config.documents,
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),

@@ -25,6 +25,7 @@ from harness_core.sandbox import SandboxConfig
 from harness_core.spend import PriceTable
 from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 
@@ -87,6 +88,7 @@ class Config:
         telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
             variables); None when export is off.
         git: The `[git]` table: who the git built-ins commit as, how long git may take.
+        documents: The `[documents]` table: how far the document tools unpack a file.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes (with the provider keys
             `provider_for_run` resolved since).
@@ -112,6 +114,7 @@ class Config:
     run: RunSettings = field(default_factory=RunSettings)
     telemetry: TelemetryConfig | None = None
     git: GitSettings = field(default_factory=GitSettings)
+    documents: DocumentLimits = field(default_factory=DocumentLimits)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)

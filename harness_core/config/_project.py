@@ -51,6 +51,7 @@ from harness_core.sandbox import SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import (
     CriterionKind,
@@ -532,6 +533,11 @@ def project(
         run=_run(model.run),
         telemetry=telemetry,
         git=_git(model.git),
+        documents=DocumentLimits(
+            max_member_bytes=model.documents.max_member_bytes,
+            max_total_bytes=model.documents.max_total_bytes,
+            max_ratio=float(model.documents.max_ratio),
+            max_members=model.documents.max_members),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,

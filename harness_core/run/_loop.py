@@ -334,7 +334,8 @@ class Runner:
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
-        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder)
+        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder,
+                                   documents=spec.documents)
         context = ContextBudget(spec.context_max_tokens)
         context.extend(reload_media(self.store.messages(run_id), spec.workspace))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
@@ -794,7 +795,7 @@ class Runner:
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
                  for index, c in enumerate(contract.verify)]
         results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed,
-                            clock=self.clock)
+                            clock=self.clock, documents=drive.spec.documents)
         sandbox = drive.launchers.selected.backend.value
         failures: list[str] = []
         for result, inputs in zip(results, fates, strict=True):

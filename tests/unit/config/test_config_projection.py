@@ -112,6 +112,12 @@ author_email = "agent@example.com"
 timeout_seconds = 30
 history_depth = 50
 
+[documents]
+max_member_bytes = 1048576
+max_total_bytes = 4194304
+max_ratio = 50
+max_members = 500
+
 [prices]
 as_of = "2026-11-01"
 [prices.models."model.one"]
@@ -270,6 +276,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
         "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
         "git.history_depth": (lambda c: c.git.history_depth, 50),
+        "documents.max_member_bytes": (lambda c: c.documents.max_member_bytes, 1 << 20),
+        "documents.max_total_bytes": (lambda c: c.documents.max_total_bytes, 1 << 22),
+        "documents.max_ratio": (lambda c: c.documents.max_ratio, 50.0),
+        "documents.max_members": (lambda c: c.documents.max_members, 500),
         "prices.as_of": (lambda c: c.prices and c.prices.as_of, dt.date(2026, 11, 1)),
         "prices.models.*.input_per_mtok": (lambda c: _price(c, "input_per_mtok"), 1.0),
         "prices.models.*.output_per_mtok": (lambda c: _price(c, "output_per_mtok"), 2.5),
