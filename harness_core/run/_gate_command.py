@@ -26,6 +26,7 @@ from pathlib import Path
 
 from harness_core.errors import PathEscape, WorkspaceError
 from harness_core.policy._patterns import GLOB_CHARS
+from harness_core.run._gate_shell import after_options, recipe, simple_commands
 from harness_core.toolchain import RUNNER_INPUTS
 from harness_core.workspace import Workspace
 
@@ -56,10 +57,6 @@ _PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)?)?$")
 _PYTHON_VALUED = frozenset({"-W", "-X", "-Q"})
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
 _NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "npx"})
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "(", ")", "!", "{", "}", "if", "then",
-                         "else", "elif", "fi", "while", "until", "do", "done", ";;", "|&"})
-_REDIRECTS = frozenset({">", ">>", "<", ">&", "<&", ">|", "&>", "&>>", "<>"})
-_UNPARSED = frozenset({"for", "case", "esac", "select", "function", "<<", "<<<", "<<-"})
 _MAX_DEPTH = 4
 """Scripts, recipes and package scripts followed into at most this deep."""
 _MAX_SCRIPT = 256 * 1024
@@ -171,16 +168,10 @@ class _Follow:
 
     def named(self, name: str, args: list[str], depth: int) -> None:
         if name in _WRAPPERS:
-            self.argv(_after_options(args, _WRAPPERS[name], assignments=name == "env",
+            self.argv(after_options(args, _WRAPPERS[name], assignments=name == "env",
                                      counts=name == "timeout"), depth)
         elif name in _RUNNERS_WITH_RUN:
-            self.runner(name)
-            if args[:1] == ["run"] and (rest := _after_options(args[1:], _RUN_OPTIONS)):
-                self.argv(rest, depth)
-            elif name == "hatch" and args[:1] == ["test"]:
-                self.runner("pytest")
-            else:
-                self.fail(" ".join([name, *args[:1]]))
+            self.project_runner(name, args, depth)
         elif _PYTHON_NAME.match(name):
             self.python(args, depth)
         elif name in _SHELLS:
@@ -200,6 +191,16 @@ class _Follow:
             self.plugins(name, args)
         elif name not in _PLAIN:
             self.fail(name)
+
+    def project_runner(self, name: str, args: list[str], depth: int) -> None:
+        """``uv run …``, ``poetry run …``: the project's files, then what runs."""
+        self.runner(name)
+        if args[:1] == ["run"] and (rest := after_options(args[1:], _RUN_OPTIONS)):
+            self.argv(rest, depth)
+        elif name == "hatch" and args[:1] == ["test"]:
+            self.runner("pytest")
+        else:
+            self.fail(" ".join([name, *args[:1]]))
 
     def python(self, args: list[str], depth: int) -> None:
         self.runner("python")
@@ -304,7 +305,7 @@ class _Follow:
 
     def shell_text(self, text: str, depth: int) -> None:
         for line in text.replace("\\\n", " ").split("\n"):
-            for command in _simple_commands(line):
+            for command in simple_commands(line):
                 if command is None:
                     self.fail(line.strip())
                     return
@@ -389,93 +390,13 @@ class _Follow:
         text = self.text(rel)
         for include in re.findall(r"^-?s?include\s+(.+)$", text, re.M):
             self.found.extend(literal(w) for w in include.split() if "$" not in w)
-        for line in _recipe(text, targets):
+        for line in recipe(text, targets):
             self.shell_text(line.lstrip("@-+ \t"), depth + 1)
 
 
 def _is_known(name: str) -> bool:
     return bool(_PYTHON_NAME.match(name)) or name in _PROGRAMS or name in _SHELLS \
         or name in _NODE_MANAGERS or name in _RUNNERS_WITH_RUN or name in ("node", "make")
-
-
-def _after_options(args: list[str], valued: set[str] | frozenset[str], *,
-                   assignments: bool = False, counts: bool = False) -> list[str]:
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word.startswith("-"):
-            i += 2 if word in valued else 1
-        elif assignments and "=" in word:
-            i += 1
-        elif counts and re.match(r"^\d+(\.\d+)?[smhd]?$", word):
-            i += 1
-            counts = False
-        else:
-            break
-    return args[i:]
-
-
-def _simple_commands(line: str) -> list[list[str] | None]:
-    """The simple commands of one shell line (None for one it cannot take apart)."""
-    if "$(" in line or "`" in line:
-        return [None]
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    try:
-        tokens = list(lexer)
-    except ValueError:
-        return [None]
-    commands: list[list[str] | None] = []
-    current: list[str] = []
-    skip = False
-    for token in tokens:
-        if skip:
-            skip = False
-        elif token in _UNPARSED:
-            return [*commands, None]
-        elif token in _REDIRECTS:
-            skip = True
-        elif token in _SEPARATORS and not (token in ("if", "then", "do", "while") and current):
-            if current:
-                commands.append(current)
-            current = []
-        else:
-            current.append(token)
-    if current:
-        commands.append(current)
-    return commands
-
-
-def _recipe(text: str, targets: list[str]) -> list[str]:
-    """The recipe lines of `targets` (the first target when none), prerequisites first."""
-    rules: dict[str, tuple[list[str], list[str]]] = {}
-    first: str | None = None
-    current: list[str] | None = None
-    for line in text.split("\n"):
-        if line.startswith("\t") and current is not None:
-            current.append(line[1:])
-            continue
-        match = re.match(r"^([A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./-]+)*)\s*:(?!=)\s*([^;]*)", line)
-        if match is None or line.startswith("."):
-            current = None if line.strip() and not line.startswith("#") else current
-            continue
-        current = []
-        for name in match.group(1).split():
-            rules[name] = (match.group(2).split(), current)
-            first = first or name
-    out: list[str] = []
-    pending = list(targets) or ([first] if first else [])
-    done: set[str] = set()
-    while pending:
-        name = pending.pop(0)
-        if name in done or name not in rules:
-            continue
-        done.add(name)
-        prerequisites, lines = rules[name]
-        pending.extend(prerequisites)
-        out.extend(lines)
-    return out
 
 
 def command_inputs(command: str, workspace: Workspace, path_env: str = "") -> CommandInputs:
