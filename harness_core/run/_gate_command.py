@@ -113,6 +113,17 @@ class _Follow:
             return None
         return rel or None
 
+    def program(self, word: str) -> str | None:
+        """The workspace path of a program: `word` resolved, or, when it is a link that
+        leads out of the workspace (a virtual environment's ``bin/python``), the link."""
+        rel = self.local(word)
+        if rel is not None or "/" not in word.rstrip("/"):
+            return rel
+        head, _, name = word.rstrip("/").rpartition("/")
+        parent = self.local(head) if head else None
+        return f"{parent}/{name}" if parent is not None and name not in ("", ".", "..") \
+            else None
+
     def on_path(self, name: str) -> str | None:
         """The workspace file a bare program name resolves to on PATH, if it is one."""
         root = Path(self.workspace.root)
@@ -120,10 +131,7 @@ class _Follow:
             base = Path(entry) if os.path.isabs(entry) else root / (entry or ".")
             candidate = base / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
-                try:
-                    return candidate.resolve().relative_to(root.resolve()).as_posix()
-                except ValueError:
-                    return None
+                return self.program(str(candidate))
         return None
 
     def program_file(self, rel: str) -> None:
@@ -156,7 +164,7 @@ class _Follow:
             self.fail(words[0])
             return
         program, args = words[0], words[1:]
-        rel = self.local(program) if "/" in program else self.on_path(program)
+        rel = self.program(program) if "/" in program else self.on_path(program)
         name = os.path.basename(program)
         if rel is None:
             self.named(name, args, depth)

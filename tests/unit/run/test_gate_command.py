@@ -204,3 +204,20 @@ def test_a_planted_link_is_a_change(tmp_path: Path) -> None:
     (tmp_path / "pytest").symlink_to(tmp_path / "tests")
     change = inputs_changed(Workspace(tmp_path), baseline, 0)
     assert change is not None and set(change.modified) == {"conftest.py", "pytest"}
+
+
+def test_a_virtual_environment_in_the_workspace_is_an_input(tmp_path: Path) -> None:
+    """Its `bin/python` links out of the workspace, but its site-packages (where pytest
+    lives) are in it: the whole environment is protected."""
+    import sys
+
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    ws = Workspace(tmp_path)
+    for command, path in ((".venv/bin/python -m pytest", ""),
+                          ("python -m pytest", f"{tmp_path}/.venv/bin{os.pathsep}/usr/bin")):
+        found = command_inputs(command, ws, path)
+        assert found.known and {".venv/bin/python", ".venv/**"} <= set(found.patterns)
+    outside = command_inputs(f"{sys.executable} -m pytest", ws, "")
+    assert ".venv/**" not in outside.patterns
