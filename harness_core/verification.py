@@ -13,15 +13,20 @@ one of the standard library's in the workspace cannot stand in for the runner. T
 workspace root (and a script's own directory) is appended *after* the standard
 library and the installed packages instead, so the code under test still imports as
 it did. Packages installed in the user site (``pip install --user``) are not seen
-either (``-s``).
+either (``-s``), and bytecode is read from and written to a fresh directory outside the
+workspace for each gate (``-X pycache_prefix``), so a planted ``__pycache__/*.pyc``
+whose header matches an unchanged source cannot replace a test or the code under test.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import shlex
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -169,7 +174,7 @@ through the same `runpy` function the interpreter's own ``-m`` uses). It works o
 Python 3, unlike ``-P`` (3.11+)."""
 
 
-def safe_python_argv(argv: Sequence[str]) -> list[str]:
+def safe_python_argv(argv: Sequence[str], pycache: str | None = None) -> list[str]:
     """`argv` with a directly started Python interpreter put in safe-path mode.
 
     Anything else (``pytest``, ``sh -c …``, an interpreter reading stdin) is returned
@@ -178,6 +183,8 @@ def safe_python_argv(argv: Sequence[str]) -> list[str]:
 
     Args:
         argv: The gate's argv.
+        pycache: A directory outside the workspace for the gate's bytecode
+            (``-X pycache_prefix``); None leaves bytecode where Python puts it.
 
     Returns:
         The argv to start.
@@ -193,7 +200,8 @@ def safe_python_argv(argv: Sequence[str]) -> list[str]:
         mode, target, rest = argv[i][1], argv[i + 1], argv[i + 2:]
     else:
         mode, target, rest = "s", argv[i], argv[i + 1:]
-    return [argv[0], *argv[1:i], "-s", "-c", _SAFE_BOOT, mode, target, *rest]
+    prefix = ["-X", f"pycache_prefix={pycache}"] if pycache else []
+    return [argv[0], *argv[1:i], "-s", *prefix, "-c", _SAFE_BOOT, mode, target, *rest]
 
 
 def _run_command(
@@ -205,13 +213,17 @@ def _run_command(
         return GateResult(criterion.command, False, None, f"cannot split the command: {exc}")
     if not argv:
         return GateResult(criterion.command, False, None, "empty verification command")
-    request = LaunchRequest(argv=safe_python_argv(argv), cwd=workspace.root,
+    # Unguessable and made after the agent's last act: nothing planted there in advance.
+    pycache = os.path.join(tempfile.gettempdir(), f"io-gate-pyc-{secrets.token_hex(8)}")
+    request = LaunchRequest(argv=safe_python_argv(argv, pycache), cwd=workspace.root,
                             stderr=subprocess.STDOUT)
     try:
         result = run_command(launcher, request, timeout=criterion.timeout_seconds,
                              max_output=_GATE_OUTPUT_CAP)
     except (ToolError, SandboxUnavailable) as exc:
         return GateResult(criterion.command, False, None, str(exc))
+    finally:
+        shutil.rmtree(pycache, ignore_errors=True)
     output = _tail(result.stdout)
     if result.truncated_bytes:
         output += f"\n[{result.truncated_bytes} more bytes of output not kept]"

@@ -87,6 +87,8 @@ def test_the_rewrite_keeps_the_interpreter_and_its_options() -> None:
     argv = safe_python_argv(["python3", "-X", "dev", "-W", "error", "-m", "pytest", "-q"])
     assert argv[:6] == ["python3", "-X", "dev", "-W", "error", "-s"]
     assert argv[6] == "-c" and argv[8:] == ["m", "pytest", "-q"]
+    cached = safe_python_argv(["python", "-m", "pytest"], "/tmp/pyc")
+    assert cached[1:5] == ["-s", "-X", "pycache_prefix=/tmp/pyc", "-c"]
     assert safe_python_argv(["python", "check.py", "a"])[-3:] == ["s", "check.py", "a"]
     assert safe_python_argv(["python", "-c", "pass", "x"])[-3:] == ["c", "pass", "x"]
     for unchanged in (["pytest", "-q"], ["python"], ["python", "-"], ["python", "-m"],
