@@ -36,10 +36,15 @@ _PLAIN = frozenset({
     "true", "false", ":", "exit", "echo", "printf", "test", "[", "sleep", "seq", "yes",
     "date", "pwd", "basename", "dirname", "expr", "grep", "egrep", "fgrep", "cat", "head",
     "tail", "wc", "diff", "cmp", "ls", "stat", "file", "jq", "sha256sum", "sha1sum",
-    "md5sum", "cksum", "sort", "uniq", "cut", "tr", "sed", "awk", "find", "set", "export",
+    "md5sum", "cksum", "sort", "uniq", "cut", "tr", "sed", "find", "set", "export",
     "unset", "shopt", "return", "cd",
 })
-"""Programs and shell builtins whose only workspace reads are the operands they name."""
+"""Programs and shell builtins whose only workspace reads are the operands they name
+(``awk`` is not one: its ``system()`` starts anything)."""
+_STARTS_PROGRAMS = {"find": {"-exec", "-execdir", "-ok", "-okdir"}, "cd": set(),
+                    "env": {"-C", "--chdir"}}
+"""Options with which a plain program starts another one, or moves where the rest runs
+(``cd`` anywhere but ``.``): what follows is not followed, so it is unknown."""
 _WRAPPERS = {"env": {"-u", "--unset", "-C", "--chdir", "-S"}, "timeout": {"-s", "--signal",
              "-k", "--kill-after"}, "nice": {"-n", "--adjustment"}, "nohup": set(),
              "time": set(), "command": set(), "exec": set(), "stdbuf": set()}
@@ -175,10 +180,13 @@ class _Follow:
             self.script(rel, depth)
 
     def named(self, name: str, args: list[str], depth: int) -> None:
-        if name in _WRAPPERS:
+        """A program by name (not a file in the workspace): follow it or judge it."""
+        if _starts_or_moves(name, args):
+            self.fail(" ".join([name, *args]))
+        elif name in _WRAPPERS:
             self.argv(after_options(args, _WRAPPERS[name], assignments=name == "env",
                                      counts=name == "timeout"), depth)
-        elif name in _RUNNERS_WITH_RUN:
+        elif name in _RUNNERS_WITH_RUN or name == "coverage":
             self.project_runner(name, args, depth)
         elif _PYTHON_NAME.match(name):
             self.python(args, depth)
@@ -186,14 +194,8 @@ class _Follow:
             self.shell(args, depth)
         elif name in _NODE_MANAGERS:
             self.node_manager(name, args, depth)
-        elif name == "node":
-            self.node(args, depth)
-        elif name in ("make", "gmake"):
-            self.make(args, depth)
-        elif name == "coverage":
-            self.runner("coverage")
-            if args[:1] == ["run"]:
-                self.python(args[1:], depth)
+        elif name in ("node", "make", "gmake"):
+            (self.node if name == "node" else self.make)(args, depth)
         elif name in _PROGRAMS:
             self.runner(_PROGRAMS[name])
             self.plugins(name, args)
@@ -201,9 +203,13 @@ class _Follow:
             self.fail(name)
 
     def project_runner(self, name: str, args: list[str], depth: int) -> None:
-        """``uv run …``, ``poetry run …``: the project's files, then what runs."""
+        """``uv run …``, ``poetry run …``, ``coverage run …``: the project's files (or
+        coverage's), then what runs."""
         self.runner(name)
-        if args[:1] == ["run"] and (rest := after_options(args[1:], _RUN_OPTIONS)):
+        if name == "coverage":
+            if args[:1] == ["run"]:
+                self.python(args[1:], depth)
+        elif args[:1] == ["run"] and (rest := after_options(args[1:], _RUN_OPTIONS)):
             self.argv(rest, depth)
         elif name == "hatch" and args[:1] == ["test"]:
             self.runner("pytest")
@@ -400,6 +406,13 @@ class _Follow:
             self.found.extend(literal(w) for w in include.split() if "$" not in w)
         for line in recipe(text, targets):
             self.shell_text(line.lstrip("@-+ \t"), depth + 1)
+
+
+def _starts_or_moves(name: str, args: list[str]) -> bool:
+    if name == "cd":
+        return args[:1] not in ([], ["."], ["./"])
+    options = _STARTS_PROGRAMS.get(name, set())
+    return any(a.split("=", 1)[0] in options for a in args)
 
 
 def _is_known(name: str) -> bool:

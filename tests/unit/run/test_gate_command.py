@@ -109,6 +109,10 @@ UNKNOWN = [
     ("sh -c 'pytest $(cat args)'", "pytest $(cat args)"),
     ("'unbalanced", "'unbalanced"),
     ("uv sync", "uv sync"),
+    ("find . -name '*.py' -exec ./lint {} ;", "find . -name"),
+    ("sh -c 'cd sub && python -m pytest'", "cd sub"),
+    ("env -C sub pytest", "env -C sub pytest"),
+    ("awk '{ system(\"./run\") }' data.txt", "awk"),
 ]
 
 
