@@ -791,6 +791,10 @@ class Runner:
         contract = drive.spec.contract
         changed = sorted(drive.changed | {e.edit.path for e in self.store.edits(drive.run_id)})
         baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
+        handles = drive.ctx.services.handles  # nothing of the agent's runs past here
+        if handles is not None and handles.end_running():
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": "background handles still running were ended before the gates"}))
         # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
                  for index, c in enumerate(contract.verify)]
