@@ -36,6 +36,7 @@ from harness_core.providers import (
     ProviderAttempt,
 )
 from harness_core.redaction import RedactingSink, SecretRedactor
+from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._inputs import (
@@ -130,6 +131,7 @@ class _Drive:
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
+    compactor: Compactor | None = None
 
 
 class Runner:
@@ -325,14 +327,18 @@ class Runner:
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
         ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder)
-        context = ContextBudget(spec.context_max_tokens)
-        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
+        context = ContextBudget(spec.context_max_tokens if spec.context_strategy == "elide"
+                                else None)
+        compactor = Compactor(self.store, self.provider, run_id, spec, self._emit)
+        compactor.open(context, reload_media(self.store.messages(run_id), spec.workspace),
+                       self.store.opening_count(run_id))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,
                                        cancel=self._cancel)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
-                       self.clock.monotonic(), wall_before, tokens_before, tree)
+                       self.clock.monotonic(), wall_before, tokens_before, tree,
+                       compactor=compactor)
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
@@ -413,6 +419,7 @@ class Runner:
                             if step <= drive.recorded_upto else None)
                 if recorded is None:
                     self._check_budget(drive, step)
+                    self._compact(drive, step)
                     response = self._complete(drive, step)
                     calls = response.tool_calls
                     tokens = response.usage.billed_tokens(drive.spec.budget.cache_read_weight)
@@ -425,6 +432,8 @@ class Runner:
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     recorded.usage)
+                assert drive.compactor is not None
+                tokens += drive.compactor.billed(step, drive.spec.budget.cache_read_weight)
                 drive.gate.step = step
                 drive.step_end = _StepEnd(step, tokens) if calls else None
                 self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
@@ -493,6 +502,20 @@ class Runner:
             if record.step_index < before_step:
                 self._draw_cost(drive, record.model_served or drive.spec.model,
                                 record.usage)
+        for summary in drive.compactor.records if drive.compactor else ():
+            if summary.step_index < before_step:
+                self._draw_cost(drive, summary.model_served, summary.usage)
+
+    def _compact(self, drive: _Drive, step: int) -> None:
+        """Summarise the history first when this step's request would pass the
+        `compact` strategy's threshold (a recorded step of its own; `_compact`)."""
+        assert drive.compactor is not None
+        try:
+            made = drive.compactor.before_request(step, drive.context)
+        except ProviderError as exc:
+            raise _Stop(RunStatus.ERRORED, f"provider (compaction): {exc}") from exc
+        if made is not None:
+            self._draw_cost(drive, made.model_served, made.usage, fresh=True)
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
@@ -555,6 +578,8 @@ class Runner:
             server_tool_calls=response.server_tool_calls, carry=response.carry,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
+        if drive.compactor is not None:
+            drive.compactor.counted(response.usage, len(request.messages))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
             "provider": response.provider or self.provider.name, "request_model": spec.model,
