@@ -5,6 +5,7 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
+    │   │   └── WorkspaceChanged   io rewind/undo refused: files changed outside io
     │   └── MissingExtra       a document tool or gate whose pip extra is not installed
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
@@ -54,6 +55,7 @@ __all__ = [
     "StateError",
     "ToolError",
     "UsageError",
+    "WorkspaceChanged",
     "WorkspaceError",
 ]
 
@@ -81,6 +83,23 @@ class ConfigError(HarnessError):
 
 class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
+
+
+class WorkspaceChanged(UsageError):
+    """`io rewind` / `io undo` refused: files changed outside io since the last state io
+    recorded for the run, and restoring would throw that work away.
+
+    Attributes:
+        paths: The workspace paths that changed, sorted.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        shown = ", ".join(paths[:20]) + (f" (and {len(paths) - 20} more)" if len(paths) > 20
+                                         else "")
+        super().__init__(
+            f"files changed outside io since the run's last recorded state: {shown}",
+            hint="commit, move or revert those changes, then run the command again")
+        self.paths = tuple(paths)
 
 
 class MissingExtra(ConfigError):

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
+from harness_core.config._restore import snapshot_root
 from harness_core.errors import ConfigError
 from harness_core.events import EventSink
 from harness_core.messages import Usage
@@ -150,8 +151,7 @@ def _long_task_settings(config: Config, goal: str) -> dict[str, Any]:
         "context_strategy": context.strategy, "compact_threshold": context.threshold,
         "context_window": context.window, "compact_keep_steps": context.keep_steps,
         "compact_prompt": prompt,
-        "snapshot_dir": (config.store_path.resolve().parent / "snapshots"
-                         if config.rewind.enabled else None),
+        "snapshot_dir": snapshot_root(config),
         "snapshot_max_bytes": config.rewind.max_bytes,
     }
 

@@ -28,7 +28,10 @@ from harness_core.run._windows import context_window_of
 from harness_core.store import Store
 from harness_core.store._compactions import CompactionRecord
 
-__all__ = ["DEFAULT_COMPACT_PROMPT", "Compactor", "compaction_window", "summary_message"]
+__all__ = [
+    "DEFAULT_COMPACT_PROMPT", "Compactor", "compaction_window", "inherited_compactions",
+    "summary_message",
+]
 
 DEFAULT_COMPACT_PROMPT = """\
 The conversation above is about to be shortened: everything before your most recent \
@@ -114,7 +117,7 @@ class Compactor:
         """Fill `context` from the run's whole conversation, as the last recorded
         compaction left the view (`head`: the run's opening messages)."""
         self.head = head
-        self.records = self.store.compactions(self.run_id) if self.enabled else []
+        self.records = inherited_compactions(self.store, self.run_id) if self.enabled else []
         if self.records:
             last = self.records[-1]
             messages = [*messages[:last.head], summary_message(last.summary),
@@ -207,6 +210,19 @@ class Compactor:
             latency_ms=response.latency_ms)
         self.records.append(record)
         return record
+
+
+def inherited_compactions(store: Store, run_id: str) -> list[CompactionRecord]:
+    """The run's compactions, after those of the run it was rewound from that came before
+    the step it branched at (`io rewind`: the branch holds the same first messages)."""
+    own = store.compactions(run_id)
+    rewound = store.run(run_id).settings.get("rewound_from")
+    if not isinstance(rewound, dict):
+        return own
+    step = int(rewound.get("step", 0))
+    parent = [r for r in inherited_compactions(store, str(rewound.get("run_id")))
+              if r.step_index < step]
+    return parent + own
 
 
 def _cut(view: tuple[Message, ...], start: int, keep_steps: int) -> int | None:

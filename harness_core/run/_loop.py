@@ -49,6 +49,7 @@ from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._resume import restore_state
+from harness_core.run._snapshots import SnapshotKeeper
 from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
@@ -132,6 +133,7 @@ class _Drive:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
     compactor: Compactor | None = None
+    snapshots: SnapshotKeeper | None = None
 
 
 class Runner:
@@ -339,6 +341,10 @@ class Runner:
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree,
                        compactor=compactor)
+        if self._tree is None:  # a tree's children change the root's files: its steps'
+            drive.snapshots = SnapshotKeeper(
+                self.store, run_id, spec.workspace.root, spec.snapshot_dir,
+                spec.snapshot_max_bytes, frozenset(spec.protected_paths), self._emit)
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
@@ -412,6 +418,8 @@ class Runner:
                 ended = self._done(drive, last.step_index)
                 if ended is not None:
                     return ended
+        if drive.snapshots is not None:
+            drive.snapshots.start(step)
         try:
             while True:
                 self._boundary(drive, step)
@@ -436,7 +444,8 @@ class Runner:
                 tokens += drive.compactor.billed(step, drive.spec.budget.cache_read_weight)
                 drive.gate.step = step
                 drive.step_end = _StepEnd(step, tokens) if calls else None
-                self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
+                self._run_calls_kept(drive, step, calls, pause=pause, approve=approve,
+                                     answer=answer)
                 pause, approve, answer = None, None, None
                 done = not calls
                 end, drive.step_end = drive.step_end, None
@@ -587,6 +596,19 @@ class Runner:
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))
         return response
+
+    def _run_calls_kept(self, drive: _Drive, step: int, calls: tuple[ToolCall, ...],
+                        **resume: Any) -> None:
+        """`_run_calls` between the workspace snapshots of `io rewind` and `io undo`."""
+        keeper = drive.snapshots if calls else None
+        if keeper is None:
+            self._run_calls(drive, step, calls, **resume)
+            return
+        keeper.before(step)
+        try:
+            self._run_calls(drive, step, calls, **resume)
+        finally:
+            keeper.after(step)
 
     def _run_calls(
         self,

@@ -161,3 +161,12 @@ class SnapshotQueries(StoreParts):
                 "INSERT INTO budget_draws(run_id, step_index, steps, tokens, wall_seconds)"
                 " SELECT ?, step_index, steps, tokens, 0 FROM budget_draws"
                 " WHERE run_id = ? AND step_index < ?", (new_id, parent_id, step))
+
+    def store_id(self) -> str:
+        """This store's random id (the key of its snapshots' directory)."""
+        rows = self._query("SELECT value FROM meta WHERE key = 'store_id'")
+        return str(rows[0][0]) if rows else "store"
+
+    def run_ids(self) -> set[str]:
+        """Every run id the store holds."""
+        return {str(r[0]) for r in self._query("SELECT run_id FROM runs")}
