@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, RunRecord, Store
@@ -32,7 +32,7 @@ def rewind(
         import uuid
 
         from harness_core import rewind_run
-        from io_harness_cli.commands._common import assemble
+        from io_harness_cli.commands._drive import assemble
         from io_harness_cli.output import say
 
         cfg, store, record, ws = _open(run_id, workspace, config)
@@ -59,7 +59,7 @@ def undo(
     json_out: JsonOpt = False,
 ) -> None:
     """Revert the files of RUN_ID's last step that changed files (again: the one before)."""
-    from io_harness_cli.commands._common import fail
+    from io_harness_cli.commands._failure import fail
     from io_harness_cli.output import say, write_json
 
     try:
@@ -87,7 +87,7 @@ def undo(
 def _open(run_id: str, workspace: Path | None,
           config: Path | None) -> tuple[Config, Store, RunRecord, Path]:
     """The config of the run's workspace, the store, the run and its workspace."""
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
     ws_hint = workspace_path(workspace) if workspace is not None else None
     cfg = load_config(ws_hint or Path("."), config)
