@@ -21,12 +21,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from harness_core.events import Event, EventKind
 from harness_core.store import Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["Scanner", "SnapshotKeeper", "run_snapshot_dir", "sweep_snapshots"]
 
@@ -170,6 +172,8 @@ def _atomic_write(target: Path, data: bytes) -> None:
 
 
 def _ignores(directory: Path) -> pathspec.GitIgnoreSpec | None:
+    import pathspec  # only when a workspace is scanned: not on `io --help`'s path
+
     try:
         text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
     except OSError:
