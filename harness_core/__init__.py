@@ -260,6 +260,21 @@ _EXPORTS: dict[str, str] = {
     "TemplateInfo": "harness_core.templates:TemplateInfo",
     "Templates": "harness_core.templates:Templates",
     "discover_skills": "harness_core.templates:discover_skills",
+    "RunNotInFlight": "harness_core.errors:RunNotInFlight",
+    "OperatorInputRecord": "harness_core.store:OperatorInputRecord",
+    "OPERATOR_KINDS": "harness_core.store:OPERATOR_KINDS",
+    "Queued": "harness_core.session:Queued",
+    "interrupt_run": "harness_core.session:interrupt_run",
+    "steer_run": "harness_core.session:steer_run",
+    "STARTER_PROVIDERS": "harness_core.config:STARTER_PROVIDERS",
+    "STARTER_SCRIPT": "harness_core.config:STARTER_SCRIPT",
+    "MissingSecret": "harness_core.errors:MissingSecret",
+    "BackendReport": "harness_core.sandbox:BackendReport",
+    "Diagnosis": "harness_core.sandbox:Diagnosis",
+    "DoctorCheck": "harness_core.sandbox:DoctorCheck",
+    "Health": "harness_core.sandbox:Health",
+    "HostProbe": "harness_core.sandbox:HostProbe",
+    "diagnose": "harness_core.sandbox:diagnose",
 }
 
 __all__ = [
@@ -510,6 +525,21 @@ __all__ = [
     "sweep_leftovers",
     "trust_store",
     "validate_web",
+    "RunNotInFlight",
+    "OperatorInputRecord",
+    "OPERATOR_KINDS",
+    "Queued",
+    "interrupt_run",
+    "steer_run",
+    "STARTER_PROVIDERS",
+    "STARTER_SCRIPT",
+    "MissingSecret",
+    "BackendReport",
+    "Diagnosis",
+    "DoctorCheck",
+    "Health",
+    "HostProbe",
+    "diagnose",
 ]
 
 
@@ -537,6 +567,8 @@ if TYPE_CHECKING:
         SystemClock,
     )
     from harness_core.config import (  # noqa: F401
+        STARTER_PROVIDERS,
+        STARTER_SCRIPT,
         Config,
         ConfigFile,
         ContextSettings,
@@ -578,11 +610,13 @@ if TYPE_CHECKING:
         HarnessError,
         InvalidToolArguments,
         MissingExtra,
+        MissingSecret,
         PathEscape,
         PolicyError,
         ProviderError,
         RunInUse,
         RunNotFound,
+        RunNotInFlight,
         SandboxUnavailable,
         ScriptExhausted,
         SessionInUse,
@@ -689,13 +723,19 @@ if TYPE_CHECKING:
     from harness_core.sandbox import (  # noqa: F401
         Backend,
         BackendChoice,
+        BackendReport,
         CommandResult,
+        Diagnosis,
+        DoctorCheck,
+        Health,
+        HostProbe,
         LaunchRequest,
         ProcessLauncher,
         SandboxConfig,
         SandboxLimits,
         SandboxSpec,
         Selected,
+        diagnose,
         run_command,
     )
     from harness_core.sandbox import (
@@ -705,8 +745,11 @@ if TYPE_CHECKING:
         select as select_sandbox,
     )
     from harness_core.session import (  # noqa: F401
+        Queued,
         Session,
         SessionTree,
+        interrupt_run,
+        steer_run,
     )
     from harness_core.shell import (  # noqa: F401
         CONSTRUCTS,
@@ -724,6 +767,7 @@ if TYPE_CHECKING:
     )
     from harness_core.store import (  # noqa: F401
         CHECKPOINT_FORMAT,
+        OPERATOR_KINDS,
         AttemptRecord,
         CheckpointState,
         CompactionRecord,
@@ -731,6 +775,7 @@ if TYPE_CHECKING:
         EditRecord,
         InputsFate,
         LedgerEntry,
+        OperatorInputRecord,
         Pause,
         PolicyEventRecord,
         RunRecord,

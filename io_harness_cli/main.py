@@ -47,6 +47,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                "continue it from there as a new run."),
     "undo": ("rewind", "undo", "Revert the files of RUN_ID's last step that changed files "
              "(again: the one before)."),
+    "doctor": ("doctor", "doctor", "Say which sandbox backends run here, why not, and what `auto` would pick."),
 }
 """Command name -> (module under `io_harness_cli.commands`, function, the first paragraph
 of its docstring), in help order. The index prints the summaries without importing the

@@ -21,7 +21,7 @@ from harness_core.config._load import json_schema, load, schema_keys
 from harness_core.config._restore import rewind_run, undo_run
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
-from harness_core.config._toml import starter_config
+from harness_core.config._toml import STARTER_PROVIDERS, STARTER_SCRIPT, starter_config
 from harness_core.run._rewind import Restored
 
 __all__ = [
@@ -46,4 +46,6 @@ __all__ = [
     "secret_redactor",
     "starter_config",
     "undo_run",
+    "STARTER_PROVIDERS",
+    "STARTER_SCRIPT",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 from harness_core.store import (
     CompactionRecord,
     DriveRecord,
+    OperatorInputRecord,
     PolicyEventRecord,
     RunRecord,
     VerificationRecord,
@@ -178,6 +179,8 @@ class RunTrace:
         children: Run ids of the runs this run spawned.
         compactions: Each compaction (`[context] strategy = "compact"`): before which
             step, the history's size against the threshold, the summary and its usage.
+        operator_inputs: What the operator told the run (steer, interrupt, resume,
+            approve, deny, answer), when, and where each landed.
     """
 
     run: RunRecord
@@ -194,6 +197,7 @@ class RunTrace:
     drives: tuple[DriveRecord, ...] = ()
     children: tuple[str, ...] = field(default=())
     compactions: tuple[CompactionRecord, ...] = ()
+    operator_inputs: tuple[OperatorInputRecord, ...] = ()
 
     @property
     def refusals(self) -> tuple[PolicyEventRecord, ...]:

@@ -207,7 +207,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
     return {
         "provider.kind": (lambda c: _prov(c).kind, "scripted"),
         "provider.model": (lambda c: _prov(c).model, "m-primary"),
-        "provider.api_key": (lambda c: _prov(c).api_key, "primary-secret-key"),
+        "provider.api_key": (lambda c: c.provider_for_run().api_key, "primary-secret-key"),
         "provider.base_url": (lambda c: _prov(c).base_url, "http://127.0.0.1:9/v1"),
         "provider.max_tokens": (lambda c: _prov(c).max_tokens, 111),
         "provider.script": (lambda c: _prov(c).script, ws / "replay.jsonl"),
@@ -384,7 +384,7 @@ def test_relative_paths_resolve_against_the_file_that_names_them(tmp_path: Path)
     config = load(ws, env=_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "xdg")))
     provider = _prov(config)
     assert provider.script == tmp_path / "xdg" / "replays" / "r.jsonl"
-    assert provider.api_key == "user-file-secret"
+    assert config.provider_for_run().api_key == "user-file-secret"
     assert provider.model == "scripted"
 
 
