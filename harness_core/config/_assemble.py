@@ -14,9 +14,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
+from harness_core.config._restore import snapshot_root
 from harness_core.errors import ConfigError, MissingSecret
 from harness_core.events import EventSink
 from harness_core.messages import Usage
@@ -24,8 +26,9 @@ from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
 from harness_core.redaction import SecretRedactor
 from harness_core.run import Runner, RunSpec
+from harness_core.run._windows import context_window_of
 from harness_core.store import Store
-from harness_core.templates import discover_skills
+from harness_core.templates import Templates, discover_skills
 from harness_core.toolchain import survey as survey_toolchain
 from harness_core.tools._plan_tools import Responder
 from harness_core.workspace import Workspace
@@ -128,7 +131,30 @@ def build_run_spec(
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),
+        **_long_task_settings(config, goal),
     )
+
+
+def _long_task_settings(config: Config, goal: str) -> dict[str, Any]:
+    """The `[context]` compaction keys and the `[rewind]` table, as `RunSpec` fields."""
+    context = config.context
+    model = config.provider.model if config.provider is not None else ""
+    if context.strategy == "compact" and context.window is None and (
+            context_window_of(model) is None):
+        raise ConfigError(
+            f'[context] strategy = "compact" needs the context window of model {model!r},'
+            " which io does not know", hint="set [context] window = TOKENS")
+    prompt = None
+    if context.compact_template is not None:
+        prompt = Templates(config.template_dirs).render(context.compact_template,
+                                                        {"goal": goal})
+    return {
+        "context_strategy": context.strategy, "compact_threshold": context.threshold,
+        "context_window": context.window, "compact_keep_steps": context.keep_steps,
+        "compact_prompt": prompt,
+        "snapshot_dir": snapshot_root(config),
+        "snapshot_max_bytes": config.rewind.max_bytes,
+    }
 
 
 PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
@@ -29,7 +29,7 @@ from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 
-__all__ = ["Config", "RunSettings"]
+__all__ = ["Config", "ContextSettings", "RewindSettings", "RunSettings"]
 
 _RUN_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RunSpec)}
 """`RunSpec`'s own defaults: the `[run]` table declares none of its own."""
@@ -53,6 +53,38 @@ class RunSettings:
     output_cap_bytes: int = _RUN_DEFAULTS["output_cap"]
     exec_timeout_seconds: float = _RUN_DEFAULTS["exec_timeout"]
     stall_window: int = _RUN_DEFAULTS["stall_window"]
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """The `[context]` table beyond `max_tokens` (see `RunSpec` for each meaning).
+
+    Attributes:
+        strategy: ``elide`` or ``compact``.
+        threshold: The share of the context window that triggers a compaction.
+        window: The model's context window (None: io's table of known models).
+        keep_steps: The newest steps kept whole after a compaction.
+        compact_template: A template name replacing io's summary instruction.
+    """
+
+    strategy: Literal["elide", "compact"] = _RUN_DEFAULTS["context_strategy"]
+    threshold: float = _RUN_DEFAULTS["compact_threshold"]
+    window: int | None = None
+    keep_steps: int = _RUN_DEFAULTS["compact_keep_steps"]
+    compact_template: str | None = None
+
+
+@dataclass(frozen=True)
+class RewindSettings:
+    """The `[rewind]` table.
+
+    Attributes:
+        enabled: Keep workspace snapshots for `io rewind` / `io undo`.
+        max_bytes: Blob bytes one run's snapshots may hold.
+    """
+
+    enabled: bool = True
+    max_bytes: int = _RUN_DEFAULTS["snapshot_max_bytes"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +121,9 @@ class Config:
             variables); None when export is off.
         git: The `[git]` table: who the git built-ins commit as, how long git may take.
         documents: The `[documents]` table: how far the document tools unpack a file.
+        context: The rest of the `[context]` table (strategy, threshold, window,
+            keep_steps, compact_template).
+        rewind: The `[rewind]` table.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes (with the provider keys
             `provider_for_run` resolved since).
@@ -115,6 +150,8 @@ class Config:
     telemetry: TelemetryConfig | None = None
     git: GitSettings = field(default_factory=GitSettings)
     documents: DocumentLimits = field(default_factory=DocumentLimits)
+    context: ContextSettings = field(default_factory=lambda: ContextSettings())
+    rewind: RewindSettings = field(default_factory=lambda: RewindSettings())
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)

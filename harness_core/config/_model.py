@@ -319,7 +319,33 @@ class ContextTable(Table):
 
     max_tokens: _Int1 = DEFAULT_CONTEXT_TOKENS
     """Tokens the model sees at most: old observations are elided from its view, never
-    from the store."""
+    from the store (strategy "elide")."""
+    strategy: Literal["elide", "compact"] = _default(RunSpec, "context_strategy")
+    """elide: old observations give way to markers past max_tokens | compact: past
+    `threshold` of the model's context window the model summarises the older turns
+    (a recorded step; the store keeps everything)."""
+    threshold: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = _default(
+        RunSpec, "compact_threshold")
+    """strategy = "compact": the share of the context window that triggers a compaction."""
+    window: _Int1 | None = None
+    """The model's context window in tokens (default: io's table of known models; needed
+    for any other model with strategy = "compact")."""
+    keep_steps: _Int1 = _default(RunSpec, "compact_keep_steps")
+    """strategy = "compact": the newest steps kept whole after a compaction."""
+    compact_template: str | None = None
+    """A template (NAME of NAME.md in the template directories) replacing io's summary
+    instruction; `{{goal}}` is the run's goal."""
+
+
+class RewindTable(Table):
+    """Workspace snapshots for `io rewind` and `io undo`."""
+
+    enabled: bool = True
+    """Snapshot the workspace's files (what .gitignore does not ignore) before and after
+    every step that changes them, outside the workspace beside the store."""
+    max_bytes: _Int1 = _default(RunSpec, "snapshot_max_bytes")
+    """Bytes of file contents one run's snapshots may hold; past it io stops taking them
+    for the run and says so (rewind and undo then refuse)."""
 
 
 class ToolchainTable(Table):
@@ -537,3 +563,5 @@ class IoToml(Table):
     """OpenTelemetry export."""
     run: RunTable = RunTable()
     """Loop mechanics."""
+    rewind: RewindTable = RewindTable()
+    """Workspace snapshots for io rewind and io undo."""

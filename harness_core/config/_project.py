@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
-from harness_core.config._config import Config, RunSettings
+from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._model import (
     RULE_KEYS,
     AgentsTable,
@@ -538,6 +538,10 @@ def project(
             max_total_bytes=model.documents.max_total_bytes,
             max_ratio=float(model.documents.max_ratio),
             max_members=model.documents.max_members),
+        context=ContextSettings(model.context.strategy, model.context.threshold,
+                                model.context.window, model.context.keep_steps,
+                                model.context.compact_template),
+        rewind=RewindSettings(model.rewind.enabled, model.rewind.max_bytes),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,

@@ -37,6 +37,7 @@ from harness_core.providers import (
 )
 from harness_core.redaction import RedactingSink, SecretRedactor
 from harness_core.run._answer import ANSWER_RETRIES, answer_problem
+from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._inputs import (
@@ -49,6 +50,7 @@ from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._resume import restore_state
+from harness_core.run._snapshots import SnapshotKeeper
 from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
@@ -131,6 +133,8 @@ class _Drive:
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
+    compactor: Compactor | None = None
+    snapshots: SnapshotKeeper | None = None
     answer_retries: int = 0
     pending_pause: Pause | None = None
     """The pause this drive resumed, until its call takes the operator's decision: a
@@ -336,14 +340,22 @@ class Runner:
         )
         ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder,
                                    documents=spec.documents)
-        context = ContextBudget(spec.context_max_tokens)
-        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
+        context = ContextBudget(spec.context_max_tokens if spec.context_strategy == "elide"
+                                else None)
+        compactor = Compactor(self.store, self.provider, run_id, spec, self._emit)
+        compactor.open(context, reload_media(self.store.messages(run_id), spec.workspace),
+                       self.store.opening_count(run_id))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,
                                        cancel=self._cancel)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
-                       self.clock.monotonic(), wall_before, tokens_before, tree)
+                       self.clock.monotonic(), wall_before, tokens_before, tree,
+                       compactor=compactor)
+        if self._tree is None:  # a tree's children change the root's files: its steps'
+            drive.snapshots = SnapshotKeeper(
+                self.store, run_id, spec.workspace.root, spec.snapshot_dir,
+                spec.snapshot_max_bytes, frozenset(spec.protected_paths), self._emit)
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
@@ -423,6 +435,8 @@ class Runner:
                 if ended is not None:
                     return ended
             mid_step = self.store.step(drive.run_id, step) is not None
+        if drive.snapshots is not None:
+            drive.snapshots.start(step)
         try:
             while True:
                 self._boundary(drive, step, take_inbox=not mid_step)
@@ -431,6 +445,7 @@ class Runner:
                             if step <= drive.recorded_upto else None)
                 if recorded is None:
                     self._check_budget(drive, step)
+                    self._compact(drive, step)
                     response = self._complete(drive, step)
                     calls = response.tool_calls
                     tokens = response.usage.billed_tokens(drive.spec.budget.cache_read_weight)
@@ -443,9 +458,12 @@ class Runner:
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     recorded.usage)
+                assert drive.compactor is not None
+                tokens += drive.compactor.billed(step, drive.spec.budget.cache_read_weight)
                 drive.gate.step = step
                 drive.step_end = _StepEnd(step, tokens) if calls else None
-                self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
+                self._run_calls_kept(drive, step, calls, pause=pause, approve=approve,
+                                     answer=answer)
                 pause, approve, answer = None, None, None
                 done = not calls
                 end, drive.step_end = drive.step_end, None
@@ -511,6 +529,20 @@ class Runner:
             if record.step_index < before_step:
                 self._draw_cost(drive, record.model_served or drive.spec.model,
                                 record.usage)
+        for summary in drive.compactor.records if drive.compactor else ():
+            if summary.step_index < before_step:
+                self._draw_cost(drive, summary.model_served, summary.usage)
+
+    def _compact(self, drive: _Drive, step: int) -> None:
+        """Summarise the history first when this step's request would pass the
+        `compact` strategy's threshold (a recorded step of its own; `_compact`)."""
+        assert drive.compactor is not None
+        try:
+            made = drive.compactor.before_request(step, drive.context)
+        except ProviderError as exc:
+            raise _Stop(RunStatus.ERRORED, f"provider (compaction): {exc}") from exc
+        if made is not None:
+            self._draw_cost(drive, made.model_served, made.usage, fresh=True)
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
@@ -573,6 +605,8 @@ class Runner:
             server_tool_calls=response.server_tool_calls, carry=response.carry,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
+        if drive.compactor is not None:
+            drive.compactor.counted(response.usage, len(request.messages))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
             "provider": response.provider or self.provider.name, "request_model": spec.model,
@@ -580,6 +614,19 @@ class Runner:
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))
         return response
+
+    def _run_calls_kept(self, drive: _Drive, step: int, calls: tuple[ToolCall, ...],
+                        **resume: Any) -> None:
+        """`_run_calls` between the workspace snapshots of `io rewind` and `io undo`."""
+        keeper = drive.snapshots if calls else None
+        if keeper is None:
+            self._run_calls(drive, step, calls, **resume)
+            return
+        keeper.before(step)
+        try:
+            self._run_calls(drive, step, calls, **resume)
+        finally:
+            keeper.after(step)
 
     def _run_calls(
         self,

@@ -99,6 +99,15 @@ sheet = "Summary"
 
 [context]
 max_tokens = 12000
+strategy = "compact"
+threshold = 0.7
+window = 50000
+keep_steps = 3
+compact_template = "summary"
+
+[rewind]
+enabled = false
+max_bytes = 4096
 
 [toolchain]
 test = "t"
@@ -268,6 +277,13 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
                                    ("tests/**", "pyproject.toml")),
         "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
         "context.max_tokens": (lambda c: c.context_max_tokens, 12000),
+        "context.strategy": (lambda c: c.context.strategy, "compact"),
+        "context.threshold": (lambda c: c.context.threshold, 0.7),
+        "context.window": (lambda c: c.context.window, 50000),
+        "context.keep_steps": (lambda c: c.context.keep_steps, 3),
+        "context.compact_template": (lambda c: c.context.compact_template, "summary"),
+        "rewind.enabled": (lambda c: c.rewind.enabled, False),
+        "rewind.max_bytes": (lambda c: c.rewind.max_bytes, 4096),
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
