@@ -19,6 +19,7 @@ from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
 from harness_core.errors import ConfigError
 from harness_core.events import EventSink
+from harness_core.hooks import hook_files
 from harness_core.messages import Usage
 from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
@@ -81,6 +82,12 @@ def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
     return tuple(store + suffix for suffix in ("", "-wal", "-shm"))
 
 
+def _hook_paths(config: Config, workspace: Path) -> tuple[str, ...]:
+    """The workspace files hooks name, absolute: read-only to sandboxed commands."""
+    root = os.path.realpath(workspace)
+    return tuple(os.path.join(root, rel) for rel in hook_files(workspace, config.hooks))
+
+
 def build_run_spec(
     config: Config, workspace: Path, goal: str, *, env: Mapping[str, str]
 ) -> RunSpec:
@@ -116,7 +123,7 @@ def build_run_spec(
         toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=dict(env),
         web=config.web,
-        protected_paths=_store_paths(config, workspace),
+        protected_paths=_store_paths(config, workspace) + _hook_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
@@ -125,6 +132,7 @@ def build_run_spec(
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),
+        hooks=config.hooks,
     )
 
 

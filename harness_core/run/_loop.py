@@ -27,6 +27,7 @@ from harness_core.clock import Clock, SystemClock
 from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
+from harness_core.hooks import HookRunner
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.policy import Approver, Policy
 from harness_core.providers import (
@@ -37,6 +38,7 @@ from harness_core.providers import (
 )
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
+from harness_core.run._hooks import hook_runner, refused_stop, start_messages
 from harness_core.run._inputs import (
     baseline_json,
     gate_inputs,
@@ -129,6 +131,7 @@ class _Drive:
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
+    hooks: HookRunner = field(init=False)
 
 
 class Runner:
@@ -318,11 +321,12 @@ class Runner:
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree)
+        drive.hooks = hook_runner(spec, launchers, self.store, run_id, gate, self._emit)
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
         # names), its MCP session. A list, so an extra named "handles" hides nothing.
-        closing: list[Any] = []
+        closing: list[Any] = [drive.hooks]
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
             registry = HandleRegistry(
@@ -381,16 +385,20 @@ class Runner:
         approve: bool | None,
         answer: str | None,
     ) -> RunOutcome:
-        step = 0
+        step, last = 0, None
         if resumed:
             drive.recorded_upto = sys.maxsize
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
-            if last is not None and last.state.done and last.state.verified is None:
-                ended = self._done(drive, last.step_index)
-                if ended is not None:
-                    return ended
+        try:
+            self._start_hooks(drive, step, resumed=resumed)
+        except _Stop as stop:
+            return self._end(drive, stop)
+        if last is not None and last.state.done and last.state.verified is None:
+            ended = self._done(drive, last.step_index)
+            if ended is not None:
+                return ended
         try:
             while True:
                 self._boundary(drive, step)
@@ -436,6 +444,13 @@ class Runner:
                 step += 1
         except _Stop as stop:
             return self._end(drive, stop)
+
+    def _start_hooks(self, drive: _Drive, step: int, *, resumed: bool) -> None:
+        refused, messages = start_messages(drive.hooks, self.store, drive.run_id, step,
+                                           goal=drive.spec.contract.goal, resumed=resumed)
+        if refused is not None:
+            raise _Stop(RunStatus.ERRORED, f"a run_start hook refused the run: {refused}")
+        drive.context.extend(messages)
 
     def _boundary(self, drive: _Drive, step: int) -> None:
         if self._cancel.is_set():
@@ -630,7 +645,9 @@ class Runner:
         }))
         drive.ctx.call_ref = f"{drive.run_id}/{step}/{index}"
         try:
-            outcome = drive.toolbox.call(call, drive.ctx, resumed=resumed)
+            outcome = (drive.hooks.pre_tool(step, index, call)
+                       or drive.hooks.post_tool(step, index, call, drive.toolbox.call(
+                           call, drive.ctx, resumed=resumed)))
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
@@ -701,7 +718,12 @@ class Runner:
 
     def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
         """The model says it is done: run the gates. A root that fails one goes on (the
-        failure is its next observation); a child ends, and its parent sees the verdict."""
+        failure is its next observation); a child ends, and its parent sees the verdict.
+        A stop hook that refuses the end sends the run on before any gate runs."""
+        going_on = refused_stop(drive.hooks, self.store, drive.run_id, step)
+        if going_on is not None:
+            drive.context.append(going_on)
+            return None
         if self._verify(drive, step):
             return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
         if self._tree is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.hooks import HookConfig
 from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
@@ -63,6 +64,7 @@ class RunSpec:
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
         skills: The skills catalogue (names and descriptions); shared by a whole tree.
+        hooks: The `[[hooks]]` of every scope (a child runs under its parent's).
     """
 
     workspace: Workspace
@@ -93,6 +95,7 @@ class RunSpec:
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None
     skills: tuple[Skill, ...] = ()
+    hooks: tuple[HookConfig, ...] = ()
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -114,6 +117,7 @@ class RunSpec:
             "stall_window": self.stall_window,
             "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
             "role": self.role,
+            **({"hooks": [h.to_json() for h in self.hooks]} if self.hooks else {}),
         }
 
 

@@ -1,6 +1,6 @@
 """`Store`: opening, checking, migrating and closing the store; the queries live in
 mixins by concern (`_runs`, `_steps`, `_checkpoints`, `_oversight`, `_handles`,
-`_sessions`, `_todos`, `_questions`, `_spend`, `_sweeps`, `_tree`), over one SQLite file in
+`_sessions`, `_todos`, `_questions`, `_spend`, `_sweeps`, `_tree`, `_hooks`), over one SQLite file in
 WAL mode (or PostgreSQL).
 
 Nothing outside `store/` writes SQL. Every statement is parameterised; every payload
@@ -38,6 +38,7 @@ from harness_core.store._check import (
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
 from harness_core.store._oversight import OversightQueries
 from harness_core.store._parts import AliveCheck
 from harness_core.store._parts import now as _now
@@ -75,6 +76,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
     ("0011_batches", BATCH_SCHEMA_SQL),
     ("0012_resume_state", RESUME_STATE_SQL),
+    ("0013_hooks", HOOK_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -135,7 +137,7 @@ def _disk_is_full(path: Path) -> bool:
 
 class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
             SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
-            SweepQueries,
+            SweepQueries, HookQueries,
             TreeQueries):
     """The run store.
 

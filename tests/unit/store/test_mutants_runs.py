@@ -237,7 +237,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert store._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
         assert store.integrity_check() == "ok"
     names = {r[0] for r in _rows(path, "SELECT name FROM migrations")}
-    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 12
+    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 13
     meta = dict(_rows(path, "SELECT key, value FROM meta"))
     assert meta["checkpoint_format"] == "7"
     assert len(meta["store_id"]) == 32 and int(meta["store_id"], 16) >= 0
