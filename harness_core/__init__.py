@@ -119,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "assemble_run": "harness_core.config:assemble_run",
     "build_run_spec": "harness_core.config:build_run_spec",
     "check_runnable": "harness_core.config:check_runnable",
+    "secret_redactor": "harness_core.config:secret_redactor",
     "starter_config": "harness_core.config:starter_config",
     "config_json_schema": "harness_core.config:json_schema",
     "ContextBudget": "harness_core.run:ContextBudget",
@@ -185,6 +186,7 @@ _EXPORTS: dict[str, str] = {
     "SandboxSpec": "harness_core.sandbox:SandboxSpec",
     "SandboxUnavailable": "harness_core.errors:SandboxUnavailable",
     "Scope": "harness_core.config:Scope",
+    "SecretRedactor": "harness_core.redaction:SecretRedactor",
     "ScriptExhausted": "harness_core.errors:ScriptExhausted",
     "ScriptedProvider": "harness_core.providers.scripted:ScriptedProvider",
     "Selected": "harness_core.sandbox:Selected",
@@ -426,6 +428,7 @@ __all__ = [
     "SandboxUnavailable",
     "Scope",
     "ScriptExhausted",
+    "SecretRedactor",
     "ScriptedProvider",
     "Selected",
     "RestoresState",
@@ -492,6 +495,7 @@ __all__ = [
     "run_gates",
     "run_tree",
     "sandbox_launcher",
+    "secret_redactor",
     "select_sandbox",
     "starter_config",
     "summarize",
@@ -534,6 +538,7 @@ if TYPE_CHECKING:
         assemble_run,
         build_run_spec,
         check_runnable,
+        secret_redactor,
         starter_config,
     )
     from harness_core.config import (
@@ -652,6 +657,7 @@ if TYPE_CHECKING:
     from harness_core.records import (  # noqa: F401
         Edit,
     )
+    from harness_core.redaction import SecretRedactor  # noqa: F401
     from harness_core.run import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         INTERRUPTED_OBSERVATION,
         ApprovalPending,

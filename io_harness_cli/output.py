@@ -2,6 +2,9 @@
 
 `NO_COLOR` (any value), `TERM=dumb` or a non-TTY stream gives plain text; `FORCE_COLOR`
 overrides. The live panel needs more: a real terminal on stderr, never just forced colour.
+
+Once a config is loaded (`redact_output`), every line written here passes through its
+secret redactor first: no secret value io loaded is ever printed (#22).
 """
 
 from __future__ import annotations
@@ -9,9 +12,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
-__all__ = ["error", "is_tty", "say", "use_color", "use_live", "write_json"]
+__all__ = ["error", "is_tty", "redact_output", "say", "use_color", "use_live", "write_json"]
+
+_redact: Callable[[str], str] | None = None
+
+
+def redact_output(redact: Callable[[str], str] | None) -> None:
+    """Pass every line `write_json`, `say` and `error` print through `redact`."""
+    global _redact
+    _redact = redact
 
 
 def is_tty(stream: TextIO) -> bool:
@@ -49,12 +61,16 @@ def write_json(obj: Any) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): escape it
         text = json.dumps(obj, ensure_ascii=True, default=str)
+    if _redact is not None:
+        text = _redact(text)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
 def say(text: str) -> None:
     """A line of human text on stderr."""
+    if _redact is not None:
+        text = _redact(text)
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
 

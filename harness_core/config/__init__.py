@@ -14,6 +14,7 @@ from harness_core.config._assemble import (
     assemble_run,
     build_run_spec,
     check_runnable,
+    secret_redactor,
 )
 from harness_core.config._config import Config, RunSettings
 from harness_core.config._load import json_schema, load, schema_keys
@@ -36,5 +37,6 @@ __all__ = [
     "load",
     "render",
     "schema_keys",
+    "secret_redactor",
     "starter_config",
 ]

@@ -23,6 +23,7 @@ from harness_core.hooks import hook_files
 from harness_core.messages import Usage
 from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
+from harness_core.redaction import SecretRedactor
 from harness_core.run import Runner, RunSpec
 from harness_core.store import Store
 from harness_core.templates import discover_skills
@@ -30,7 +31,7 @@ from harness_core.toolchain import survey as survey_toolchain
 from harness_core.tools._plan_tools import Responder
 from harness_core.workspace import Workspace
 
-__all__ = ["RunAssembly", "assemble_run", "build_run_spec", "check_runnable"]
+__all__ = ["RunAssembly", "assemble_run", "build_run_spec", "check_runnable", "secret_redactor"]
 
 
 @dataclass
@@ -128,6 +129,7 @@ def build_run_spec(
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
         provider_keys=provider_keys(config, env),
+        secrets=config.secrets,
         git=config.git,
         agents=config.agents,
         agent_limits=config.agent_limits,
@@ -148,6 +150,12 @@ def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
     if provider is not None:
         keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
     return tuple(dict.fromkeys(keys))
+
+
+def secret_redactor(config: Config, env: Mapping[str, str]) -> SecretRedactor:
+    """What keeps every secret this process holds out of records and printed output:
+    the config's secrets (`Config.secrets`) and every provider key (`provider_keys`)."""
+    return SecretRedactor((*config.secrets, *provider_keys(config, env)))
 
 
 def _prepare(

@@ -210,8 +210,9 @@ class PolicyTable(Table):
     deny_exec: list[str] = []
     """Commands it must never run (also caught when called through a path)."""
     allow_net: list[str] = []
-    """Hosts it may reach: "host", "*.domain", "host:port", "[v6addr]:port"; a rule
-    without a port matches every port."""
+    """Hosts it may reach: "host", "*.domain", "host:port", "[v6addr]:port", a network
+    "10.0.0.0/8[:port]"; a rule without a port matches every port; addresses compare as
+    addresses (127.1 is 127.0.0.1)."""
     deny_net: list[str] = []
     """Hosts it must never reach, in the same forms; a deny wins over any allow."""
 

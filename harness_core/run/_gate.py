@@ -108,6 +108,13 @@ class Gate:
         self._record(act, decision, by, store)
         return decision
 
+    def record_unattended(
+        self, act: Act, decision: Decision, *, by: str, store: Store | None = None
+    ) -> None:
+        """Record a refusal taken where nobody can be asked, outside `decide_unattended`
+        (the egress proxy's check of the addresses a name resolves to)."""
+        self._record(act, decision, by, store)
+
     def check(self, act: Act) -> Decision:
         decision = self.policy.check(act)
         if decision.verdict is Verdict.ALLOW:

@@ -36,6 +36,7 @@ from harness_core.providers import (
     Provider,
     ProviderAttempt,
 )
+from harness_core.redaction import RedactingSink, SecretRedactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._hooks import hook_runner, refused_stop, start_messages
@@ -173,10 +174,22 @@ class Runner:
         self._cancel = threading.Event()
         self._tree: TreeContext | None = None
         self._stored_policy = False
+        self._redact: SecretRedactor | None = None
 
     def cancel(self) -> None:
         """Ask the run to stop at the next step boundary (thread-safe)."""
         self._cancel.set()
+
+    def _guard(self, spec: RunSpec) -> None:
+        """Keep the spec's secrets out of every record: the store's writes, the events,
+        and the tool output the model (and so the record) sees (#22)."""
+        redact = SecretRedactor((*spec.secrets, *spec.provider_keys))
+        if not redact:
+            return
+        self._redact = redact
+        self.store.redact_with(redact)
+        if self._emit_fn is not None and not isinstance(self._emit_fn, RedactingSink):
+            self._emit_fn = RedactingSink(self._emit_fn, redact)
 
     def _emit(self, event: Event) -> None:
         if self._emit_fn is None:
@@ -192,6 +205,7 @@ class Runner:
 
     def start(self, spec: RunSpec) -> RunOutcome:
         """Start a new run of `spec` and drive it until it finishes, stops or pauses."""
+        self._guard(spec)
         inputs = gate_inputs(spec)
         spec = protect_gate_inputs(spec, inputs)
         settings = spec.settings_json()
@@ -254,6 +268,7 @@ class Runner:
             UsageError: A paused run resumed without what it waits for (or with the wrong
                 one), or a child's id (a child is resumed through its root).
         """
+        self._guard(spec)
         record = self.store.run(run_id)
         if stored_policy:
             self._stored_policy = True
@@ -691,7 +706,8 @@ class Runner:
     ) -> None:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
-        result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
+        output = escape_surrogates(outcome.output)
+        result = ToolResult(call.id, call.name, self._redact(output) if self._redact else output,
                             outcome.is_error, outcome.media)
         edits = outcome.data.edits if isinstance(outcome.data, FileWritten) else ()
         for edit in edits:

@@ -196,6 +196,7 @@ def _child_runner(runner: Runner, drive: _Drive, store: Store, provider: Provide
                          extras=runner._extras, responder=responder)
     child._tree = tree.below()
     child._cancel = tree.cancel
+    child._redact = runner._redact  # the tree's secrets stay out of a child's records too
     return child
 
 

@@ -59,6 +59,8 @@ class RunSpec:
         provider_keys: The provider credentials this process holds (values, never
             recorded): the sandbox must keep them from commands, and `auto` refuses
             to degrade to a backend that cannot.
+        secrets: Every secret value the config loaded (`Config.secrets`; never
+            recorded): with `provider_keys`, what the run keeps out of its records.
         git: The `[git]` settings of the git built-ins (author, timeout).
         agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
         agent_limits: Depth, children and parallelism limits of the run's tree.
@@ -90,6 +92,7 @@ class RunSpec:
     cost_of: Callable[[str, Usage], float | None] | None = None
     store_path: Path | None = None
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
+    secrets: frozenset[str] = field(default=frozenset(), repr=False)
     git: GitSettings = field(default_factory=GitSettings)
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)

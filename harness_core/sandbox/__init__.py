@@ -21,6 +21,7 @@ from harness_core.sandbox._base import (
 )
 
 _LAZY = {
+    "Admission": "harness_core.sandbox._proxy",
     "EgressProxy": "harness_core.sandbox._proxy",
     "Swept": "harness_core.sandbox._ledger",
     "activate_ledger": "harness_core.sandbox._ledger",
@@ -34,6 +35,7 @@ _LAZY = {
 }
 
 __all__ = [
+    "Admission",
     "Backend",
     "BackendChoice",
     "CommandResult",
@@ -64,7 +66,7 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from harness_core.sandbox._ledger import Swept, activate_ledger, sweep
-    from harness_core.sandbox._proxy import EgressProxy
+    from harness_core.sandbox._proxy import Admission, EgressProxy
     from harness_core.sandbox._remote import exit_fd, peek_status
     from harness_core.sandbox._run import CommandResult, run_command
     from harness_core.sandbox._select import launcher, select

@@ -16,7 +16,7 @@ import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,29 @@ def _disk_is_full(path: Path) -> bool:
         return shutil.disk_usage(path.parent).free == 0
     except OSError:
         return False
+
+
+class _Redacting:
+    """A connection whose `execute`/`executemany` redact every text parameter."""
+
+    def __init__(self, conn: sqlite3.Connection, redact: Callable[[str], str]) -> None:
+        self._conn = conn
+        self._redact = redact
+
+    def _clean(self, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        redact = self._redact
+        if isinstance(params, Mapping):
+            return {k: redact(v) if isinstance(v, str) else v for k, v in params.items()}
+        return tuple(redact(v) if isinstance(v, str) else v for v in params)
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        return self._conn.execute(sql, self._clean(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        return self._conn.executemany(sql, [self._clean(row) for row in rows])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
 
 
 class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
@@ -274,15 +297,25 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         if int(value) != CHECKPOINT_FORMAT:
             raise CheckpointFormatError(int(value), CHECKPOINT_FORMAT)
 
+    def redact_with(self, redact: Callable[[str], str] | None) -> None:
+        """Run every text this store writes (and its `reopen` twins write) through
+        `redact`: the one place secrets are kept out of the store (#22). None: as is."""
+        self._redact = redact
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
+        """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole.
+
+        Every write goes through here; with a redactor (`redact_with`) the connection
+        handed out redacts each text parameter before it reaches the database.
+        """
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise _translate(exc, "starting a transaction", self.path) from exc
+        redact = getattr(self, "_redact", None)
         try:
-            yield self._conn
+            yield self._conn if redact is None else _Redacting(self._conn, redact)  # type: ignore[misc]
         except sqlite3.Error as exc:
             self._rollback()
             raise _translate(exc, "writing", self.path) from exc
@@ -324,6 +357,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         """
         twin = Store.__new__(Store)
         twin._opened_with = self._opened_with
+        twin._redact = getattr(self, "_redact", None)
         twin.backend, twin.location, twin.path = self.backend, self.location, self.path
         if self.backend == "postgresql":
             from harness_core.store._postgres import PgConnection

@@ -215,10 +215,19 @@ STORE_AND_PRICES = ("store", "prices")
 
 def load_config(workspace: Path, config: Path | None,
                 tables: tuple[str, ...] | None = None) -> Config:
-    """Load io.toml once; `tables` limits what is resolved (see `load_config`)."""
-    from harness_core import load_config as load
+    """Load io.toml once; `tables` limits what is resolved (see `load_config`).
 
-    return load(workspace, config_file=config, env=environment(), tables=tables)
+    From here on, everything `io` prints passes through the config's secret redactor.
+    """
+    from harness_core import load_config as load
+    from harness_core import secret_redactor
+    from io_harness_cli.output import redact_output
+
+    env = environment()
+    loaded = load(workspace, config_file=config, env=env, tables=tables)
+    redactor = secret_redactor(loaded, env)
+    redact_output(redactor if redactor else None)
+    return loaded
 
 
 def open_store(config: Config) -> Store:
