@@ -169,3 +169,14 @@ def test_the_pre_compact_call_site(tmp_path: Path, ws: Path, body: str, proceed:
             assert verdict.reason.startswith("hook pc")
         again = hooks.pre_compact(3, messages=40, tokens=90_000)
         assert again == verdict  # recorded: the same step's call is replayed
+
+
+def test_a_hook_never_sees_a_provider_key(tmp_path: Path, ws: Path) -> None:
+    dump = tmp_path / "env.json"
+    spy = script(tmp_path, "spy", f"open({str(dump)!r}, 'w').write(json.dumps(dict(os.environ)))\n")
+    env = {"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": "sk-ant-hook-secret", "LANG": "C.UTF-8"}
+    with Store(tmp_path / "state.db") as store:
+        Runner(store, provider(tmp_path, [DONE])).start(
+            spec(ws, hook("run_start", spy), env=env, provider_keys=("sk-ant-hook-secret",)))
+    seen = json.loads(dump.read_text())
+    assert "sk-ant-hook-secret" not in json.dumps(seen) and seen.get("LANG") == "C.UTF-8"
