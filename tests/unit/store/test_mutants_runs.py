@@ -245,7 +245,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert again._conn.execute("PRAGMA synchronous").fetchone() == (1,)
         assert again._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
     assert dict(_rows(path, "SELECT key, value FROM meta"))["store_id"] == meta["store_id"]
-    assert len(_rows(path, "SELECT name FROM migrations")) == 12
+    assert len(_rows(path, "SELECT name FROM migrations")) == 13
 
 
 def test_a_store_missing_a_migration_gets_it_on_open(tmp_path: Path) -> None:
@@ -257,7 +257,7 @@ def test_a_store_missing_a_migration_gets_it_on_open(tmp_path: Path) -> None:
     conn.close()
     with Store(path) as store:
         assert store._is_current()
-    assert len(_rows(path, "SELECT name FROM migrations")) == 12
+    assert len(_rows(path, "SELECT name FROM migrations")) == 13
 
 
 def test_a_twin_connection_sees_the_same_store_with_the_same_pragmas(tmp_path: Path) -> None:
