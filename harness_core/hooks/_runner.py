@@ -172,8 +172,10 @@ class HookRunner:
                 contexts.append(f"[hook {hook.name}] did not finish (the harness stopped while"
                                 " it ran); it was not run again")
                 continue
-            if answer.decision is HookDecision.DENY:  # exit 2: stderr is for the model
-                answer = replace(answer, context=answer.context or answer.reason)
+            if answer.decision is HookDecision.DENY:  # exit 2: stderr is for the model; the
+                # call already ran, so nothing is refused
+                answer = replace(answer, decision=HookDecision.ALLOW,
+                                 context=answer.context or answer.reason)
             self._report(hook, step, "tool", CallAct.of(call).target, answer)
             contexts += _labelled(hook, answer.context)
         return _with_context(outcome, contexts)

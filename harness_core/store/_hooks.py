@@ -91,13 +91,16 @@ class HookQueries(StoreParts):
         return [_record(r) for r in rows]
 
     def begin_hook(self, run_id: str, step: int, call_index: int, event: str, hook: str) -> None:
-        """Record that `hook` is about to run (before it starts)."""
+        """Record that `hook` is about to run (before it starts); a row of an earlier,
+        unfinished start of the same hook is replaced."""
+        key = (run_id, step, call_index, event, hook)
         with self._tx() as conn:
             conn.execute(
+                "DELETE FROM hook_runs WHERE run_id = ? AND step_index = ? AND call_index = ?"
+                " AND event = ? AND hook = ? AND answer IS NULL", key)
+            conn.execute(
                 "INSERT INTO hook_runs(run_id, step_index, call_index, event, hook, started_at)"
-                " VALUES (?,?,?,?,?,?)",
-                (run_id, step, call_index, event, hook, _now()),
-            )
+                " VALUES (?,?,?,?,?,?)", (*key, _now()))
 
     def finish_hook(
         self, run_id: str, step: int, call_index: int, event: str, hook: str,

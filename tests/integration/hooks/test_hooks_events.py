@@ -58,9 +58,11 @@ def test_a_post_tool_hook_exit_2_gives_its_stderr_to_the_model(tmp_path: Path, w
     log: list[tuple[str, Any]] = []
     with Store(tmp_path / "state.db") as store:
         runner = Runner(store, Recording(provider(tmp_path, [WRITE, DONE]), log))  # type: ignore[arg-type]
-        runner.start(spec(ws, hook("post_tool", lint, name="lint")))
+        outcome = runner.start(spec(ws, hook("post_tool", lint, name="lint")))
         assert "[hook lint] a.txt: trailing whitespace on line 1" in _contents(log[1][1])
         assert (ws / "a.txt").read_text() == "x  \n"  # post_tool never undoes the call
+        (event,) = store.policy_events(outcome.run_id)
+        assert (event.verdict, event.rule) == ("allow", "lint")  # nothing was refused
 
 
 def test_a_failing_post_tool_hook_is_reported_and_the_run_goes_on(
