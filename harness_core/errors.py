@@ -5,6 +5,7 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
+    │   │   └── AmbiguousId    a shortened id that matches more than one run or session
     │   └── MissingExtra       a document tool or gate whose pip extra is not installed
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
@@ -14,9 +15,9 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     │   ├── StoreDamaged       the store file fails its self-check; io will not write it
     │   ├── StoreUnavailable   the store cannot be used as it is: not a regular file,
     │   │                      read-only, disk full, locked by another process
-    │   ├── RunNotFound        an unknown run id
-    │   ├── RunInUse           another live process drives this run
-    │   └── SessionInUse       another live process takes a turn on this session
+    │   ├── RunNotFound        an unknown run id                              → exit 2
+    │   ├── RunInUse           another live process drives this run           → exit 5
+    │   └── SessionInUse       another live process takes a turn on this session → exit 5
     ├── ProviderError          a model provider failed (.retryable, .status)
     │   └── ScriptExhausted    the scripted replay has no line for this step
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
@@ -33,6 +34,7 @@ observations recorded in the ledger. This module imports nothing from `harness_c
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousId",
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
@@ -81,6 +83,24 @@ class ConfigError(HarnessError):
 
 class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
+
+
+class AmbiguousId(UsageError):
+    """A shortened id that starts more than one run's (or session's) id.
+
+    Attributes:
+        kind: ``run`` or ``session``.
+        prefix: What was given.
+        matches: The ids it starts, newest first (at most ten).
+    """
+
+    def __init__(self, kind: str, prefix: str, matches: list[str]) -> None:
+        shown = ", ".join(matches[:10]) + (", …" if len(matches) > 10 else "")
+        super().__init__(f"{prefix!r} matches more than one {kind}: {shown}",
+                         hint=f"give more of the {kind} id")
+        self.kind = kind
+        self.prefix = prefix
+        self.matches = matches[:10]
 
 
 class MissingExtra(ConfigError):

@@ -8,12 +8,13 @@ gate command) reaches `Gate.check`. A refusal and an approver's decision land in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness_core.events import Event, EventKind
 from harness_core.hooks import recorded_act
 from harness_core.policy import (
     BUILTIN_LAYER,
+    TIER_LAYER,
     Act,
     ApprovalDecision,
     Approver,
@@ -88,8 +89,15 @@ class Gate:
             "decided_by": by,
         }))
 
+    def _named(self, decision: Decision) -> Decision:
+        """`decision` with a rule: a tier's default is named `tier:<tier>`, so every
+        refusal, approval and pause says which rule and layer decided."""
+        if decision.rule is not None or decision.layer != TIER_LAYER:
+            return decision
+        return replace(decision, rule=f"tier:{self.policy.tier.value}")
+
     def refuse(self, act: Act, reason: str) -> Decision:
-        decision = Decision(Verdict.DENY, reason, None, BUILTIN_LAYER)
+        decision = Decision(Verdict.DENY, reason, "workspace-boundary", BUILTIN_LAYER)
         self._record(act, decision, "policy")
         return decision
 
@@ -99,7 +107,7 @@ class Gate:
         A refusal is recorded like any other, with its rule and layer; `store` replaces
         the gate's own (a connection of the calling thread).
         """
-        decision = self.policy.check(act)
+        decision = self._named(self.policy.check(act))
         if decision.verdict is Verdict.ALLOW:
             return decision
         if decision.verdict is Verdict.ASK:
@@ -116,7 +124,7 @@ class Gate:
         self._record(act, decision, by, store)
 
     def check(self, act: Act) -> Decision:
-        decision = self.policy.check(act)
+        decision = self._named(self.policy.check(act))
         if decision.verdict is Verdict.ALLOW:
             return decision
         if decision.verdict is Verdict.DENY:

@@ -37,6 +37,7 @@ from harness_core.providers import (
     ProviderAttempt,
 )
 from harness_core.redaction import RedactingSink, SecretRedactor
+from harness_core.run._answer import ANSWER_RETRIES, answer_problem
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
 from harness_core.run._hooks import hook_runner, refused_stop, start_messages
@@ -133,6 +134,7 @@ class _Drive:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
     hooks: HookRunner = field(init=False)
+    answer_retries: int = 0
 
 
 class Runner:
@@ -278,9 +280,10 @@ class Runner:
                 f"run {run_id} is a child in the tree of run {record.root_run_id}; a child is"
                 " resumed through its root", hint=f"io resume {record.root_run_id}")
         if record.status.is_terminal:
+            gates = self._last_gates(run_id)
             return RunOutcome(run_id, record.status, record.reason or record.status.value,
-                              record.steps_used, verified=record.status is RunStatus.FINISHED,
-                              gates=self._last_gates(run_id))
+                              record.steps_used, verified=_verdict(gates), gates=gates,
+                              answer=self._last_text(run_id))
         pause = record.pause if record.status is RunStatus.PAUSED else None
         _check_resume_args(pause, approve, answer)
         spec = protect_gate_inputs(spec)
@@ -735,17 +738,44 @@ class Runner:
     def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
         """The model says it is done: run the gates. A root that fails one goes on (the
         failure is its next observation); a child ends, and its parent sees the verdict.
-        A stop hook that refuses the end sends the run on before any gate runs."""
+        A stop hook that refuses the end sends the run on before the answer and the gates
+        are checked."""
         going_on = refused_stop(drive.hooks, self.store, drive.run_id, step)
         if going_on is not None:
             drive.context.append(going_on)
             return None
+        schema = drive.spec.answer_schema
+        if schema is not None and self._tree is None:
+            problem = answer_problem(self._last_text(drive.run_id), schema)
+            if problem is not None:
+                return self._bad_answer(drive, step, problem)
         if self._verify(drive, step):
-            return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+            said = "every gate passed" if drive.verified else "no gates configured"
+            return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}"))
         if self._tree is None:
             return None
         return self._end(drive, _Stop(RunStatus.FAILED,
                                       "done, but a gate failed (the parent decides what next)"))
+
+    def _bad_answer(self, drive: _Drive, step: int, problem: str) -> RunOutcome | None:
+        """A final answer that does not match `--output-schema`: back to the model while
+        retries last, then the run fails (exit 1) with the reason."""
+        drive.answer_retries += 1
+        if drive.answer_retries > ANSWER_RETRIES:
+            return self._end(drive, _Stop(
+                RunStatus.FAILED, f"the final answer does not match the output schema after"
+                f" {ANSWER_RETRIES} retries: {problem}"))
+        message = Message.user(f"Your final answer does not match the required JSON Schema:"
+                               f" {problem}\nReply with only the corrected JSON value.")
+        self.store.append_messages(drive.run_id, step, [message])
+        drive.context.append(message)
+        return None
+
+    def _last_text(self, run_id: str) -> str:
+        """The text of the run's last committed completion ("" when it has none)."""
+        last = self.store.last_checkpoint(run_id)
+        record = self.store.step(run_id, last.step_index) if last is not None else None
+        return record.text if record is not None else ""
 
     def _verify(self, drive: _Drive, step: int) -> bool:
         contract = drive.spec.contract
@@ -814,17 +844,23 @@ class Runner:
         now = self.clock.monotonic()
         self.store.add_wall(drive.run_id, now - drive.started)
         drive.started = now
-        self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause)
+        gates = self._last_gates(drive.run_id)
         steps = self.store.run(drive.run_id).steps_used
-        verified = drive.verified if stop.status is not RunStatus.FINISHED else True
-        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause, verified,
-                             self._last_gates(drive.run_id))
+        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause,
+                             _verdict(gates), gates, self._last_text(drive.run_id))
+        self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause,
+                              exit_code=outcome.exit_code)
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
             kind = EventKind.QUESTION if stop.pause.kind == "question" else EventKind.APPROVAL
             self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause.to_json()}))
         self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
             "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
+
+
+def _verdict(gates: tuple[VerificationRecord, ...]) -> bool | None:
+    """Whether the last gate round passed (None: no round ran)."""
+    return all(g.passed for g in gates) if gates else None
 
 
 _MAX_PAUSE_TURNS = 8

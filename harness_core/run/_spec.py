@@ -67,6 +67,10 @@ class RunSpec:
         role: Role text for the system prompt (a child's agent definition), or None.
         skills: The skills catalogue (names and descriptions); shared by a whole tree.
         hooks: The `[[hooks]]` of every scope (a child runs under its parent's).
+        answer_schema: A JSON Schema the root run's final answer must validate against
+            (`io run --output-schema`): an answer that does not is sent back to the
+            model with the reason, up to `ANSWER_RETRIES` times, then the run fails.
+            Not recorded: `io resume` checks only what it is given again.
     """
 
     workspace: Workspace
@@ -99,6 +103,7 @@ class RunSpec:
     role: str | None = None
     skills: tuple[Skill, ...] = ()
     hooks: tuple[HookConfig, ...] = ()
+    answer_schema: Mapping[str, Any] | None = None
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -134,9 +139,13 @@ class RunOutcome:
         reason: One line saying why it ended here.
         steps: Steps committed so far.
         pause: What it waits for, when paused (``kind``, and the act or question).
-        verified: Whether the gates passed (None when they did not run).
+        verified: Whether the last round of gates passed: True every gate passed, False
+            one failed, None no round ran (no gate is configured, or the run stopped
+            before the model said it was done).
         gates: The last round of verification gates (the gates report): each gate's
             command, exit status, duration, sandbox and whether its inputs were untouched.
+        answer: The text of the run's last completion (its final answer when it
+            finished); empty when it has none.
     """
 
     run_id: str
@@ -146,3 +155,50 @@ class RunOutcome:
     pause: Pause | None = None
     verified: bool | None = None
     gates: tuple[VerificationRecord, ...] = ()
+    answer: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code `io` ends with for this outcome (docs/guide/exit-codes.md).
+
+        0 finished with every configured gate passed (or none configured); 1 the last
+        gate round failed, whatever stopped the run, or the run failed; 3 a budget or
+        stall stop with no failed gate; 4 paused; 130 interrupted. A paused or
+        interrupted run keeps its own code even after a failed round: it is not over.
+        """
+        return _exit_code_of(self.status, self.verified)
+
+    @property
+    def why(self) -> str:
+        """One line saying why the exit code is what it is."""
+        code = self.exit_code
+        if code == 0:
+            return "every gate passed" if self.verified else "no gates configured"
+        if code == 1 and self.verified is False:
+            failed = [g for g in self.gates if not g.passed]
+            named = ", ".join(f"`{g.criterion}` (exit {_status(g.exit_status)})" for g in failed)
+            return "the last gate round failed" + (f": {named}" if named else "")
+        if code == 3:
+            return f"stopped with no failed gate: {self.reason}"
+        if code == 4 and self.pause is not None:
+            waits = "an answer" if self.pause.kind == "question" else "an approval"
+            return f"paused for {waits}"
+        return f"{self.status.value}: {self.reason}"
+
+
+def _status(exit_status: int | None) -> str:
+    return "-" if exit_status is None else str(exit_status)
+
+
+_CODE_OF_STATUS = {
+    RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.ERRORED: 1, RunStatus.RUNNING: 1,
+    RunStatus.STOPPED: 3, RunStatus.PAUSED: 4, RunStatus.INTERRUPTED: 130,
+}
+
+
+def _exit_code_of(status: RunStatus, verified: bool | None) -> int:
+    """The exit code of a run that stands at `status` after a last gate round `verified`
+    (see `RunOutcome.exit_code`)."""
+    if status in (RunStatus.PAUSED, RunStatus.INTERRUPTED) or verified is not False:
+        return _CODE_OF_STATUS[status]
+    return 1

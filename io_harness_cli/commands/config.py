@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import RunSpec
@@ -25,7 +25,7 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
          ) -> None:
     """Print the merged configuration, each value with the scope it came from."""
     from harness_core import UsageError
-    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.commands._load import load_config, workspace_path
     from io_harness_cli.output import write_json
 
     if toml and json_out:
@@ -72,7 +72,7 @@ def _text(value: object) -> str:
 def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
     """Validate the configuration exactly as `io run` does; exit 2 on the first problem."""
     from harness_core import check_runnable
-    from io_harness_cli.commands._common import environment, load_config, workspace_path
+    from io_harness_cli.commands._load import environment, load_config, workspace_path
     from io_harness_cli.output import say
 
     ws = workspace_path(workspace)
@@ -118,7 +118,7 @@ def init(
     import os
 
     from harness_core import UsageError, starter_config
-    from io_harness_cli.commands._common import workspace_path
+    from io_harness_cli.commands._load import workspace_path
     from io_harness_cli.output import say
 
     ws = workspace_path(workspace)

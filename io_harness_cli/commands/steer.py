@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, WorkspaceOpt, id_arg
+from io_harness_cli.commands._options import ConfigOpt, WorkspaceOpt, id_arg
 
 
 def steer(
@@ -35,12 +35,7 @@ def interrupt(
 def _post(run_id: str, kind: str, body: dict[str, str], workspace: object, config: object) -> None:
     from pathlib import Path
 
-    from io_harness_cli.commands._common import (
-        STORE_ONLY,
-        load_config,
-        open_store,
-        workspace_path,
-    )
+    from io_harness_cli.commands._load import STORE_ONLY, load_config, open_store, workspace_path
     from io_harness_cli.output import say
 
     assert workspace is None or isinstance(workspace, Path)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, Store
@@ -32,7 +32,7 @@ def trace(
 ) -> None:
     """Show what RUN_ID did: each step, each call and its observation, each refusal."""
     from harness_core import UsageError
-    from io_harness_cli.commands._common import (
+    from io_harness_cli.commands._load import (
         STORE_AND_PRICES,
         load_config,
         open_store,

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness_core import (
+    AmbiguousId,
     CheckpointFormatError,
     DriveRecord,
     Message,
@@ -112,10 +113,15 @@ def test_find_run_takes_a_unique_prefix_or_the_exact_id(tmp_path: Path) -> None:
         assert store.find_run("a_").run_id == "a_c"  # `_` is a character, not a wildcard
         assert store.find_run("a%").run_id == "a%c"
         assert store.find_run("a!").run_id == "a!c"
-        for ambiguous_or_missing in ("ab", "a", "zz", "", "  ", "b"):
+        for missing in ("zz", "", "  ", "b"):
             with pytest.raises(RunNotFound) as info:
-                store.find_run(ambiguous_or_missing)
-            assert info.value.run_id == ambiguous_or_missing
+                store.find_run(missing)
+            assert info.value.run_id == missing
+        for prefix, matches in (("ab", {"abc", "abcd", "abx9"}),
+                                ("a", {"abc", "abcd", "abx9", "a_c", "a%c", "a!c"})):
+            with pytest.raises(AmbiguousId) as ambiguous:  # listed, not "no run"
+                store.find_run(prefix)
+            assert set(ambiguous.value.matches) == matches and ambiguous.value.kind == "run"
 
 
 def test_list_runs_is_newest_first_limited_and_filtered_by_session(tmp_path: Path) -> None:
