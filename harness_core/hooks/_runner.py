@@ -30,6 +30,8 @@ from harness_core.tools import ToolOutcome
 
 __all__ = ["CallAct", "CompactVerdict", "HookRunner", "StartVerdict"]
 
+_TARGET_CHARS = 300
+"""Characters of a call's arguments kept in its recorded target (the ledger keeps all)."""
 _NO_CALL = -1
 """`call_index` of a hook event that belongs to no tool call."""
 _FAIL_CLOSED = frozenset({HookEvent.RUN_START, HookEvent.PRE_TOOL, HookEvent.PRE_COMPACT})
@@ -49,9 +51,12 @@ class CallAct(Act):
 
     @staticmethod
     def of(call: ToolCall) -> CallAct:
-        """The act of `call` (its name and its arguments as compact JSON)."""
+        """The act of `call`: its name and its arguments as compact JSON, cut to a line a
+        person can read (a `write_file`'s content is not a target)."""
         args = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True,
                           separators=(",", ":"), default=str)
+        if len(args) > _TARGET_CHARS:
+            args = args[:_TARGET_CHARS] + f"… ({len(args):,} characters)"
         return CallAct(ActKind.EXEC, f"{call.name} {args}")
 
 

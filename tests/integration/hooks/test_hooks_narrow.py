@@ -189,3 +189,15 @@ def test_a_resume_after_a_policy_pause_does_not_ask_the_hook_again(
             paused.run_id, spec(ws, *hooks, policy=policy), approve=True)
         assert done.status is RunStatus.FINISHED and (ws / "made.txt").exists()
         assert counted(log) == ["pre_tool exec"]
+
+
+def test_a_refused_calls_recorded_target_is_cut_to_a_line(tmp_path: Path, ws: Path) -> None:
+    deny = script(tmp_path, "deny", "sys.exit(2)\n")
+    big = line("write", ("write_file", {"path": "big.txt", "content": "x" * 50_000}))
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, provider(tmp_path, [big, DONE])).start(
+            spec(ws, hook("pre_tool", deny, name="no")))
+        (event,) = store.policy_events(outcome.run_id)
+        assert event.target.startswith('write_file {"content":"xxx')
+        assert event.target.endswith("… (50,031 characters)") and len(event.target) < 400
+        assert not (ws / "big.txt").exists()
