@@ -143,9 +143,11 @@ class HookRunner:
             contexts += _labelled(hook, answer.context)
         return StartVerdict(context="\n\n".join(contexts))
 
-    def pre_tool(self, step: int, index: int, call: ToolCall) -> ToolOutcome | None:
+    def pre_tool(self, step: int, index: int, call: ToolCall, *, can_ask: bool = True
+                 ) -> ToolOutcome | None:
         """Run the `pre_tool` hooks that match `call`: None lets it run, an outcome
-        refuses it. A hook's ``ask`` goes to the approval flow (which may pause)."""
+        refuses it. A hook's ``ask`` goes to the approval flow (which may pause), or is a
+        refusal where the call cannot wait for one (`can_ask` False: `spawn_agent`)."""
         act = CallAct.of(call)
         for hook in self._matching(HookEvent.PRE_TOOL, call.name):
             answer = self._ledgered(hook, step, index, self._call_payload(hook, step, index, call),
@@ -154,7 +156,7 @@ class HookRunner:
                 if answer is not None and answer.reason:
                     self._report(hook, step, "tool", act.target, answer)
                 continue
-            if answer.decision is HookDecision.ASK and self._ask is not None:
+            if answer.decision is HookDecision.ASK and self._ask is not None and can_ask:
                 asked = Decision(Verdict.ASK, f"hook {hook.name} asks: "
                                  f"{answer.reason or 'approve this call?'}", hook.name, HOOK_LAYER)
                 if self._ask(act, asked).verdict is Verdict.ALLOW:

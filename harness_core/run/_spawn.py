@@ -107,6 +107,9 @@ def run_spawns(
         args = call.arguments if call.raw_arguments is None else None
         refusal = spawn_refusal(args, roster=drive.spec.agents, limits=drive.spec.agent_limits,
                                 depth=drive.tree.depth + 1, spawned=spawned)
+        if refusal is None:  # io's own limits first; then the pre_tool hooks may narrow
+            hooked = drive.hooks.pre_tool(step, index, call, can_ask=False)
+            refusal = hooked.output if hooked is not None else None
         if refusal is None:
             spawned += 1
             job = _fresh(runner, drive, step, index, call)

@@ -182,3 +182,29 @@ def test_a_hook_never_sees_a_provider_key(tmp_path: Path, ws: Path) -> None:
             spec(ws, hook("run_start", spy), env=env, provider_keys=("sk-ant-hook-secret",)))
     seen = json.loads(dump.read_text())
     assert "sk-ant-hook-secret" not in json.dumps(seen) and seen.get("LANG") == "C.UTF-8"
+
+
+def test_a_pre_tool_hook_can_refuse_a_spawn(tmp_path: Path, ws: Path) -> None:
+    no_children = script(tmp_path, "nokids", """
+        assert call["arguments"]["goal"] == "say hi"
+        print(json.dumps({"decision": "ask", "reason": "children need a person"}))
+    """)
+    lines = [line("delegate", spawn("say hi")), line("all done alone")]
+    log: list[tuple[str, Any]] = []
+
+    class Linear(Recording):
+        """The root's lines in order: the scripted provider's static split of a tree
+        cannot know that a hook will refuse the spawn."""
+
+        def plan_tree(self, starts: Any) -> None:
+            return None
+
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, Linear(provider(tmp_path, lines), log),  # type: ignore[arg-type]
+                           spec(ws, hook("pre_tool", no_children, name="nokids",
+                                         matcher="spawn_agent")))
+        assert outcome.status is RunStatus.FINISHED
+        assert store.tree_runs(outcome.run_id) == [store.run(outcome.run_id)]  # no child
+        (entry,) = store.ledger(outcome.run_id, 0)
+        assert entry.observation is not None
+        assert "refused: hook nokids: children need a person" in entry.observation
