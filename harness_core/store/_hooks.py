@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS hook_runs (
     PRIMARY KEY (run_id, step_index, call_index, event, hook)
 )
 """
-"""The hook_runs table (migration 0013_hooks). `call_index` is -1 for an event that
+"""The hook_runs table (migration 0014_hooks). `call_index` is -1 for an event that
 belongs to no tool call (`stop`); `answer` is NULL until the hook finished."""
 
 
