@@ -51,6 +51,9 @@ class EventKind(Enum):
     """The stall detector saw repetition (data: call)."""
     WARNING = "warning"
     """Something the operator should know that did not stop the run (data: mcp, text)."""
+    HOOK = "hook"
+    """A configured hook answered with something to say (data: event, hook, step, act,
+    target, verdict, reason, rule, layer, context); a refused call is a `refusal`."""
     SPAWN = "spawn"
     """A child run started or ended (data: child_run_id, agent, depth, step, call_index,
     status on the end)."""

@@ -21,6 +21,7 @@ from harness_core.config._config import Config
 from harness_core.config._restore import snapshot_root
 from harness_core.errors import ConfigError, MissingSecret
 from harness_core.events import EventSink
+from harness_core.hooks import hook_files
 from harness_core.messages import Usage
 from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
@@ -85,6 +86,12 @@ def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
     return tuple(store + suffix for suffix in ("", "-wal", "-shm"))
 
 
+def _hook_paths(config: Config, workspace: Path) -> tuple[str, ...]:
+    """The workspace files hooks name, absolute: read-only to sandboxed commands."""
+    root = os.path.realpath(workspace)
+    return tuple(os.path.join(root, rel) for rel in hook_files(workspace, config.hooks))
+
+
 def build_run_spec(
     config: Config, workspace: Path, goal: str, *, env: Mapping[str, str]
 ) -> RunSpec:
@@ -120,7 +127,7 @@ def build_run_spec(
         toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=dict(env),
         web=config.web,
-        protected_paths=_store_paths(config, workspace),
+        protected_paths=_store_paths(config, workspace) + _hook_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
@@ -132,6 +139,7 @@ def build_run_spec(
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),
         **_long_task_settings(config, goal),
+        hooks=config.hooks,
     )
 
 

@@ -16,6 +16,7 @@ from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
 from harness_core.errors import ConfigError, MissingSecret
+from harness_core.hooks import HookConfig
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import Policy
 from harness_core.providers import ProviderConfig, WebAccess
@@ -107,6 +108,7 @@ class Config:
         context_max_tokens: `[context] max_tokens`: what the model sees at most.
         web: The `[web]` table; None when absent.
         mcp: The `[[mcp]]` servers, in file order.
+        hooks: The `[[hooks]]` of every scope, lowest scope first, each with its scope.
         agents: The `[agents.NAME]` definitions by name.
         agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
         templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
@@ -140,6 +142,7 @@ class Config:
     context_max_tokens: int | None = None  # set to DEFAULT_CONTEXT_TOKENS when loaded
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
+    hooks: tuple[HookConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     templates_dir: Path | None = None

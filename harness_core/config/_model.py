@@ -26,6 +26,7 @@ from pydantic import ValidationInfo as _Info
 from pydantic_core import PydanticCustomError
 
 from harness_core.agents import AgentLimits
+from harness_core.hooks import HookConfig
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
@@ -443,6 +444,28 @@ class McpTable(Table):
     """Its working directory, relative to the file that names it (default: the workspace)."""
 
 
+HookEventName = Literal["run_start", "pre_tool", "post_tool", "pre_compact", "stop",
+                        "child_stop"]
+
+
+class HookTable(Table):
+    """A program run at one point of every run; it can only narrow (deny, ask, add
+    context), never allow what the policy refuses. Hooks of every scope apply."""
+
+    event: HookEventName | None = None
+    """When it runs: run_start | pre_tool | post_tool | pre_compact | stop | child_stop
+    (required)."""
+    command: list[str] | None = None
+    """The program and its arguments, no shell (required). Relative paths are resolved
+    in the workspace; the files it names there are protected from the agent."""
+    matcher: str = "*"
+    """pre_tool / post_tool: a glob on the tool name (an MCP tool is also server/tool)."""
+    timeout_s: _Seconds = _default(HookConfig, "timeout_s")
+    """Seconds before it is killed; a pre_tool hook that times out refuses the call."""
+    name: str | None = None
+    """Its name in the trace (default: <scope>.hooks[<index>])."""
+
+
 class AgentTable(Table):
     """A named agent definition. It can only narrow: pick a model and a role, add denies."""
 
@@ -553,6 +576,8 @@ class IoToml(Table):
     """Provider-executed web access."""
     mcp: list[McpTable] = []
     """stdio MCP servers."""
+    hooks: list[HookTable] = []
+    """Programs run at points of a run (every scope's hooks apply)."""
     agents: AgentsTable = AgentsTable()
     """Agent trees and named agent definitions."""
     templates: TemplatesTable = TemplatesTable()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness_core.errors import ConfigError
 from harness_core.events import Event, EventKind
@@ -27,6 +28,9 @@ from harness_core.run._spec import RunSpec
 from harness_core.run._windows import context_window_of
 from harness_core.store import Store
 from harness_core.store._compactions import CompactionRecord
+
+if TYPE_CHECKING:
+    from harness_core.hooks import CompactVerdict, HookRunner
 
 __all__ = [
     "DEFAULT_COMPACT_PROMPT", "Compactor", "compaction_window", "inherited_compactions",
@@ -104,6 +108,8 @@ class Compactor:
     records: list[CompactionRecord] = field(default_factory=lambda: [])
     head: int = 0
     meter: _Meter = field(default_factory=_Meter)
+    hooks: HookRunner | None = None
+    """The run's hooks: `pre_compact` ones are asked before every summary."""
 
     @property
     def enabled(self) -> bool:
@@ -170,8 +176,14 @@ class Compactor:
             return None
         self.emit(Event(EventKind.COMPACTION, self.run_id, {
             "step": step, "phase": "started", "size": size, "threshold": threshold}))
-        self.pre_compact(step, size, threshold)
-        record = self._summarise(step, view, cut_view, size, threshold)
+        verdict = self.pre_compact(step, len(view), size)
+        if not verdict.proceed:
+            self.emit(Event(EventKind.COMPACTION, self.run_id, {
+                "step": step, "phase": "refused", "size": size, "threshold": threshold,
+                "reason": verdict.reason}))
+            return None
+        record = self._summarise(step, view, cut_view, size, threshold,
+                                 instructions=verdict.instructions)
         context.reset([*view[:self.head], summary_message(record.summary), *view[cut_view:]])
         self.meter = _Meter()
         self.emit(Event(EventKind.COMPACTION, self.run_id, {
@@ -181,11 +193,15 @@ class Compactor:
             "usage": record.usage.to_json(), "latency_ms": round(record.latency_ms, 3)}))
         return record
 
-    def pre_compact(self, step: int, size: int, threshold: int) -> None:
-        """The `pre_compact` hook's place: called before every summary is asked for.
+    def pre_compact(self, step: int, messages: int, size: int) -> CompactVerdict:
+        """Ask the run's `pre_compact` hooks before a summary is asked for: a hook only
+        narrows (its refusal skips this compaction, and elision does not stand in), and
+        its context is added to the summary's instructions."""
+        from harness_core.hooks import CompactVerdict
 
-        Hooks (#25) are not part of this build; when they land, their `pre_compact` call
-        goes here (and may only narrow: a refusal skips this compaction)."""
+        if self.hooks is None:
+            return CompactVerdict()
+        return self.hooks.pre_compact(step, messages=messages, tokens=size)
 
     def _full_index(self, view_index: int) -> int:
         """The index in the run's whole conversation of view message `view_index`."""
@@ -195,9 +211,11 @@ class Compactor:
         return last.cut + (view_index - self.head - 1)
 
     def _summarise(self, step: int, view: tuple[Message, ...], cut_view: int, size: int,
-                   threshold: int) -> CompactionRecord:
+                   threshold: int, *, instructions: str = "") -> CompactionRecord:
         spec = self.spec
         prompt = spec.compact_prompt or DEFAULT_COMPACT_PROMPT
+        if instructions:
+            prompt = f"{prompt}\n\n{instructions}"
         request = CompletionRequest(model=spec.model, messages=(*view, Message.user(prompt)),
                                     max_tokens=spec.max_tokens, purpose="compact")
         response = self.provider.complete(request, step=step)

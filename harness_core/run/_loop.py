@@ -27,6 +27,7 @@ from harness_core.clock import Clock, SystemClock
 from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
+from harness_core.hooks import HookRunner
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.policy import Approver, Policy
 from harness_core.providers import (
@@ -40,6 +41,7 @@ from harness_core.run._answer import ANSWER_RETRIES, answer_problem
 from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
+from harness_core.run._hooks import hook_runner, refused_stop, start_messages
 from harness_core.run._inputs import (
     baseline_json,
     gate_inputs,
@@ -135,6 +137,7 @@ class _Drive:
     step_end: _StepEnd | None = None
     compactor: Compactor | None = None
     snapshots: SnapshotKeeper | None = None
+    hooks: HookRunner = field(init=False)
     answer_retries: int = 0
     pending_pause: Pause | None = None
     """The pause this drive resumed, until its call takes the operator's decision: a
@@ -356,11 +359,13 @@ class Runner:
             drive.snapshots = SnapshotKeeper(
                 self.store, run_id, spec.workspace.root, spec.snapshot_dir,
                 spec.snapshot_max_bytes, frozenset(spec.protected_paths), self._emit)
+        drive.hooks = hook_runner(spec, launchers, self.store, run_id, gate, self._emit)
+        compactor.hooks = drive.hooks
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
         # names), its MCP session. A list, so an extra named "handles" hides nothing.
-        closing: list[Any] = []
+        closing: list[Any] = [drive.hooks]
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
             registry = HandleRegistry(
@@ -419,7 +424,7 @@ class Runner:
         approve: bool | None,
         answer: str | None,
     ) -> RunOutcome:
-        step = 0
+        step, last = 0, None
         # A resume inside a step (its completion recorded, its calls not all observed,
         # as when it paused) is not at a step boundary: the queue waits for the next one,
         # so no message lands between a call and its result.
@@ -430,6 +435,11 @@ class Runner:
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
+        try:
+            self._start_hooks(drive, step, resumed=resumed)
+        except _Stop as stop:
+            return self._end(drive, stop)
+        if resumed:
             if last is not None and last.state.done and last.state.verified is None:
                 ended = self._done(drive, last.step_index)
                 if ended is not None:
@@ -487,6 +497,13 @@ class Runner:
                 step += 1
         except _Stop as stop:
             return self._end(drive, stop)
+
+    def _start_hooks(self, drive: _Drive, step: int, *, resumed: bool) -> None:
+        refused, messages = start_messages(drive.hooks, self.store, drive.run_id, step,
+                                           goal=drive.spec.contract.goal, resumed=resumed)
+        if refused is not None:
+            raise _Stop(RunStatus.ERRORED, f"a run_start hook refused the run: {refused}")
+        drive.context.extend(messages)
 
     def _boundary(self, drive: _Drive, step: int, *, take_inbox: bool = True) -> None:
         if self._cancel.is_set():
@@ -728,7 +745,9 @@ class Runner:
         }))
         drive.ctx.call_ref = f"{drive.run_id}/{step}/{index}"
         try:
-            outcome = drive.toolbox.call(call, drive.ctx, resumed=resumed)
+            outcome = (drive.hooks.pre_tool(step, index, call)
+                       or drive.hooks.post_tool(step, index, call, drive.toolbox.call(
+                           call, drive.ctx, resumed=resumed)))
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
@@ -800,7 +819,13 @@ class Runner:
 
     def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
         """The model says it is done: run the gates. A root that fails one goes on (the
-        failure is its next observation); a child ends, and its parent sees the verdict."""
+        failure is its next observation); a child ends, and its parent sees the verdict.
+        A stop hook that refuses the end sends the run on before the answer and the gates
+        are checked."""
+        going_on = refused_stop(drive.hooks, self.store, drive.run_id, step)
+        if going_on is not None:
+            drive.context.append(going_on)
+            return None
         schema = drive.spec.answer_schema
         if schema is not None and self._tree is None:
             problem = answer_problem(self._last_text(drive.run_id), schema)

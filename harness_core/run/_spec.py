@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.hooks import HookConfig
 from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
@@ -79,6 +80,7 @@ class RunSpec:
             folder per store and run); None keeps none.
         snapshot_max_bytes: The blob bytes one run's snapshots may hold; past it io
             stops taking snapshots for the run (and says so).
+        hooks: The `[[hooks]]` of every scope (a child runs under its parent's).
         answer_schema: A JSON Schema the root run's final answer must validate against
             (`io run --output-schema`): an answer that does not is sent back to the
             model with the reason, up to `ANSWER_RETRIES` times, then the run fails.
@@ -122,6 +124,7 @@ class RunSpec:
     compact_keep_steps: int = 2
     snapshot_dir: Path | None = None
     snapshot_max_bytes: int = 256 * 1024 * 1024
+    hooks: tuple[HookConfig, ...] = ()
     answer_schema: Mapping[str, Any] | None = None
 
     def settings_json(self) -> dict[str, Any]:
@@ -145,6 +148,7 @@ class RunSpec:
             "stall_window": self.stall_window,
             "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
             "role": self.role,
+            **({"hooks": [h.to_json() for h in self.hooks]} if self.hooks else {}),
         }
 
 

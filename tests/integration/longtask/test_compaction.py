@@ -141,3 +141,51 @@ def test_kill_after_a_recorded_compaction_resumes_without_a_second_summary(
     with sqlite3.connect(_store()) as db:
         assert [r[0] for r in db.execute("SELECT step_index FROM compactions ORDER BY seq")] \
             == [3, 6]
+
+
+def _user_hook(home: Path, log: Path, answer: str) -> None:
+    """A user-scope `pre_compact` hook (on the host) that logs its stdin and answers."""
+    script = home / "pre_compact.py"
+    script.write_text(
+        "import json, sys\n"
+        f"open({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\n')\n"
+        f"{answer}\n")
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "io" / "io.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(f'[[hooks]]\nname = "compact-guard"\nevent = "pre_compact"\n'
+                   f'command = [{json.dumps(str(__import__("sys").executable))},'
+                   f' {json.dumps(str(script))}]\n')
+
+
+def test_a_pre_compact_hook_is_asked_before_each_summary_and_adds_its_context(
+        tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    log = tmp_path / "hook.log"
+    _user_hook(tmp_path, log, "print(json.dumps({'context': 'KEEP-CHAPTER-NAMES'}))")
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    asked = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [a["event"] for a in asked] == ["pre_compact", "pre_compact"]
+    assert [a["step"] for a in asked] == [3, 6] and all(a["tokens"] > 5000 for a in asked)
+    events = json_lines(done.stdout)
+    assert len([e for e in events if e["kind"] == "compaction" and e["phase"] == "done"]) == 2
+    # The hook's answer is a policy event named by the hook (layer "hook").
+    run_id = str(events[-1]["run_id"])
+    trace = json.loads(run_io(["trace", run_id, "--json"]).stdout)
+    assert any(r.get("layer") == "hook" and r.get("rule") == "compact-guard"
+               for r in trace["refusals"]), trace["refusals"]
+
+
+def test_a_pre_compact_hook_that_refuses_skips_the_compaction(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    log = tmp_path / "hook.log"
+    _user_hook(tmp_path, log, "sys.stderr.write('no summaries here'); sys.exit(2)")
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    phases = [e["phase"] for e in events if e["kind"] == "compaction"]
+    assert "done" not in phases and phases.count("refused") >= 2
+    refused = [e for e in events if e["kind"] == "compaction" and e["phase"] == "refused"]
+    assert "no summaries here" in refused[0]["reason"]
+    run_id = str(events[-1]["run_id"])
+    assert json.loads(run_io(["trace", run_id, "--json"]).stdout)["compactions"] == []

@@ -149,6 +149,13 @@ args = ["--a", "b"]
 env = { TOKEN = "${env:MCP_TOKEN}", MODE = "x" }
 cwd = "tools"
 
+[[hooks]]
+event = "pre_tool"
+command = ["python3", "hooks/guard.py"]
+matcher = "shell"
+timeout_s = 7
+name = "guard"
+
 [agents]
 max_depth = 2
 max_children = 5
@@ -311,6 +318,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.args": (lambda c: c.mcp[0].args, ("--a", "b")),
         "mcp.env": (lambda c: dict(c.mcp[0].env), {"TOKEN": "mcp-token-value", "MODE": "x"}),
         "mcp.cwd": (lambda c: c.mcp[0].cwd, ws / "tools"),
+        "hooks.event": (lambda c: c.hooks[0].event.value, "pre_tool"),
+        "hooks.command": (lambda c: c.hooks[0].command, ("python3", "hooks/guard.py")),
+        "hooks.matcher": (lambda c: c.hooks[0].matcher, "shell"),
+        "hooks.timeout_s": (lambda c: c.hooks[0].timeout_s, 7.0),
+        "hooks.name": (lambda c: c.hooks[0].name, "guard"),
         "agents.max_depth": (lambda c: c.agent_limits.max_depth, 2),
         "agents.max_children": (lambda c: c.agent_limits.max_children, 5),
         "agents.parallel": (lambda c: c.agent_limits.parallel, 3),
