@@ -5,6 +5,7 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
+    │   │   ├── WorkspaceChanged   io rewind/undo refused: files changed outside io
     │   │   ├── AmbiguousId    a shortened id that matches more than one run or session
     │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
     │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
@@ -25,6 +26,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
+    │   ├── DocumentTooLarge   a document would unpack past a [documents] limit
+    │   ├── DocumentEncrypted  a document is password-protected
     │   ├── ShellRefused       a shell line construct refused by name (.construct, .column)
     │   └── GitRefused         a repository whose files could make io's git run a program
     └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
@@ -40,6 +43,8 @@ __all__ = [
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
+    "DocumentEncrypted",
+    "DocumentTooLarge",
     "GitRefused",
     "HarnessError",
     "InvalidToolArguments",
@@ -60,6 +65,7 @@ __all__ = [
     "StateError",
     "ToolError",
     "UsageError",
+    "WorkspaceChanged",
     "WorkspaceError",
 ]
 
@@ -89,6 +95,21 @@ class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
 
 
+class WorkspaceChanged(UsageError):
+    """`io rewind` / `io undo` refused: files changed outside io since the last state io
+    recorded for the run, and restoring would throw that work away.
+
+    Attributes:
+        paths: The workspace paths that changed, sorted.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        shown = ", ".join(paths[:20]) + (f" (and {len(paths) - 20} more)" if len(paths) > 20
+                                         else "")
+        super().__init__(
+            f"files changed outside io since the run's last recorded state: {shown}",
+            hint="commit, move or revert those changes, then run the command again")
+        self.paths = tuple(paths)
 class AmbiguousId(UsageError):
     """A shortened id that starts more than one run's (or session's) id.
 
@@ -306,6 +327,15 @@ class ToolError(HarnessError):
 
 class InvalidToolArguments(ToolError):
     """A tool's arguments are not the JSON object it expects."""
+
+
+class DocumentTooLarge(ToolError):
+    """A document would unpack past a `[documents]` limit (a zip bomb, or just too big);
+    it was refused before any library parsed it."""
+
+
+class DocumentEncrypted(ToolError):
+    """A document is password-protected and no (right) `password` was given."""
 
 
 class ShellRefused(ToolError):
