@@ -27,6 +27,7 @@ Run: python bench/sandbox_step.py [--repeat N] [--steps 20,100,1000] [--against 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -56,26 +57,34 @@ BACKENDS: tuple[str, ...] = ("off", "native")
 
 def run_once(steps: int, backend: str, tmp: Path, code: Path,
              callgrind: Path | None = None) -> tuple[list[float], float]:
-    """One `io run` of `steps` echo steps: (per-step gaps in ms, CPU seconds of the tree)."""
+    """One `io run` of `steps` echo steps: (per-step gaps in ms, CPU seconds of the tree).
+
+    With `callgrind`, the `io` process runs under callgrind and its counts are written
+    to that file (a child forked before its `exec` would otherwise write over them)."""
     with start_vendor_server("openai", responder=responder(steps)) as fake:
         ws = write_workspace(tmp / f"ws-{backend}-{steps}", "openai", fake.base_url, backend)
         env = child_env(tmp / f"state-{code.name}.db")
         env["PYTHONPATH"] = str(code)
         env["IO_BENCH_RSS"] = str(tmp / "rss.txt")
-        if callgrind is not None:
-            env["PYTHONHASHSEED"] = "0"
         argv = [sys.executable, "-c", _BOOT, "run", "bench", "-w", str(ws), "--json"]
         if callgrind is not None:
+            env["PYTHONHASHSEED"] = "0"
             argv = ["valgrind", "--tool=callgrind", "--trace-children=no",
-                    f"--callgrind-out-file={callgrind}", *argv]
-        done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, cwd=str(code), check=False)
-        if done.returncode != 0:
-            raise SystemExit(f"io run failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+                    f"--callgrind-out-file={callgrind}.%p", *argv]
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, cwd=str(code))
+        _, err = child.communicate()
+        if child.returncode != 0:
+            raise SystemExit(f"io run failed ({child.returncode}): {err.decode()[-2000:]}")
+        if callgrind is not None:
+            Path(f"{callgrind}.{child.pid}").rename(callgrind)
         received = [r.received_at for r in fake.requests]
         answered = fake.answered_at
+        last = json.dumps(fake.requests[-1].body)
     cpu = _child_cpu()
     assert len(received) == steps + 1, f"{len(received)} requests for {steps} steps"
+    if steps and f"hi {steps - 1}" not in last:  # the commands really ran
+        raise SystemExit(f"the last step's echo output is missing ({backend}): {last[-300:]}")
     return [(received[i + 1] - answered[i]) * 1000.0 for i in range(steps)], cpu
 
 
@@ -144,6 +153,9 @@ def main() -> None:
     parser.add_argument("--steps", default="20,100,1000")
     parser.add_argument("--against", default=None, help="also run this commit's tree")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts too")
+    parser.add_argument("--count-steps", default="20,320",
+                        help="run lengths for the instruction counts (a long difference"
+                        " outweighs what the start-up's sweep of other processes' ledgers varies)")
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="off,native")
     args = parser.parse_args()
@@ -162,7 +174,7 @@ def main() -> None:
         if not args.skip_timing:
             timing(trees, lengths, args.repeat, tmp)
         if args.instructions:
-            counting(trees, lengths, tmp)
+            counting(trees, sorted(int(s) for s in args.count_steps.split(",")), tmp)
     end_load = os.getloadavg()
     print(f"\nload average at the end {end_load[0]:.1f} / {end_load[1]:.1f};"
           f" {time.monotonic() - started:.0f} s")

@@ -39,7 +39,8 @@ _PREFIX = "c"
 _SPARES = 4
 """Spare processes kept ready, each already in its own pids cgroup."""
 _LOW = 2
-"""The pool is topped up to `_SPARES` (in one message) when this few are left."""
+"""The pool is topped up to `_SPARES` (in one message) when this few are left after a
+command finished (`top_up`)."""
 _START_SECONDS = 30.0
 """How long a command may wait for the launcher to start it before it is given up."""
 
@@ -235,12 +236,16 @@ class Resident:
             spare.run.close()
             spare.status.close()
             raise
+        return pid, spare.status, cgroup, started
+
+    def top_up(self) -> None:
+        """Ask for more spares when few are left. Called once a command is finished, not
+        as it starts: the launcher's forks would compete with the command for the CPUs."""
         with self._lock:
-            short = _SPARES - len(self._spares) if len(self._spares) <= _LOW else 0
+            short = _SPARES - len(self._spares) if len(self._spares) <= _LOW and not self._closed else 0
         if short > 0:
             with contextlib.suppress(SandboxUnavailable):  # the next command reports it
                 self._add_spares(short)
-        return pid, spare.status, cgroup, started
 
     def _ready(self, status: socket.socket) -> tuple[int, PidsCgroup | None]:
         """Wait for the spare's ``P`` (normally there already): its pid and cgroup."""

@@ -191,8 +191,11 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
     def _release_user(self, resident: Resident) -> None:
         with self._resident_lock:
             resident.users -= 1
-            if resident.retiring and resident.users == 0:
+            retire = resident.retiring
+            if retire and resident.users == 0:
                 resident.close(wait=False)
+        if not retire:
+            resident.top_up()
 
     def finish(self, process: subprocess.Popen[bytes]) -> None:
         """Kill what is left of the command, remove its cgroup (in the background: a
