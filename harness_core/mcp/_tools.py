@@ -6,9 +6,11 @@ server's name in the middle keeps two servers' tools apart. What a server sends 
 tool listing, a call's result) arrives as JSON and is parsed here at once into frozen
 dataclasses; nothing past this module sees a raw payload or the SDK's own types.
 
-This module never starts a process, never imports the `mcp` SDK and never decides
-policy: calling a tool of a started server is not an act the policy sees (the policy
-decided the server's start; see `harness_core.mcp._client`).
+Calling a tool is an act the policy decides (`Act.mcp(server, tool)`, rules
+``allow_mcp``/``deny_mcp`` naming ``server/tool``), through the run's gate like every
+built-in's act, before anything is sent: a refusal is recorded and comes back to the
+model as an observation. This module never starts a process and never imports the
+`mcp` SDK.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness_core.messages import ToolSpec
+from harness_core.policy import Act
 from harness_core.tool_data import McpData
 from harness_core.tools import ToolContext, ToolOutcome
-from harness_core.tools._support import bounded
+from harness_core.tools._support import bounded, refusal_outcome
 
 __all__ = [
     "MAX_TOOL_NAME",
@@ -200,12 +203,17 @@ class McpTool:
         return self._spec
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        """Send the call to the server and wait at most `ctx.exec_timeout` seconds.
+        """Check the call with the policy, send it to the server and wait at most
+        `ctx.exec_timeout` seconds.
 
-        The output is bounded to `ctx.output_cap` bytes. A server error, a dead server
+        A refused call is not sent (the refusal is the outcome). The output is bounded to `ctx.output_cap` bytes. A server error, a dead server
         and a timeout are error outcomes. The call may have changed anything the server
         can reach, so the outcome says the workspace may have changed.
         """
+        act = Act.mcp(self.server, self.remote_name)
+        decision = ctx.gate.check(act)
+        if not decision.is_allowed:
+            return refusal_outcome(act, decision)
         result = self._caller.call_tool(self.server, self.remote_name, args, ctx.exec_timeout)
         text, cut = bounded(result.text, ctx.output_cap)
         structured = result.structured
