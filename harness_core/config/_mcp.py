@@ -51,6 +51,8 @@ def _oauth(table: McpOAuthTable | None, path: tuple[str | int, ...], where: Wher
             grant=McpGrant(table.grant),
             client_id=table.client_id,
             client_secret=table.client_secret,
+            private_key=table.private_key,
+            signing_algorithm=table.signing_algorithm,
             scopes=tuple(table.scopes),
             client_metadata_url=table.client_metadata_url,
             issuer=table.issuer,

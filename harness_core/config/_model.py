@@ -402,6 +402,11 @@ class McpOAuthTable(Table):
     """A pre-registered client (default: dynamic client registration)."""
     client_secret: Annotated[str | None, SECRET] = None
     """Its secret; a secret (shown as ***, never recorded)."""
+    private_key: Annotated[str | None, SECRET] = None
+    """Instead of client_secret: a PEM private key that signs client-credentials
+    assertions (private_key_jwt), e.g. "${file:/run/secrets/mcp.pem}"; a secret."""
+    signing_algorithm: str = "RS256"
+    """The JWS algorithm of those assertions (RS256, ES256 …)."""
     scopes: list[str] = []
     """Scopes to ask for (default: what the server's challenge or metadata names)."""
     client_metadata_url: str | None = None

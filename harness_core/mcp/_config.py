@@ -48,6 +48,9 @@ class McpOAuth:
         grant: Authorization code (a person, once) or client credentials (CI).
         client_id: A pre-registered client; None registers one dynamically.
         client_secret: Its secret (secret: hidden from `repr`, never recorded).
+        private_key: Instead of a secret, a PEM private key the client signs its
+            client-credentials assertions with (``private_key_jwt``, RFC 7523); secret.
+        signing_algorithm: The JWS algorithm of those assertions (RS256, ES256 …).
         scopes: Scopes to ask for; empty lets the server's challenge or metadata decide.
         client_metadata_url: An https URL io's client metadata document is served from,
             used as the client id where the authorization server accepts one (CIMD).
@@ -61,6 +64,8 @@ class McpOAuth:
     grant: McpGrant = McpGrant.AUTHORIZATION_CODE
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
+    private_key: str | None = field(default=None, repr=False)
+    signing_algorithm: str = "RS256"
     scopes: tuple[str, ...] = ()
     client_metadata_url: str | None = None
     issuer: str | None = None
@@ -69,9 +74,10 @@ class McpOAuth:
 
     def __post_init__(self) -> None:
         if self.grant is McpGrant.CLIENT_CREDENTIALS and not (
-                self.client_id and self.client_secret):
+                self.client_id and (self.client_secret or self.private_key)):
             raise ConfigError("an MCP OAuth client_credentials grant needs client_id and"
-                              " client_secret", hint="or use grant = \"authorization_code\"")
+                              " client_secret (or private_key)",
+                              hint="or use grant = \"authorization_code\"")
         if not 0 <= self.redirect_port <= 65535:
             raise ConfigError(f"redirect_port must be from 0 to 65535, not {self.redirect_port}")
 

@@ -31,7 +31,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
 from harness_core.mcp._config import McpGrant, McpOAuth, McpServerConfig
@@ -244,20 +244,34 @@ def build_auth(config: McpServerConfig, notice: Callable[[str], None]
     storage = TokenFile(token_path(config))
     scope = " ".join(settings.scopes) or None
     if settings.grant is McpGrant.CLIENT_CREDENTIALS:
-        from mcp.client.auth.extensions.client_credentials import (
-            ClientCredentialsOAuthProvider,
-        )
-
-        with warnings.catch_warnings():
-            # Without an issuer the SDK warns that 3.0 will need one; io names it when
-            # the operator does (`issuer`) and otherwise keeps discovery's answer.
-            warnings.simplefilter("ignore")
-            provider = _restoring(ClientCredentialsOAuthProvider, storage)(
-                server_url=config.url, storage=storage, client_id=settings.client_id or "",
-                client_secret=settings.client_secret or "", scope=scope,
-                issuer=settings.issuer)
-        return provider, None
+        return _client_credentials(config, settings, storage, scope), None
     return _authorization_code(config, settings, storage, scope, notice)
+
+
+def _client_credentials(config: McpServerConfig, settings: McpOAuth, storage: TokenFile,
+                        scope: str | None) -> httpx2.Auth:
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    client_id = settings.client_id or ""
+    with warnings.catch_warnings():
+        # Without an issuer the SDK warns that 3.0 will need one; io passes it when the
+        # operator names it (`issuer`) and otherwise keeps discovery's answer.
+        warnings.simplefilter("ignore")
+        if settings.private_key:
+            signer = SignedJWTParameters(issuer=client_id, subject=client_id,
+                                         signing_key=settings.private_key,
+                                         signing_algorithm=settings.signing_algorithm)
+            return cast("httpx2.Auth", _restoring(PrivateKeyJWTOAuthProvider, storage)(
+                server_url=config.url, storage=storage, client_id=client_id,
+                assertion_provider=signer.create_assertion_provider(), scope=scope,
+                issuer=settings.issuer))
+        return cast("httpx2.Auth", _restoring(ClientCredentialsOAuthProvider, storage)(
+            server_url=config.url, storage=storage, client_id=client_id,
+            client_secret=settings.client_secret or "", scope=scope, issuer=settings.issuer))
 
 
 def _authorization_code(config: McpServerConfig, settings: McpOAuth, storage: TokenFile,

@@ -4,7 +4,9 @@
 `HttpServer` records every request's path and `Authorization` header, can demand a
 bearer token (answering 401 with a `WWW-Authenticate` that names the protected resource
 metadata, RFC 9728), and can forget its MCP sessions (as a restarted server would), so
-a client must connect again.
+a client must connect again. With `oauth=True` the same port also serves a small
+authorization server (`FakeAuthServer`): metadata, registration, authorization with
+PKCE (consent is automatic), and the token endpoint.
 """
 
 from __future__ import annotations
@@ -18,10 +20,17 @@ from typing import Any
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
+from tests.integration.mcp.auth_fixture import PATHS as AUTH_PATHS
+from tests.integration.mcp.auth_fixture import FakeAuthServer
+
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+CALLS: list[str] = []
+"""Every echo the servers ran (a test clears it)."""
 
 
 def build_server() -> MCPServer:
@@ -30,7 +39,19 @@ def build_server() -> MCPServer:
     @server.tool()
     def echo(text: str) -> str:
         """Say `text` back."""
+        CALLS.append(text)
         return f"echo: {text}"
+
+    @server.tool()
+    async def grow(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Add a tool named `sprout` and tell the client its tools changed."""
+
+        def sprout() -> str:
+            return "sprouted"
+
+        server.add_tool(sprout)
+        await ctx.session.send_tool_list_changed()
+        return "grown"
 
     @server.tool()
     async def chatty(ctx: Context) -> str:  # type: ignore[type-arg]
@@ -53,10 +74,13 @@ class HttpServer:
         metadata_url: The resource metadata URL a 401 names.
     """
 
-    def __init__(self, *, token: str | None = None, metadata_url: str | None = None) -> None:
+    def __init__(self, *, token: str | None = None, metadata_url: str | None = None,
+                 oauth: bool = False, expires_in: int = 3600,
+                 client: tuple[str, str] | None = None) -> None:
         self.mcp = build_server()
         self.token = token
         self.metadata_url = metadata_url
+        self.auth: FakeAuthServer | None = None
         self.seen: list[tuple[str, str, str | None]] = []
         self._inner: App = self.mcp.streamable_http_app()
         self._reset = False
@@ -71,9 +95,16 @@ class HttpServer:
             threading.Event().wait(0.01)
         sock = self._server.servers[0].sockets[0]
         self.port: int = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/mcp"
+        if oauth:
+            self.auth = FakeAuthServer(self.base, self.url, expires_in=expires_in, client=client)
+            self.metadata_url = f"{self.base}/.well-known/oauth-protected-resource"
 
     def accept(self, authorization: str | None) -> bool:
+        if self.auth is not None:
+            return authorization is not None and authorization.removeprefix(
+                "Bearer ") in self.auth.valid
         return self.token is None or authorization == f"Bearer {self.token}"
 
     def forget_sessions(self) -> None:
@@ -88,6 +119,9 @@ class HttpServer:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         auth = headers.get("authorization")
         self.seen.append((scope["method"], scope["path"], auth))
+        if self.auth is not None and scope["path"] in AUTH_PATHS:
+            await self.auth(scope, receive, send)
+            return
         if not self.accept(auth):
             challenge = 'Bearer error="invalid_token"'
             if self.metadata_url:
