@@ -76,7 +76,7 @@ class HttpServer:
 
     def __init__(self, *, token: str | None = None, metadata_url: str | None = None,
                  oauth: bool = False, expires_in: int = 3600,
-                 client: tuple[str, str] | None = None) -> None:
+                 client: tuple[str, str] | None = None, auth_host: str = "127.0.0.1") -> None:
         self.mcp = build_server()
         self.token = token
         self.metadata_url = metadata_url
@@ -98,7 +98,8 @@ class HttpServer:
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
         if oauth:
-            self.auth = FakeAuthServer(self.base, self.url, expires_in=expires_in, client=client)
+            issuer = f"http://{auth_host}:{self.port}"
+            self.auth = FakeAuthServer(issuer, self.url, expires_in=expires_in, client=client)
             self.metadata_url = f"{self.base}/.well-known/oauth-protected-resource"
 
     def accept(self, authorization: str | None) -> bool:
