@@ -220,7 +220,7 @@ class RedirectListener:
 def _restoring(base: type[Any], storage: TokenFile) -> Any:
     """`base` whose stored token keeps its expiry (the SDK's loader forgets it)."""
 
-    class Restoring(base):  # type: ignore[misc,valid-type]
+    class Restoring(base):  # type: ignore[misc]
         async def _initialize(self) -> None:
             await super()._initialize()
             if self.context.current_tokens is not None:
