@@ -39,7 +39,14 @@ from typing import Any
 from harness_core.errors import McpUnavailable, PolicyError, ToolError
 from harness_core.mcp._config import McpGrant, McpServerConfig
 from harness_core.mcp._relay import Relay
-from harness_core.mcp._server import SESSION_EXPIRED, EventLoopThread, ServerHandle, call, serve
+from harness_core.mcp._server import (
+    SESSION_EXPIRED,
+    EventLoopThread,
+    ServerHandle,
+    call,
+    serve,
+    stop_servers,
+)
 from harness_core.mcp._stdio import SESSION_MARKER, kill_marked, server_environment, stdio_opener
 from harness_core.mcp._tools import McpCallResult, McpTool, McpToolInfo, tool_name
 from harness_core.policy import Act, Decision, Verdict
@@ -376,7 +383,7 @@ class McpSession:
             servers = list(self._servers.values())
         try:
             if loop is not None:
-                _stop_servers(loop, servers)
+                stop_servers(loop, servers, _STOP_WAIT)
                 loop.stop(_STOP_WAIT)
                 kill_marked(self._token)
         finally:
@@ -390,18 +397,3 @@ class McpSession:
                  tb: TracebackType | None) -> None:
         self.close()
 
-
-def _stop_servers(loop: EventLoopThread, servers: Sequence[ServerHandle]) -> None:
-    for server in servers:
-        loop.call_soon(server.stop.set)
-    deadline = time.monotonic() + _STOP_WAIT
-    for server in servers:
-        task = server.task
-        if task is None:
-            continue
-        try:
-            task.result(max(0.0, deadline - time.monotonic()))
-        except TimeoutError:
-            task.cancel()
-        except CancelledError:
-            pass

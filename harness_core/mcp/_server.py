@@ -26,8 +26,9 @@ import asyncio
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import CancelledError, Future
 from contextlib import AbstractAsyncContextManager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
     from mcp import ClientSession, types
     from mcp.client.context import ClientRequestContext
 
-__all__ = ["SESSION_EXPIRED", "EventLoopThread", "Opener", "ServerHandle", "call", "serve"]
+__all__ = ["SESSION_EXPIRED", "EventLoopThread", "Opener", "ServerHandle", "call", "serve",
+           "stop_servers"]
 
 SESSION_EXPIRED = "its session expired"
 """`ServerHandle.ended` of a remote server that answered 404 to a request of a session
@@ -333,3 +335,20 @@ def _is_session_expired(exc: BaseException) -> bool:
 def _not_running(server: ServerHandle) -> str:
     why = f" ({server.ended})" if server.ended else ""
     return f"MCP server {server.name!r} is not running{why}{server.stderr_tail()}"
+
+
+def stop_servers(loop: EventLoopThread, servers: Sequence[ServerHandle], wait: float) -> None:
+    """Ask every server to stop, wait up to `wait` seconds in all, then cancel the rest."""
+    for server in servers:
+        loop.call_soon(server.stop.set)
+    deadline = time.monotonic() + wait
+    for server in servers:
+        task = server.task
+        if task is None:
+            continue
+        try:
+            task.result(max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            task.cancel()
+        except CancelledError:
+            pass
