@@ -217,7 +217,7 @@ class McpSession:
                 server.task = loop.submit(serve(server))
             taken: set[str] = set()
             for server in planned:
-                deadline = began + server.start_timeout + _START_GRACE
+                deadline = began + server.longest_start + _START_GRACE
                 try:
                     listed = relay.wait(server.ready, max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
@@ -287,7 +287,7 @@ class McpSession:
             oauth is None or oauth.grant is McpGrant.AUTHORIZATION_CODE)
         extra = (oauth.authorize_timeout if oauth is not None else 300.0) if (
             waits_on_a_person) else 0.0
-        server = ServerHandle(config, http_opener(self._relay), timeout + extra)
+        server = ServerHandle(config, http_opener(self._relay), timeout, extra)
         self._servers[config.name] = server
         return server
 
@@ -360,7 +360,7 @@ class McpSession:
         entry.renew()
         entry.task = loop.submit(serve(entry))
         try:
-            listed = self._relay.wait(entry.ready, entry.start_timeout + _START_GRACE)
+            listed = self._relay.wait(entry.ready, entry.longest_start + _START_GRACE)
         except TimeoutError:
             loop.call_soon(entry.stop.set)
             listed = f"did not answer within {entry.start_timeout:g} s"

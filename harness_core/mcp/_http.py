@@ -67,7 +67,7 @@ def http_opener(relay: Relay) -> Opener:
         config = server.config
         headers = dict(config.headers)
         auth, listener = (None, None) if _has_authorization(headers) else build_auth(
-            config, relay.notify if relay.can_notify else _nobody)
+            config, relay.notify if relay.can_notify else _nobody, server.wait_on_person)
         client = httpx2.AsyncClient(
             headers=headers, auth=auth,
             timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),

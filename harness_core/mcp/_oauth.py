@@ -147,15 +147,17 @@ class RedirectListener:
         server: The MCP server's name, for the notice.
         notice: Shows the person the URL to open.
         timeout: Seconds to wait for the browser to come back.
+        on_wait: Called when the wait for a person begins (extends the start's deadline).
     """
 
     def __init__(self, port: int, server: str, notice: Callable[[str], None],
-                 timeout: float) -> None:
+                 timeout: float, on_wait: Callable[[], None] = lambda: None) -> None:
         self.port = port
         self.redirect_uri = f"http://127.0.0.1:{port}/callback"
         self._server_name = server
         self._notice = notice
         self._timeout = timeout
+        self._on_wait = on_wait
         self._listener: asyncio.Server | None = None
         self._answer: asyncio.Future[dict[str, str]] | None = None
 
@@ -164,6 +166,7 @@ class RedirectListener:
         redirect handler)."""
         self._answer = asyncio.get_running_loop().create_future()
         self._listener = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self._on_wait()
         self._notice(f"MCP server {self._server_name!r} asks for authorization: open"
                      f" {authorization_url} (waiting {self._timeout:g} s for the redirect"
                      f" to {self.redirect_uri})")
@@ -229,13 +232,15 @@ def _restoring(base: type[Any], storage: TokenFile) -> Any:
     return Restoring
 
 
-def build_auth(config: McpServerConfig, notice: Callable[[str], None]
+def build_auth(config: McpServerConfig, notice: Callable[[str], None],
+               on_wait: Callable[[], None] = lambda: None
                ) -> tuple[httpx2.Auth, RedirectListener | None]:
     """The httpx auth that answers `config`'s server's 401s, and its redirect listener.
 
     Args:
         config: A remote server.
         notice: Shows the person the authorization URL (authorization code grant).
+        on_wait: Called when the start begins to wait on that person.
 
     Returns:
         The auth, and the listener (None for client credentials) to close at the end.
@@ -245,7 +250,7 @@ def build_auth(config: McpServerConfig, notice: Callable[[str], None]
     scope = " ".join(settings.scopes) or None
     if settings.grant is McpGrant.CLIENT_CREDENTIALS:
         return _client_credentials(config, settings, storage, scope), None
-    return _authorization_code(config, settings, storage, scope, notice)
+    return _authorization_code(config, settings, storage, scope, notice, on_wait)
 
 
 def _client_credentials(config: McpServerConfig, settings: McpOAuth, storage: TokenFile,
@@ -275,13 +280,13 @@ def _client_credentials(config: McpServerConfig, settings: McpOAuth, storage: To
 
 
 def _authorization_code(config: McpServerConfig, settings: McpOAuth, storage: TokenFile,
-                        scope: str | None, notice: Callable[[str], None]
-                        ) -> tuple[httpx2.Auth, RedirectListener]:
+                        scope: str | None, notice: Callable[[str], None],
+                        on_wait: Callable[[], None]) -> tuple[httpx2.Auth, RedirectListener]:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 
     port = storage.redirect_port() or settings.redirect_port or _free_port()
-    listener = RedirectListener(port, config.name, notice, settings.authorize_timeout)
+    listener = RedirectListener(port, config.name, notice, settings.authorize_timeout, on_wait)
     metadata = OAuthClientMetadata.model_validate({
         "client_name": "io", "redirect_uris": [listener.redirect_uri],
         "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],

@@ -103,14 +103,18 @@ class ServerHandle:
     Args:
         config: The server.
         opener: Opens its transport (stdio or streamable HTTP).
-        start_timeout: Seconds it has to answer initialize and tools/list (a remote
-            server that may wait on a person to authorize gets that wait on top).
+        start_timeout: Seconds it has to answer initialize and tools/list.
+        person_wait: Seconds added to that once the start waits on a person (a remote
+            server's authorization in a browser); 0 when nobody can be asked.
     """
 
-    def __init__(self, config: McpServerConfig, opener: Opener, start_timeout: float) -> None:
+    def __init__(self, config: McpServerConfig, opener: Opener, start_timeout: float,
+                 person_wait: float = 0.0) -> None:
         self.config = config
         self.opener = opener
         self.start_timeout = start_timeout
+        self.person_wait = person_wait
+        self._start_scope: Any = None
         fd, self._log_path = tempfile.mkstemp(prefix="io-mcp-", suffix=".log")
         os.close(fd)
         self.errlog = open(self._log_path, "a", encoding="utf-8", errors="replace")
@@ -129,6 +133,17 @@ class ServerHandle:
         self.relist = asyncio.Event()
         self.session = None
         self.ended = None
+
+    @property
+    def longest_start(self) -> float:
+        """The most a start may take: its timeout, and a person's wait if one comes."""
+        return self.start_timeout + self.person_wait
+
+    def wait_on_person(self) -> None:
+        """Extend the running start's deadline by `person_wait` (loop thread)."""
+        scope = self._start_scope
+        if scope is not None:
+            scope.deadline += self.person_wait
 
     @property
     def name(self) -> str:
@@ -252,9 +267,11 @@ async def serve(server: ServerHandle) -> None:
     try:
         async with server.opener(server) as (read, write), \
                 ClientSession(read, write, **_callbacks(server)) as session:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(timeout) as scope:
+                server._start_scope = scope
                 await session.initialize()
                 tools = await _list_tools(session)
+            server._start_scope = None
             server.session = session
             server.tools = tools
             server.ready.set_result(tools)
@@ -262,7 +279,8 @@ async def serve(server: ServerHandle) -> None:
     except Exception as exc:
         leaves = _leaves(exc)
         if any(isinstance(leaf, TimeoutError) for leaf in leaves):
-            message = f"no answer to initialize and tools/list within {timeout:g} s"
+            message = f"no answer to initialize and tools/list within {timeout:g} s" + (
+                " (and the time given to authorize)" if server.person_wait else "")
         else:
             message = _describe(exc)
         if not server.ready.done():

@@ -4,6 +4,7 @@ tool call an mcp act; a refused host or tool never reaches the server."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,3 +139,16 @@ def test_a_tools_list_changed_notification_refreshes_the_listing(
             session.call_tool("remote", "echo", {"text": "tick"}, 20)  # lets the loop run
             deadline -= 1
         assert "sprout" in {t.name for t in session.listed_tools("remote")}
+
+
+def test_a_mute_server_fails_at_the_start_timeout_not_after_the_authorization_wait(
+        tmp_path: Path) -> None:
+    # Accepts connections and never answers: only an authorization may extend a start.
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen()
+        url = f"http://127.0.0.1:{mute.getsockname()[1]}/mcp"
+        with pytest.raises(McpUnavailable) as caught:
+            start([McpServerConfig("mute", url=url)], tmp_path, timeout=1,
+                  notice=lambda text: None)
+    assert "within 1 s" in caught.value.message
