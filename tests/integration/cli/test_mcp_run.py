@@ -78,3 +78,20 @@ def test_a_denied_optional_mcp_server_is_not_started_and_the_run_goes_on(
     assert refusals and refusals[0]["rule"] == "mcp-server-time*"
     results = [e for e in events if e["kind"] == "tool_result"]
     assert results[0]["is_error"] and "unknown tool" in results[0]["output"]
+
+
+def test_an_mcp_call_that_asks_pauses_the_run_and_resume_approve_runs_it(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("time?", ("mcp__time__get_current_time", {"timezone": "UTC"})),
+        replay_line("done"),
+    ], toml_extra='[policy]\nallow_exec = ["mcp-server-time*"]\n' + MCP)
+    paused = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert paused.returncode == 4, paused.stderr
+    events = json_lines(paused.stdout)
+    run_id = events[0]["run_id"]
+    assert not [e for e in events if e["kind"] == "tool_result"]  # nothing was sent
+    resumed = run_io(["resume", run_id, "--approve", "-w", str(ws), "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    results = [e for e in json_lines(resumed.stdout) if e["kind"] == "tool_result"]
+    assert not results[0]["is_error"] and "UTC" in results[0]["output"]
