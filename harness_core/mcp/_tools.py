@@ -176,6 +176,10 @@ class McpCaller(Protocol):
         """Call `tool` on `server`; a failure comes back as an error result, never raised."""
         ...
 
+    def listed_tools(self, server: str) -> tuple[McpToolInfo, ...]:
+        """`server`'s current tool listing (refreshed when it says its tools changed)."""
+        ...
+
 
 class McpTool:
     """One tool of a started MCP server, offered to the model under a prefixed name.
@@ -191,15 +195,25 @@ class McpTool:
         self.server = server
         self.remote_name = info.name
         self._caller = caller
-        description = info.description or f"Tool {info.name!r} of the MCP server {server!r}."
-        self._spec = ToolSpec(name, description, info.input_schema)
+        self._info = info
+        self._spec = self._spec_of(name, info)
+
+    def _spec_of(self, name: str, info: McpToolInfo) -> ToolSpec:
+        description = info.description or (
+            f"Tool {info.name!r} of the MCP server {self.server!r}.")
+        return ToolSpec(name, description, info.input_schema)
 
     def __repr__(self) -> str:
         return f"McpTool({self._spec.name!r}, server={self.server!r})"
 
     @property
     def spec(self) -> ToolSpec:
-        """The prefixed name, the server's description and its input schema."""
+        """The prefixed name, the server's description and its input schema, as the
+        server lists the tool now (a tools/list_changed notification refreshes them)."""
+        listed = next((info for info in self._caller.listed_tools(self.server)
+                       if info.name == self.remote_name), None)
+        if listed is not None and listed != self._info:
+            self._info, self._spec = listed, self._spec_of(self._spec.name, listed)
         return self._spec
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness_core.errors import McpUnavailable
 from harness_core.events import Event, EventKind
-from harness_core.mcp import McpServerConfig, McpTool
+from harness_core.mcp import McpCallResult, McpServerConfig, McpTool, McpToolInfo
 from harness_core.policy import ApprovalMode, Policy, Tier
 from tests.integration.mcp.conftest import make_gate, start, tool_context
 from tests.integration.mcp.http_fixture import CALLS, HttpServer
@@ -152,3 +153,31 @@ def test_a_mute_server_fails_at_the_start_timeout_not_after_the_authorization_wa
             start([McpServerConfig("mute", url=url)], tmp_path, timeout=1,
                   notice=lambda text: None)
     assert "within 1 s" in caught.value.message
+
+
+class _Listing:
+    """A caller whose server re-lists its tools (as after tools/list_changed)."""
+
+    def __init__(self, info: McpToolInfo) -> None:
+        self.listed = (info,)
+
+    def call_tool(self, server: str, tool: str, arguments: dict[str, Any],
+                  timeout: float) -> McpCallResult:
+        return McpCallResult("unused")
+
+    def listed_tools(self, server: str) -> tuple[McpToolInfo, ...]:
+        return self.listed
+
+
+def test_a_tools_spec_follows_the_servers_current_listing() -> None:
+    before = McpToolInfo("search", "Search v1.", {"type": "object", "properties": {}})
+    caller = _Listing(before)
+    tool = McpTool("remote", before, "mcp__remote__search", caller)
+    assert tool.spec.description == "Search v1."
+    after = McpToolInfo("search", "Search v2.",
+                        {"type": "object", "properties": {"q": {"type": "string"}}})
+    caller.listed = (after,)
+    assert (tool.spec.name, tool.spec.description) == ("mcp__remote__search", "Search v2.")
+    assert tool.spec.parameters == after.input_schema
+    caller.listed = ()  # the server dropped it: the last known spec stays
+    assert tool.spec.description == "Search v2."
