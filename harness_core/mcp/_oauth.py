@@ -64,6 +64,7 @@ class TokenFile:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._data: dict[str, Any] = self._read()
+        self._preset: OAuthClientInformationFull | None = None
 
     def _read(self) -> dict[str, Any]:
         if self.path is None:
@@ -111,6 +112,8 @@ class TokenFile:
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         from mcp.shared.auth import OAuthClientInformationFull
 
+        if self._preset is not None:
+            return self._preset
         raw = self._data.get("client")
         return OAuthClientInformationFull.model_validate(raw) if isinstance(raw, dict) else None
 
@@ -119,8 +122,8 @@ class TokenFile:
         self._write()
 
     def preset_client(self, client_info: OAuthClientInformationFull) -> None:
-        """Use a pre-registered client (kept in memory; written with the next tokens)."""
-        self._data["client"] = client_info.model_dump(mode="json", exclude_none=True)
+        """Use a pre-registered client; its secret stays in memory, never in the file."""
+        self._preset = client_info
 
     def redirect_port(self) -> int | None:
         """The port of the 127.0.0.1 redirect URI a stored registration names."""
