@@ -5,7 +5,11 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
-    │   └── MissingExtra       a document tool or gate whose pip extra is not installed
+    │   │   ├── WorkspaceChanged   io rewind/undo refused: files changed outside io
+    │   │   ├── AmbiguousId    a shortened id that matches more than one run or session
+    │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
+    │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
+    │   └── MissingSecret      a `${env:}`/`${file:}` value or provider key that is not set
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
     ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
@@ -14,9 +18,9 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     │   ├── StoreDamaged       the store file fails its self-check; io will not write it
     │   ├── StoreUnavailable   the store cannot be used as it is: not a regular file,
     │   │                      read-only, disk full, locked by another process
-    │   ├── RunNotFound        an unknown run id
-    │   ├── RunInUse           another live process drives this run
-    │   └── SessionInUse       another live process takes a turn on this session
+    │   ├── RunNotFound        an unknown run id                              → exit 2
+    │   ├── RunInUse           another live process drives this run           → exit 5
+    │   └── SessionInUse       another live process takes a turn on this session → exit 5
     ├── ProviderError          a model provider failed (.retryable, .status)
     │   └── ScriptExhausted    the scripted replay has no line for this step
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
@@ -24,6 +28,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     │                          connect or authorize, or the policy refused it   → exit 1
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
+    │   ├── DocumentTooLarge   a document would unpack past a [documents] limit
+    │   ├── DocumentEncrypted  a document is password-protected
     │   ├── ShellRefused       a shell line construct refused by name (.construct, .column)
     │   └── GitRefused         a repository whose files could make io's git run a program
     └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
@@ -35,19 +41,24 @@ observations recorded in the ledger. This module imports nothing from `harness_c
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousId",
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
+    "DocumentEncrypted",
+    "DocumentTooLarge",
     "GitRefused",
     "HarnessError",
     "InvalidToolArguments",
     "McpUnavailable",
     "MissingExtra",
+    "MissingSecret",
     "PathEscape",
     "PolicyError",
     "ProviderError",
     "RunInUse",
     "RunNotFound",
+    "RunNotInFlight",
     "SandboxUnavailable",
     "ScriptExhausted",
     "SessionInUse",
@@ -57,6 +68,7 @@ __all__ = [
     "StateError",
     "ToolError",
     "UsageError",
+    "WorkspaceChanged",
     "WorkspaceError",
 ]
 
@@ -86,6 +98,54 @@ class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
 
 
+class WorkspaceChanged(UsageError):
+    """`io rewind` / `io undo` refused: files changed outside io since the last state io
+    recorded for the run, and restoring would throw that work away.
+
+    Attributes:
+        paths: The workspace paths that changed, sorted.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        shown = ", ".join(paths[:20]) + (f" (and {len(paths) - 20} more)" if len(paths) > 20
+                                         else "")
+        super().__init__(
+            f"files changed outside io since the run's last recorded state: {shown}",
+            hint="commit, move or revert those changes, then run the command again")
+        self.paths = tuple(paths)
+class AmbiguousId(UsageError):
+    """A shortened id that starts more than one run's (or session's) id.
+
+    Attributes:
+        kind: ``run`` or ``session``.
+        prefix: What was given.
+        matches: The ids it starts, newest first (at most ten).
+    """
+
+    def __init__(self, kind: str, prefix: str, matches: list[str]) -> None:
+        shown = ", ".join(matches[:10]) + (", …" if len(matches) > 10 else "")
+        super().__init__(f"{prefix!r} matches more than one {kind}: {shown}",
+                         hint=f"give more of the {kind} id")
+        self.kind = kind
+        self.prefix = prefix
+        self.matches = matches[:10]
+
+
+class RunNotInFlight(UsageError):
+    """`io interrupt` (or `io steer`) named a run that cannot take it: a paused, ended
+    or stopped run has no next step boundary for it to land at.
+
+    Attributes:
+        run_id: The run.
+        status: Its status (a `RunStatus` value).
+    """
+
+    def __init__(self, run_id: str, status: str, message: str, *, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.status = status
+
+
 class MissingExtra(ConfigError):
     """A tool or gate needs an optional dependency (a pip extra) that is not installed.
 
@@ -99,6 +159,20 @@ class MissingExtra(ConfigError):
         self.install = f"pip install 'io-harness[{extra}]'"
         super().__init__(f"{what} needs the {extra!r} extra, which is not installed:"
                          f" {self.install}", hint=self.install)
+
+
+class MissingSecret(ConfigError):
+    """A secret the configuration names is not there: an unset or empty environment
+    variable, an unreadable or empty file, or no key for a provider. `io config check`
+    reports one as a warning (the run will need it); `io run` stops on it.
+
+    Attributes:
+        name: The variable or file named (never its value).
+    """
+
+    def __init__(self, message: str, *, name: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.name = name
 
 
 class WorkspaceError(HarnessError):
@@ -261,6 +335,15 @@ class ToolError(HarnessError):
 
 class InvalidToolArguments(ToolError):
     """A tool's arguments are not the JSON object it expects."""
+
+
+class DocumentTooLarge(ToolError):
+    """A document would unpack past a `[documents]` limit (a zip bomb, or just too big);
+    it was refused before any library parsed it."""
+
+
+class DocumentEncrypted(ToolError):
+    """A document is password-protected and no (right) `password` was given."""
 
 
 class ShellRefused(ToolError):

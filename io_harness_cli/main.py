@@ -43,6 +43,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "Send TEXT to the run; the model sees it at the next step boundary."),
     "interrupt": ("steer", "interrupt", "Stop the run at its next step boundary (it "
                   "checkpoints; `io resume` continues)."),
+    "rewind": ("rewind", "rewind", "Restore RUN_ID's files to when step --to began and "
+               "continue it from there as a new run."),
+    "undo": ("rewind", "undo", "Revert the files of RUN_ID's last step that changed files "
+             "(again: the one before)."),
+    "doctor": ("doctor", "doctor", "Say which sandbox backends run here, why not, and what `auto` would pick."),
 }
 """Command name -> (module under `io_harness_cli.commands`, function, the first paragraph
 of its docstring), in help order. The index prints the summaries without importing the
@@ -55,6 +60,17 @@ _GROUPS: dict[str, str] = {
     "store": "Check the run store, or copy it into PostgreSQL.",
 }
 """Sub-apps (`io config ...`, each module's own `app`, after the commands) -> their help."""
+
+
+def command_path(argv: list[str]) -> str:
+    """The command a command line names, as its help shows it (`io run`, `io config
+    check`, or `io` when it names none): where a usage error's hint points."""
+    words = [arg for arg in argv if not arg.startswith("-")]
+    if not words or (words[0] not in _COMMANDS and words[0] not in _GROUPS):
+        return "io"
+    if words[0] in _GROUPS and len(words) > 1 and words[1].replace("-", "").isalpha():
+        return f"io {words[0]} {words[1]}"
+    return f"io {words[0]}"
 
 
 def _version(value: bool) -> None:
@@ -78,10 +94,13 @@ def build_app(names: Iterable[str] | None = None, *, index: bool = False) -> typ
     module of theirs imported): enough for the help, the version and "No such command",
     and nothing that could run one.
     """
+    from io_harness_cli.exit_codes import HELP_TABLE
+
     wanted = set(names) if names is not None else None
     app = typer.Typer(
         name="io",
         help="Run an AI agent inside an explicit, enforced, auditable boundary.",
+        epilog=HELP_TABLE,
         add_completion=False,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
@@ -118,7 +137,8 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """Console-script entry point: the one outermost frame."""
-    from io_harness_cli.commands._common import begin_start_up, run_app
+    from io_harness_cli.commands._entry import run_app
+    from io_harness_cli.commands._start_up import begin_start_up
 
     begin_start_up()
     argv = sys.argv[1:]

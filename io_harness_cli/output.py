@@ -2,6 +2,9 @@
 
 `NO_COLOR` (any value), `TERM=dumb` or a non-TTY stream gives plain text; `FORCE_COLOR`
 overrides. The live panel needs more: a real terminal on stderr, never just forced colour.
+
+Once a config is loaded (`redact_output`), every line written here passes through its
+secret redactor first: no secret value io loaded is ever printed (#22).
 """
 
 from __future__ import annotations
@@ -9,9 +12,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
-__all__ = ["error", "is_tty", "say", "use_color", "use_live", "write_json"]
+__all__ = ["drop", "error", "is_tty", "redact_output", "say", "use_color", "use_live",
+           "write_json", "write_stdout"]
+
+_redact: Callable[[str], str] | None = None
+
+
+def redact_output(redact: Callable[[str], str] | None) -> None:
+    """Pass every line `write_json`, `write_stdout`, `say` and `error` print through `redact`."""
+    global _redact
+    _redact = redact
 
 
 def is_tty(stream: TextIO) -> bool:
@@ -49,14 +62,43 @@ def write_json(obj: Any) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (a name that is not UTF-8): escape it
         text = json.dumps(obj, ensure_ascii=True, default=str)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    write_stdout(text + "\n")
+
+
+def write_stdout(text: str) -> None:
+    """`text` on stdout, flushed at once; dropped when stdout's reader has gone
+    (`io run ... | head`): a closed pipe never ends a run."""
+    if _redact is not None:
+        text = _redact(text)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        drop(sys.stdout)
 
 
 def say(text: str) -> None:
-    """A line of human text on stderr."""
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    """A line of human text on stderr (dropped when stderr's reader has gone)."""
+    if _redact is not None:
+        text = _redact(text)
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except BrokenPipeError:
+        drop(sys.stderr)
+
+
+def drop(stream: TextIO) -> None:
+    """Point `stream`, whose reader has gone, at the null device: what is still buffered
+    and everything written later vanishes instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def error(message: str, hint: str | None = None) -> None:

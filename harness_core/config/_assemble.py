@@ -14,22 +14,27 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
-from harness_core.errors import ConfigError
+from harness_core.config._restore import snapshot_root
+from harness_core.errors import ConfigError, MissingSecret
 from harness_core.events import EventSink
+from harness_core.hooks import hook_files
 from harness_core.messages import Usage
 from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
+from harness_core.redaction import SecretRedactor
 from harness_core.run import Runner, RunSpec
+from harness_core.run._windows import context_window_of
 from harness_core.store import Store
-from harness_core.templates import discover_skills
+from harness_core.templates import Templates, discover_skills
 from harness_core.toolchain import survey as survey_toolchain
 from harness_core.tools._plan_tools import Responder
 from harness_core.workspace import Workspace
 
-__all__ = ["RunAssembly", "assemble_run", "build_run_spec", "check_runnable"]
+__all__ = ["RunAssembly", "assemble_run", "build_run_spec", "check_runnable", "secret_redactor"]
 
 
 @dataclass
@@ -81,6 +86,12 @@ def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
     return tuple(store + suffix for suffix in ("", "-wal", "-shm"))
 
 
+def _hook_paths(config: Config, workspace: Path) -> tuple[str, ...]:
+    """The workspace files hooks name, absolute: read-only to sandboxed commands."""
+    root = os.path.realpath(workspace)
+    return tuple(os.path.join(root, rel) for rel in hook_files(workspace, config.hooks))
+
+
 def build_run_spec(
     config: Config, workspace: Path, goal: str, *, env: Mapping[str, str]
 ) -> RunSpec:
@@ -116,16 +127,42 @@ def build_run_spec(
         toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=dict(env),
         web=config.web,
-        protected_paths=_store_paths(config, workspace),
+        protected_paths=_store_paths(config, workspace) + _hook_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
         provider_keys=provider_keys(config, env),
+        secrets=config.secrets,
         git=config.git,
+        documents=config.documents,
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),
+        **_long_task_settings(config, goal),
+        hooks=config.hooks,
     )
+
+
+def _long_task_settings(config: Config, goal: str) -> dict[str, Any]:
+    """The `[context]` compaction keys and the `[rewind]` table, as `RunSpec` fields."""
+    context = config.context
+    model = config.provider.model if config.provider is not None else ""
+    if context.strategy == "compact" and context.window is None and (
+            context_window_of(model) is None):
+        raise ConfigError(
+            f'[context] strategy = "compact" needs the context window of model {model!r},'
+            " which io does not know", hint="set [context] window = TOKENS")
+    prompt = None
+    if context.compact_template is not None:
+        prompt = Templates(config.template_dirs).render(context.compact_template,
+                                                        {"goal": goal})
+    return {
+        "context_strategy": context.strategy, "compact_threshold": context.threshold,
+        "context_window": context.window, "compact_keep_steps": context.keep_steps,
+        "compact_prompt": prompt,
+        "snapshot_dir": snapshot_root(config),
+        "snapshot_max_bytes": config.rewind.max_bytes,
+    }
 
 
 PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
@@ -138,38 +175,84 @@ def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
     keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
     provider = config.provider
     if provider is not None:
+        try:
+            provider = config.provider_for_run()
+        except ConfigError:
+            pass  # a key that cannot be resolved is not held: nothing to keep out
         keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
     return tuple(dict.fromkeys(keys))
+
+
+def secret_redactor(config: Config, env: Mapping[str, str]) -> SecretRedactor:
+    """What keeps every secret this process holds out of records and printed output:
+    the config's secrets (`Config.secrets`) and every provider key (`provider_keys`)."""
+    return SecretRedactor((*config.secrets, *provider_keys(config, env)))
 
 
 def _prepare(
     config: Config, workspace: Path, goal: str, env: Mapping[str, str], clock: Clock
 ) -> tuple[RunSpec, Provider]:
     spec = build_run_spec(config, workspace, goal, env=env)
-    if config.provider is None:
-        raise ConfigError(
-            "no [provider] is configured",
-            hint='add a [provider] table to io.toml (kind = "scripted" works offline)',
-        )
-    return spec, build_provider(config.provider, env=env, clock=clock)
+    return spec, build_provider(config.provider_for_run(), env=env, clock=clock)
 
 
-def check_runnable(config: Config, workspace: Path, *, env: Mapping[str, str]) -> RunSpec:
+_STAND_IN_KEY = "io-config-check-stand-in"  # noqa: S105 - sent nowhere: the check sends nothing
+
+
+def check_runnable(
+    config: Config,
+    workspace: Path,
+    *,
+    env: Mapping[str, str],
+    for_run: bool = True,
+    warn: Callable[[str], None] | None = None,
+) -> RunSpec:
     """Everything `assemble_run` checks, without running: what `io config check` runs.
 
     Builds the spec and the provider (no request is sent) and closes the provider.
+
+    Args:
+        config: The loaded configuration.
+        workspace: The workspace root.
+        env: The caller's environment.
+        for_run: True: what `io run` needs must be there (a `[provider]` and its key).
+            False: a missing `[provider]` or an unset key is reported to `warn` and the
+            rest is still checked (the provider is built with a stand-in key).
+        warn: Receives each warning (with `for_run` False).
 
     Returns:
         The spec a run of `[contract] goal` would start with (for reports such as the
         inputs each gate protects).
 
     Raises:
-        ConfigError: No `[provider]`, a provider that cannot be built (unknown kind, a
-            missing key, a web declaration its vendor cannot carry), or
-            `max_cost_usd` without `[prices]`.
+        ConfigError: A provider that cannot be built (unknown kind, a web declaration
+            its vendor cannot carry), `max_cost_usd` without `[prices]`, and with
+            `for_run` no `[provider]`.
+        MissingSecret: With `for_run`: a provider key that is not set.
     """
-    spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
-    provider.close()
+    if for_run:
+        spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
+        provider.close()
+        return spec
+    say = warn or (lambda _text: None)
+    spec = build_run_spec(config, workspace, config.contract.goal, env=env)
+    if config.provider is None:
+        say("no [provider] is configured: `io run` needs one (commands that call no model"
+            " do not)")
+        return spec
+
+    def stand_in(missing: MissingSecret) -> str:
+        say(f"{missing.message}: `io run` will stop on it until it is set")
+        return _STAND_IN_KEY
+
+    chain = config.provider_for_run(stand_in=stand_in)
+    try:
+        build_provider(chain, env=env, clock=SystemClock()).close()
+    except MissingSecret as missing:  # no key configured and the vendor's variable unset
+        stand_in(missing)
+        chain = replace(chain, api_key=chain.api_key or _STAND_IN_KEY, fallback=tuple(
+            replace(f, api_key=f.api_key or _STAND_IN_KEY) for f in chain.fallback))
+        build_provider(chain, env=env, clock=SystemClock()).close()
     return spec
 
 

@@ -6,15 +6,17 @@ the type costs nothing. It never reads a file or the environment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
+from harness_core.errors import ConfigError, MissingSecret
+from harness_core.hooks import HookConfig
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import Policy
 from harness_core.providers import ProviderConfig, WebAccess
@@ -24,10 +26,11 @@ from harness_core.sandbox import SandboxConfig
 from harness_core.spend import PriceTable
 from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 
-__all__ = ["Config", "RunSettings"]
+__all__ = ["Config", "ContextSettings", "RewindSettings", "RunSettings"]
 
 _RUN_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RunSpec)}
 """`RunSpec`'s own defaults: the `[run]` table declares none of its own."""
@@ -54,6 +57,38 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class ContextSettings:
+    """The `[context]` table beyond `max_tokens` (see `RunSpec` for each meaning).
+
+    Attributes:
+        strategy: ``elide`` or ``compact``.
+        threshold: The share of the context window that triggers a compaction.
+        window: The model's context window (None: io's table of known models).
+        keep_steps: The newest steps kept whole after a compaction.
+        compact_template: A template name replacing io's summary instruction.
+    """
+
+    strategy: Literal["elide", "compact"] = _RUN_DEFAULTS["context_strategy"]
+    threshold: float = _RUN_DEFAULTS["compact_threshold"]
+    window: int | None = None
+    keep_steps: int = _RUN_DEFAULTS["compact_keep_steps"]
+    compact_template: str | None = None
+
+
+@dataclass(frozen=True)
+class RewindSettings:
+    """The `[rewind]` table.
+
+    Attributes:
+        enabled: Keep workspace snapshots for `io rewind` / `io undo`.
+        max_bytes: Blob bytes one run's snapshots may hold.
+    """
+
+    enabled: bool = True
+    max_bytes: int = _RUN_DEFAULTS["snapshot_max_bytes"]
+
+
+@dataclass(frozen=True)
 class Config:
     """A loaded, validated io.toml (four scopes merged), projected onto typed objects.
 
@@ -73,6 +108,7 @@ class Config:
         context_max_tokens: `[context] max_tokens`: what the model sees at most.
         web: The `[web]` table; None when absent.
         mcp: The `[[mcp]]` servers, in file order.
+        hooks: The `[[hooks]]` of every scope, lowest scope first, each with its scope.
         agents: The `[agents.NAME]` definitions by name.
         agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
         templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
@@ -86,8 +122,13 @@ class Config:
         telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
             variables); None when export is off.
         git: The `[git]` table: who the git built-ins commit as, how long git may take.
+        documents: The `[documents]` table: how far the document tools unpack a file.
+        context: The rest of the `[context]` table (strategy, threshold, window,
+            keep_steps, compact_template).
+        rewind: The `[rewind]` table.
         secrets: Every value a substitution produced and every credential value
-            (`api_key`, `[[mcp]] env`): what `redact` removes.
+            (`api_key`, `[[mcp]] env`): what `redact` removes (with the provider keys
+            `provider_for_run` resolved since).
     """
 
     files: tuple[ConfigFile, ...] = ()
@@ -101,6 +142,7 @@ class Config:
     context_max_tokens: int | None = None  # set to DEFAULT_CONTEXT_TOKENS when loaded
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
+    hooks: tuple[HookConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     templates_dir: Path | None = None
@@ -110,12 +152,67 @@ class Config:
     run: RunSettings = field(default_factory=RunSettings)
     telemetry: TelemetryConfig | None = None
     git: GitSettings = field(default_factory=GitSettings)
+    documents: DocumentLimits = field(default_factory=DocumentLimits)
+    context: ContextSettings = field(default_factory=lambda: ContextSettings())
+    rewind: RewindSettings = field(default_factory=lambda: RewindSettings())
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)
     _rules: tuple[tuple[ConfigFile, Mapping[str, Node]], ...] = field(
         default=(), repr=False, compare=False
     )
+    _env: Mapping[str, str] = field(default_factory=lambda: {}, repr=False, compare=False)
+    _key_files: Mapping[int, ConfigFile] = field(
+        default_factory=lambda: {}, repr=False, compare=False)
+    """The scope file that wrote each deferred key (0: [provider], i + 1: fallback i)."""
+    _resolved: set[str] = field(default_factory=lambda: set[str](), repr=False, compare=False)
+
+    def provider_for_run(
+        self, *, stand_in: Callable[[MissingSecret], str] | None = None
+    ) -> ProviderConfig:
+        """The `[provider]` table (and its fallbacks) with each key resolved now.
+
+        A provider's `${env:…}`/`${file:…}` key is resolved here, when a provider is
+        about to be built, not when io.toml is loaded: a command that calls no model
+        (`io toolchain`, `io tool`, `io trace`…) never needs it.
+
+        Args:
+            stand_in: For a check that sends nothing (`io config check`): told of each
+                key that cannot be resolved, it returns a value to use in its place.
+                None: a key that cannot be resolved raises.
+
+        Raises:
+            ConfigError: No `[provider]` is configured.
+            MissingSecret: A key's variable is unset or empty, or its file unreadable.
+        """
+        from harness_core.config._substitute import Substituter
+
+        if self.provider is None:
+            raise ConfigError(
+                "no [provider] is configured",
+                hint='add a [provider] table to io.toml (kind = "scripted" works offline)',
+            )
+        subst = Substituter(self._env)
+
+        def resolve(p: ProviderConfig, index: int, path: str) -> ProviderConfig:
+            if p.api_key_ref is None:
+                return p
+            origin = self._key_files.get(index)
+            where = f"'{path}'" + (f" in {origin.describe()}" if origin else "")
+            base = origin.path.parent if origin is not None else Path(".")
+            try:
+                key = subst.resolve(p.api_key_ref, where=where, base_dir=base)
+            except MissingSecret as missing:
+                if stand_in is None:
+                    raise
+                return replace(p, api_key=stand_in(missing), api_key_ref=None)
+            self._resolved.add(key)
+            return replace(p, api_key=key, api_key_ref=None)
+
+        primary = resolve(self.provider, 0, "provider.api_key")
+        fallback = tuple(resolve(f, i + 1, f"provider.fallback[{i}].api_key")
+                         for i, f in enumerate(self.provider.fallback))
+        return replace(primary, fallback=fallback)
 
     def show(self) -> list[ShownValue]:
         """Every value a file set, with its scope and file; secrets are ``***``.
@@ -137,7 +234,10 @@ class Config:
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by ``***``."""
-        return redact(text, self.secrets)
+        if not self._resolved and self.provider is not None:
+            # Keys not resolved yet are still secrets: resolve what can be, quietly.
+            self.provider_for_run(stand_in=lambda _missing: "")
+        return redact(text, self.secrets | self._resolved)
 
     def __repr__(self) -> str:
         # Redacted: a substituted secret can sit inside any string (a base_url, a goal).

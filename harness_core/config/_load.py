@@ -5,7 +5,8 @@ file (and scope) at fault; the first problem found stops the load. Merging: tabl
 merge key by key and the higher scope wins a scalar or a plain array; an array of
 tables (`[[contract.verify]]`, `[[mcp]]`, `[[provider.fallback]]`) is replaced
 wholesale by the highest scope that sets it; the `[policy]` rule lists are not merged
-at all, every scope keeps its own. The pydantic models are imported inside `load`, so
+at all, every scope keeps its own; `[[hooks]]` of every scope are kept, lowest scope
+first (a higher scope cannot remove a hook: hooks only narrow). The pydantic models are imported inside `load`, so
 naming `Config` or `discover` costs no pydantic. This module never writes anything and
 reads the environment only from the mapping passed in.
 """
@@ -21,7 +22,7 @@ from typing import Any
 from harness_core.config._config import Config
 from harness_core.config._scopes import ConfigFile, discover
 from harness_core.config._substitute import Substituter
-from harness_core.config._tree import Node
+from harness_core.config._tree import Node, Sourced
 from harness_core.errors import ConfigError
 
 __all__ = ["json_schema", "load", "merge", "parse_file", "schema_keys"]
@@ -108,6 +109,7 @@ def load(
     subst = Substituter(env)
     merged: dict[str, Node] = {}
     rule_sets: list[tuple[ConfigFile, dict[str, Node]]] = []
+    hooks: list[Node] = []
     for cf in files:
         tree = check_file(parse_file(cf), cf, subst, tables)
         policy = tree.get("policy")
@@ -116,6 +118,10 @@ def load(
             if rules:
                 rule_sets.append((cf, rules))
         merged = merge(merged, tree)
+        found = tree.get("hooks")
+        if isinstance(found, Sourced):
+            hooks += found.value
+            merged["hooks"] = Sourced(list(hooks), cf)
     model = validate_merged(merged)
     return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env)
 

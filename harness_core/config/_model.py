@@ -26,12 +26,14 @@ from pydantic import ValidationInfo as _Info
 from pydantic_core import PydanticCustomError
 
 from harness_core.agents import AgentLimits
+from harness_core.hooks import HookConfig
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
 from harness_core.telemetry import TelemetryConfig
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, VerifyCriterion
 
@@ -209,8 +211,9 @@ class PolicyTable(Table):
     deny_exec: list[str] = []
     """Commands it must never run (also caught when called through a path)."""
     allow_net: list[str] = []
-    """Hosts it may reach: "host", "*.domain", "host:port", "[v6addr]:port"; a rule
-    without a port matches every port."""
+    """Hosts it may reach: "host", "*.domain", "host:port", "[v6addr]:port", a network
+    "10.0.0.0/8[:port]"; a rule without a port matches every port; addresses compare as
+    addresses (127.1 is 127.0.0.1)."""
     deny_net: list[str] = []
     """Hosts it must never reach, in the same forms; a deny wins over any allow."""
     allow_mcp: list[str] = []
@@ -321,7 +324,33 @@ class ContextTable(Table):
 
     max_tokens: _Int1 = DEFAULT_CONTEXT_TOKENS
     """Tokens the model sees at most: old observations are elided from its view, never
-    from the store."""
+    from the store (strategy "elide")."""
+    strategy: Literal["elide", "compact"] = _default(RunSpec, "context_strategy")
+    """elide: old observations give way to markers past max_tokens | compact: past
+    `threshold` of the model's context window the model summarises the older turns
+    (a recorded step; the store keeps everything)."""
+    threshold: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = _default(
+        RunSpec, "compact_threshold")
+    """strategy = "compact": the share of the context window that triggers a compaction."""
+    window: _Int1 | None = None
+    """The model's context window in tokens (default: io's table of known models; needed
+    for any other model with strategy = "compact")."""
+    keep_steps: _Int1 = _default(RunSpec, "compact_keep_steps")
+    """strategy = "compact": the newest steps kept whole after a compaction."""
+    compact_template: str | None = None
+    """A template (NAME of NAME.md in the template directories) replacing io's summary
+    instruction; `{{goal}}` is the run's goal."""
+
+
+class RewindTable(Table):
+    """Workspace snapshots for `io rewind` and `io undo`."""
+
+    enabled: bool = True
+    """Snapshot the workspace's files (what .gitignore does not ignore) before and after
+    every step that changes them, outside the workspace beside the store."""
+    max_bytes: _Int1 = _default(RunSpec, "snapshot_max_bytes")
+    """Bytes of file contents one run's snapshots may hold; past it io stops taking them
+    for the run and says so (rewind and undo then refuse)."""
 
 
 class ToolchainTable(Table):
@@ -351,6 +380,20 @@ class GitTable(Table):
     """Seconds one git command may take before it is killed."""
     history_depth: _Int1 = _GIT.history_depth
     """Commits of history the git built-ins look at, at most."""
+
+
+class DocumentsTable(Table):
+    """How far the document tools unpack an Office file (xlsx, docx, pptx are zips)."""
+
+    max_member_bytes: _Bytes = _default(DocumentLimits, "max_member_bytes")
+    """Largest unpacked size of one zip member; a file with a larger one is refused."""
+    max_total_bytes: _Bytes = _default(DocumentLimits, "max_total_bytes")
+    """Largest unpacked size of all of a file's members together."""
+    max_ratio: Annotated[float, Field(ge=1, le=MAX_NUMBER, allow_inf_nan=False)] = _default(
+        DocumentLimits, "max_ratio")
+    """Largest unpacked/stored ratio of a member past its first MiB (zip bombs: 1000+)."""
+    max_members: _Int1 = _default(DocumentLimits, "max_members")
+    """Most members one file may hold."""
 
 
 class ModelPriceTable(Table):
@@ -448,6 +491,28 @@ class McpTable(Table):
     elicitation: Literal["decline", "defaults"] = "decline"
     """What to answer a server asking the user for input mid-call: decline | defaults
     (accept with the defaults its schema declares)."""
+
+
+HookEventName = Literal["run_start", "pre_tool", "post_tool", "pre_compact", "stop",
+                        "child_stop"]
+
+
+class HookTable(Table):
+    """A program run at one point of every run; it can only narrow (deny, ask, add
+    context), never allow what the policy refuses. Hooks of every scope apply."""
+
+    event: HookEventName | None = None
+    """When it runs: run_start | pre_tool | post_tool | pre_compact | stop | child_stop
+    (required)."""
+    command: list[str] | None = None
+    """The program and its arguments, no shell (required). Relative paths are resolved
+    in the workspace; the files it names there are protected from the agent."""
+    matcher: str = "*"
+    """pre_tool / post_tool: a glob on the tool name (an MCP tool is also server/tool)."""
+    timeout_s: _Seconds = _default(HookConfig, "timeout_s")
+    """Seconds before it is killed; a pre_tool hook that times out refuses the call."""
+    name: str | None = None
+    """Its name in the trace (default: <scope>.hooks[<index>])."""
 
 
 class AgentTable(Table):
@@ -552,12 +617,16 @@ class IoToml(Table):
     """Overrides of the detected project commands."""
     git: GitTable = GitTable()
     """How the git built-ins run."""
+    documents: DocumentsTable = DocumentsTable()
+    """How far the document tools unpack a file."""
     prices: PricesTable | None = None
     """Prices to derive costs from."""
     web: WebTable | None = None
     """Provider-executed web access."""
     mcp: list[McpTable] = []
     """MCP servers: local (stdio) and remote (streamable HTTP)."""
+    hooks: list[HookTable] = []
+    """Programs run at points of a run (every scope's hooks apply)."""
     agents: AgentsTable = AgentsTable()
     """Agent trees and named agent definitions."""
     templates: TemplatesTable = TemplatesTable()
@@ -568,3 +637,5 @@ class IoToml(Table):
     """OpenTelemetry export."""
     run: RunTable = RunTable()
     """Loop mechanics."""
+    rewind: RewindTable = RewindTable()
+    """Workspace snapshots for io rewind and io undo."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
-from harness_core.config._config import Config, RunSettings
+from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._mcp import mcp_auth_dir, mcp_servers
 from harness_core.config._model import (
     RULE_KEYS,
@@ -42,6 +42,7 @@ from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
 from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
+from harness_core.hooks import HookConfig, HookEvent, hook_files
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
 from harness_core.policy._patterns import compile_path
@@ -52,6 +53,7 @@ from harness_core.sandbox import SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import (
     CriterionKind,
@@ -231,10 +233,14 @@ def _one_provider(
     else:
         script = t.script
         model = required(t.model, path, "model", f' (kind "{kind}" needs a model)')
+    # A key that names a substitution is resolved when the provider is built
+    # (`Config.provider_for_run`), never here: loading io.toml needs no key.
+    deferred = t.api_key is not None and "$" in t.api_key
     return ProviderConfig(
         kind=kind,
         model=model,
-        api_key=t.api_key,
+        api_key=None if deferred else t.api_key,
+        api_key_ref=t.api_key if deferred else None,
         base_url=t.base_url,
         max_tokens=t.max_tokens,
         script=script,
@@ -296,6 +302,36 @@ def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Require
         return f" in {origin.describe()}" if origin else ""
 
     return mcp_servers(items, where, required, auth_dir)
+
+
+def _hooks(model: IoToml, tree: Mapping[str, Node], required: _Required
+           ) -> tuple[HookConfig, ...]:
+    """Every scope's `[[hooks]]`, lowest scope first, each tagged with its scope."""
+    node = tree.get("hooks")
+    items = node.value if isinstance(node, Sourced) else []
+    out: list[HookConfig] = []
+    seen: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for position, (item, table) in enumerate(zip(items, model.hooks, strict=True)):
+        path = ("hooks", position)
+        origin = _origin(item)
+        scope = origin.scope.value if origin else "project"
+        where = f" in {origin.describe()}" if origin else ""
+        index, counts[scope] = counts.get(scope, 0), counts.get(scope, 0) + 1
+        name = table.name if table.name is not None else f"{scope}.hooks[{index}]"
+        if name in seen:
+            raise ConfigError(f"two hooks are named {name!r} ({seen[name]} and{where})",
+                              hint="give each [[hooks]] entry its own `name`")
+        seen[name] = where.strip() or "?"
+        event = required(table.event, path, "event")
+        command = required(table.command, path, "command")
+        try:
+            out.append(HookConfig(event=HookEvent(event), command=tuple(command), name=name,
+                                  scope=scope, matcher=table.matcher,
+                                  timeout_s=float(table.timeout_s)))
+        except ConfigError as exc:
+            raise ConfigError(f"'{dotted(path)}'{where}: {exc.message}") from exc
+    return tuple(out)
 
 
 def _template_dirs(
@@ -413,9 +449,11 @@ def _default_store(env: Mapping[str, str]) -> Path | None:
         return None
 
 
-def _protected(workspace: Path, store: Path, files: Sequence[ConfigFile]) -> tuple[str, ...]:
+def _protected(workspace: Path, store: Path, files: Sequence[ConfigFile],
+               hooks: Sequence[HookConfig] = ()) -> tuple[str, ...]:
     root = workspace.resolve()
-    out: list[str] = []
+    # A hook's own files: the agent must not rewrite what a hook runs (or reads).
+    out: list[str] = list(hook_files(workspace, hooks))
     inside = store.resolve()
     if inside.is_relative_to(root):
         rel = inside.relative_to(root).as_posix()
@@ -498,7 +536,8 @@ def project(
     web = _web(model.web)
     store = store_path(model.store.path, env)
     url = store_url(model.store.url, env)
-    protected = _protected(workspace, store, files)
+    hooks = _hooks(model, merged, required)
+    protected = _protected(workspace, store, files, hooks)
     toolchain = model.toolchain
     return Config(
         files=files,
@@ -513,6 +552,7 @@ def project(
         web=web,
         mcp=_mcp(model.mcp, merged, required, lambda: mcp_auth_dir(
             workspace, store, _default_store(env))),
+        hooks=hooks,
         agents=_agents(model.agents.__pydantic_extra__ or {}, required),
         agent_limits=_agent_limits(model.agents),
         templates_dir=model.templates.dir,
@@ -522,8 +562,34 @@ def project(
         run=_run(model.run),
         telemetry=telemetry,
         git=_git(model.git),
+        documents=DocumentLimits(
+            max_member_bytes=model.documents.max_member_bytes,
+            max_total_bytes=model.documents.max_total_bytes,
+            max_ratio=float(model.documents.max_ratio),
+            max_members=model.documents.max_members),
+        context=ContextSettings(model.context.strategy, model.context.threshold,
+                                model.context.window, model.context.keep_steps,
+                                model.context.compact_template),
+        rewind=RewindSettings(model.rewind.enabled, model.rewind.max_bytes),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,
         _rules=tuple(rule_sets),
+        _env=env,
+        _key_files=_key_files(merged),
     )
+
+
+def _key_files(merged: Mapping[str, Node]) -> dict[int, ConfigFile]:
+    """The scope file that set each provider key (0: [provider]; i + 1: fallback i)."""
+    out: dict[int, ConfigFile] = {}
+    origin = _origin(_node_at(merged, ("provider", "api_key")))
+    if origin is not None:
+        out[0] = origin
+    index = 0
+    while _node_at(merged, ("provider", "fallback", index)) is not None:
+        origin = _origin(_node_at(merged, ("provider", "fallback", index, "api_key")))
+        if origin is not None:
+            out[index + 1] = origin
+        index += 1
+    return out

@@ -24,7 +24,7 @@ from harness_core.config._substitute import Substituter
 from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError
 
-__all__ = ["check_file", "validate_merged"]
+__all__ = ["check_file", "is_deferred", "validate_merged"]
 
 _HINT = "io.toml.example lists every key io accepts (`io config schema` prints them all)"
 
@@ -72,9 +72,20 @@ def _unresolved(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 
+def is_deferred(path: tuple[str | int, ...]) -> bool:
+    """Whether the value at `path` is substituted only when it is needed: a provider's
+    key, resolved when the provider is built (`Config.provider_for_run`), so a command
+    that calls no model never needs it."""
+    return (path == ("provider", "api_key")
+            or (len(path) == 4 and path[:2] == ("provider", "fallback") and path[3] == "api_key"))
+
+
 def _substitute(value: Any, path: tuple[str | int, ...], cf: ConfigFile, subst: Substituter) -> Any:
     if isinstance(value, str):
         where = f"'{dotted(path)}' in {cf.describe()}"
+        if is_deferred(path):
+            subst.check(value, where=where)
+            return value
         return subst.resolve(value, where=where, base_dir=cf.path.parent)
     if isinstance(value, list):
         return [_substitute(v, (*path, i), cf, subst) for i, v in enumerate(value)]

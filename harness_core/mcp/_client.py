@@ -169,6 +169,7 @@ class McpSession:
         workspace: Workspace,
         timeout: float = 30,
         notice: Callable[[str], None] | None = None,
+        net: Callable[[str, int], Decision] | None = None,
     ) -> McpSession:
         """Connect every configured server the policy allows, and list its tools.
 
@@ -185,6 +186,9 @@ class McpSession:
             timeout: Seconds each server has to start and list its tools.
             notice: Shows a person one line (the URL to authorize a remote server at);
                 None when nobody can be shown one (such a server then fails).
+            net: Decides (and records) dialling a host and port, as the run's egress
+                check does (by name, then every address it resolves to); None checks
+                ``Act.net(host, port)`` through `gate`.
 
         Returns:
             The session; an optional server that was refused or failed is listed in
@@ -196,7 +200,7 @@ class McpSession:
         """
         session = cls()
         try:
-            session._start(configs, gate, env, workspace, timeout, notice)
+            session._start(configs, gate, env, workspace, timeout, notice, net)
         except BaseException:
             session.close()
             raise
@@ -204,9 +208,10 @@ class McpSession:
 
     def _start(self, configs: Sequence[McpServerConfig], gate: ActGate,
                env: Mapping[str, str], workspace: Workspace, timeout: float,
-               notice: Callable[[str], None] | None) -> None:
-        relay = self._relay = Relay(lambda host, port: _decide(gate, Act.net(host, port)),
-                                    notice)
+               notice: Callable[[str], None] | None,
+               net: Callable[[str, int], Decision] | None) -> None:
+        relay = self._relay = Relay(
+            net or (lambda host, port: _decide(gate, Act.net(host, port))), notice)
         planned = [server for config in configs if (
             server := self._admit(config, gate, env, workspace, timeout)) is not None]
         if planned:

@@ -8,6 +8,7 @@ is taken and how patterns match.
 
 from harness_core.policy._act import Act, ActKind
 from harness_core.policy._approver import ApprovalDecision, ApproveAll, Approver, DenyAll
+from harness_core.policy._net import NetView, is_local, parse_address
 from harness_core.policy._policy import POLICY_FORMAT, Policy
 from harness_core.policy._rules import (
     BUILTIN_LAYER,
@@ -36,9 +37,12 @@ __all__ = [
     "Approver",
     "Decision",
     "DenyAll",
+    "NetView",
     "Effect",
     "Policy",
     "Rule",
     "Tier",
     "Verdict",
+    "is_local",
+    "parse_address",
 ]

@@ -8,9 +8,11 @@ Three dialects, one per kind of target:
   matches ``x`` at the root), ``[...]`` is a class (``[!...]`` negates), ``\\`` escapes.
 * **commands** (exec): ``*`` matches anything at all, spaces and slashes included.
 * **hosts** (net): ``host``, ``*.domain``, ``host:port``, ``*.domain:port``,
-  ``[v6addr]`` or ``[v6addr]:port`` (a bare IPv6 address takes no port). The host part
-  is a glob like a command's, compared case-insensitively, a trailing dot ignored; the
-  port is a number from 1 to 65535 (``*`` or no port: every port).
+  ``[v6addr]`` or ``[v6addr]:port`` (a bare IPv6 address takes no port), and networks
+  in CIDR form (``10.0.0.0/8``, ``10.0.0.0/8:443``, ``fd00::/8``, ``[fd00::/8]:443``).
+  The host part is a glob like a command's, compared case-insensitively, a trailing dot
+  ignored; the port is a number from 1 to 65535 (``*`` or no port: every port). What a
+  numeric host or a network means as addresses is `_net`'s business.
 
 This module only translates and normalises text; it never touches the filesystem.
 """
@@ -29,6 +31,7 @@ __all__ = [
     "compile_command",
     "compile_host",
     "compile_path",
+    "net_host",
     "net_port",
     "normalise_host",
     "normalise_path_pattern",
@@ -220,6 +223,15 @@ def compile_host(pattern: str) -> re.Pattern[str]:
     except PolicyError as exc:
         raise PolicyError(f"net pattern {pattern!r}: {exc.message}", hint=exc.hint) from exc
     return _compile(pattern, regex, re.DOTALL | re.IGNORECASE)
+
+
+def net_host(pattern: str) -> str:
+    """The host part of a net pattern: lower-case, no brackets, no trailing dot.
+
+    Raises:
+        PolicyError: The pattern is malformed (as `compile_host`).
+    """
+    return _net_pattern(pattern)[0]
 
 
 def net_port(pattern: str) -> int | None:

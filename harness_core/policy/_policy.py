@@ -31,8 +31,9 @@ matches ``dir`` and everything under it). Command patterns match the command lin
 (``argv[0]`` or its basename) and the line with ``argv[0]`` replaced by its basename, so
 ``/usr/bin/git push`` is caught by ``git push*``. An allow must match the literal line:
 widening an allow to the basename would let ``./pytest`` — a file the agent can write —
-pass as ``pytest*``. Host patterns are case-insensitive; a net rule that names a port
-(``pypi.org:443``) matches only that port, one that names none matches every port. An
+pass as ``pytest*``. Host patterns are case-insensitive, and numeric hosts and CIDR
+networks compare as addresses (``127.1`` is ``127.0.0.1``; see `_net`); a net rule
+that names a port (``pypi.org:443``) matches only that port, one that names none matches every port. An
 act that names no port could reach any port: a rule with a port never allows it and a
 deny rule with a port refuses it (deny wins whenever it might apply).
 Command patterns are textual: ``git -C . push`` is not ``git push*``. MCP patterns
@@ -54,11 +55,10 @@ from typing import Any
 
 from harness_core.errors import PolicyError
 from harness_core.policy._act import Act, ActKind
+from harness_core.policy._net import IPAddress, NetMatcher, NetView, parse_address
 from harness_core.policy._patterns import (
     GLOB_CHARS,
-    compile_host,
     compile_path,
-    net_port,
     normalise_path_pattern,
     normalise_target_path,
     split_host_port,
@@ -132,42 +132,6 @@ class _Matcher:
         return self.decisions[best - 1] if best else None
 
 
-@dataclass(frozen=True)
-class _NetMatcher:
-    """The net rules of one effect, in order: (host regex, port or None, decision).
-
-    A rule without a port matches every port. A rule with a port matches an act on that
-    port, and an act whose port is unknown only when `unknown_port_matches` (deny rules:
-    such an act might reach the denied port).
-    """
-
-    rules: tuple[tuple[re.Pattern[str], int | None, Decision], ...]
-    unknown_port_matches: bool
-
-    @staticmethod
-    def build(rules: Sequence[Rule], verdict: Verdict) -> _NetMatcher:
-        word = "allowed" if verdict is Verdict.ALLOW else "denied"
-        entries = tuple(
-            (
-                compile_host(rule.pattern),
-                net_port(rule.pattern),
-                Decision(verdict, _reason(rule, word, verdict), rule.pattern, rule.layer),
-            )
-            for rule in rules
-        )
-        return _NetMatcher(entries, verdict is Verdict.DENY)
-
-    def first(self, host: str, port: int | None) -> Decision | None:
-        """The decision of the first rule that matches `host` on `port`, if one does."""
-        for regex, rule_port, decision in self.rules:
-            if rule_port is not None and rule_port != port:
-                if port is not None or not self.unknown_port_matches:
-                    continue
-            if regex.fullmatch(host) is not None:
-                return decision
-        return None
-
-
 def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
     if rule.layer == GATE_LAYER and verdict is Verdict.DENY:
         return (f"an input of a verification gate ({rule.pattern!r}): the agent may not change"
@@ -179,8 +143,8 @@ def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
 class _Compiled:
     deny: Mapping[ActKind, _Matcher]
     allow: Mapping[ActKind, _Matcher]
-    net_deny: _NetMatcher
-    net_allow: _NetMatcher
+    net_deny: NetMatcher
+    net_allow: NetMatcher
     defaults: Mapping[ActKind, Decision]
     exact_write_allows: frozenset[str]
     protected: tuple[tuple[str, re.Pattern[str]], ...]
@@ -212,8 +176,8 @@ def _build(
     return _Compiled(
         deny={k: _Matcher.build(v, Verdict.DENY) for k, v in deny.items()},
         allow={k: _Matcher.build(v, Verdict.ALLOW) for k, v in allow.items()},
-        net_deny=_NetMatcher.build(net[Effect.DENY], Verdict.DENY),
-        net_allow=_NetMatcher.build(net[Effect.ALLOW], Verdict.ALLOW),
+        net_deny=NetMatcher.build(net[Effect.DENY], Verdict.DENY, _reason),
+        net_allow=NetMatcher.build(net[Effect.ALLOW], Verdict.ALLOW, _reason),
         defaults={k: _tier_default(tier, approval, k) for k in ActKind},
         exact_write_allows=frozenset(exact),
         protected=guarded,
@@ -349,9 +313,10 @@ class Policy:
             deny_candidates, allow_candidates = _exec_lines(act.command)
         elif kind is ActKind.NET:
             host, port = split_host_port(act.target)
-            decision = compiled.net_deny.first(host, port)
+            address = parse_address(host)
+            decision = compiled.net_deny.first(host, port, address)
             if decision is None:
-                decision = compiled.net_allow.first(host, port)
+                decision = compiled.net_allow.first(host, port, address)
             return compiled.defaults[kind] if decision is None else decision
         elif kind is ActKind.MCP:
             deny_candidates = allow_candidates = (act.target,)
@@ -368,6 +333,26 @@ class Policy:
         if decision is None:
             decision = compiled.allow[kind].first(allow_candidates)
         return compiled.defaults[kind] if decision is None else decision
+
+    def address_denial(self, address: IPAddress, port: int, view: NetView) -> Decision | None:
+        """The deny rule that covers dialling `address` on `port`, in this policy or any
+        policy it is contained in; None when none does.
+
+        What the egress proxy asks about every address a destination resolves to (after
+        `check` admitted the destination by name). Deny rules that name a host are
+        resolved through `view`, and `view`'s interface addresses join the local host.
+
+        Raises:
+            PolicyError: `view` could not resolve a rule's host (the caller refuses).
+        """
+        decision = self._compiled.net_deny.covering(address, port, view)
+        if decision is not None:
+            return decision
+        for outer in self.within:
+            decision = outer.address_denial(address, port, view)
+            if decision is not None:
+                return decision
+        return None
 
     def _protected(self, path: str) -> Decision | None:
         compiled = self._compiled

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "INTERRUPTED_OBSERVATION": "harness_core.run._loop",
+    "check_answer_schema": "harness_core.run._answer",
+    "schema_instructions": "harness_core.run._answer",
     "ApprovalPending": "harness_core.run._gate",
     "Budget": "harness_core.run._budget",
     "ContextBudget": "harness_core.run._context",
@@ -43,6 +45,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from harness_core.run._answer import check_answer_schema, schema_instructions
     from harness_core.run._budget import Budget
     from harness_core.run._context import ContextBudget
     from harness_core.run._entry import (
@@ -62,7 +65,8 @@ if TYPE_CHECKING:
     __all__ = [  # noqa: F811 - the same list, for type checkers
         "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
         "GateInputs", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
-        "build_launchers", "gate_inputs", "protect_gate_inputs", "resume_tree",
+        "build_launchers", "check_answer_schema", "gate_inputs", "protect_gate_inputs",
+        "resume_tree", "schema_instructions",
         "resume_tree_from_stored_policy", "resume_tree_with_answer", "run_tree",
         "sweep_leftovers",
     ]

@@ -8,11 +8,13 @@ gate command) reaches `Gate.check`. A refusal and an approver's decision land in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness_core.events import Event, EventKind
+from harness_core.hooks import recorded_act
 from harness_core.policy import (
     BUILTIN_LAYER,
+    TIER_LAYER,
     Act,
     ApprovalDecision,
     Approver,
@@ -34,7 +36,7 @@ class ApprovalPending(PauseRequested):
 
     def __init__(self, act: Act, decision: Decision) -> None:
         super().__init__("approval", {
-            "act": act.kind.value, "target": act.describe(), "reason": decision.reason,
+            "act": recorded_act(act), "target": act.describe(), "reason": decision.reason,
             "rule": decision.rule, "layer": decision.layer,
         })
         self.act = act
@@ -76,19 +78,26 @@ class Gate:
         store = store or self._store
         if store is not None and self._run_id:
             store.record_policy_event(
-                self._run_id, self.step, act=act.kind.value, target=act.describe(),
+                self._run_id, self.step, act=recorded_act(act), target=act.describe(),
                 verdict=decision.verdict.value, reason=decision.reason, rule=decision.rule,
                 layer=decision.layer, decided_by=by,
             )
         kind = EventKind.REFUSAL if decision.verdict is Verdict.DENY else EventKind.APPROVAL
         self._emit(Event(kind, self._run_id, {
-            "act": act.kind.value, "target": act.describe(), "verdict": decision.verdict.value,
+            "act": recorded_act(act), "target": act.describe(), "verdict": decision.verdict.value,
             "reason": decision.reason, "rule": decision.rule, "layer": decision.layer,
             "decided_by": by,
         }))
 
+    def _named(self, decision: Decision) -> Decision:
+        """`decision` with a rule: a tier's default is named `tier:<tier>`, so every
+        refusal, approval and pause says which rule and layer decided."""
+        if decision.rule is not None or decision.layer != TIER_LAYER:
+            return decision
+        return replace(decision, rule=f"tier:{self.policy.tier.value}")
+
     def refuse(self, act: Act, reason: str) -> Decision:
-        decision = Decision(Verdict.DENY, reason, None, BUILTIN_LAYER)
+        decision = Decision(Verdict.DENY, reason, "workspace-boundary", BUILTIN_LAYER)
         self._record(act, decision, "policy")
         return decision
 
@@ -98,7 +107,7 @@ class Gate:
         A refusal is recorded like any other, with its rule and layer; `store` replaces
         the gate's own (a connection of the calling thread).
         """
-        decision = self.policy.check(act)
+        decision = self._named(self.policy.check(act))
         if decision.verdict is Verdict.ALLOW:
             return decision
         if decision.verdict is Verdict.ASK:
@@ -107,13 +116,25 @@ class Gate:
         self._record(act, decision, by, store)
         return decision
 
+    def record_unattended(
+        self, act: Act, decision: Decision, *, by: str, store: Store | None = None
+    ) -> None:
+        """Record a refusal taken where nobody can be asked, outside `decide_unattended`
+        (the egress proxy's check of the addresses a name resolves to)."""
+        self._record(act, decision, by, store)
+
     def check(self, act: Act) -> Decision:
-        decision = self.policy.check(act)
+        decision = self._named(self.policy.check(act))
         if decision.verdict is Verdict.ALLOW:
             return decision
         if decision.verdict is Verdict.DENY:
             self._record(act, decision, "policy")
             return decision
+        return self._ask(act, decision)
+
+    def ask(self, act: Act, decision: Decision) -> Decision:
+        """Put `act` to the approval flow although the policy did not ask (a hook did):
+        an operator's preset answer, else the approver, else a pause."""
         return self._ask(act, decision)
 
     def _ask(self, act: Act, decision: Decision) -> Decision:

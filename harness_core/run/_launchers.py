@@ -11,13 +11,12 @@ confine the network of commands (the floor), rather than pretending.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness_core.errors import PolicyError, SandboxUnavailable
-from harness_core.policy import PROTECTED_WRITE_PATTERNS, Act, ActKind, Policy, Verdict
+from harness_core.errors import SandboxUnavailable
+from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Policy
+from harness_core.run._egress import policy_decider, recording_decider
 from harness_core.run._gate import Gate
 from harness_core.run._masks import read_masks
 from harness_core.run._spec import RunSpec
@@ -60,13 +59,9 @@ class Launchers:
     egress: EgressProxy | None = None
 
     def attach(self, gate: Gate, store: Store | None) -> None:
-        """Let the egress proxy decide through `gate`, recording each refusal.
-
-        Refusals are written through a connection of their own (`store.reopen()`),
-        since the proxy answers from its own threads.
-        """
+        """Let the egress proxy decide through `gate`, recording each refusal."""
         if self.egress is not None:
-            self.egress.set_decide(_recording_decider(gate, store))
+            self.egress.set_decide(recording_decider(gate, store))
 
     def note_run(self, run_id: str, store: Store) -> None:
         """Name the run these launchers start commands for, and its store (for a sweep)."""
@@ -82,39 +77,6 @@ class Launchers:
                 close()
         if self.egress is not None:
             self.egress.close()
-
-
-def _policy_decider(policy: Policy) -> Callable[[str, int], tuple[bool, str]]:
-    def decide(host: str, port: int) -> tuple[bool, str]:
-        try:
-            decision = policy.check(Act.net(host, port))
-        except PolicyError as exc:  # port 0: nothing to dial, nothing to decide
-            return False, exc.message
-        return decision.verdict is Verdict.ALLOW, decision.reason
-
-    return decide
-
-
-def _recording_decider(
-    gate: Gate, store: Store | None
-) -> Callable[[str, int], tuple[bool, str]]:
-    lock = threading.Lock()
-    stores: list[Store] = []
-
-    def decide(host: str, port: int) -> tuple[bool, str]:
-        try:
-            act = Act.net(host, port)
-        except PolicyError as exc:  # port 0: nothing to dial, nothing to decide
-            return False, exc.message
-        with lock:
-            if store is not None and not stores:
-                stores.append(store.reopen())
-            decision = gate.decide_unattended(
-                act, by="egress proxy", store=stores[0] if stores else None
-            )
-        return decision.verdict is Verdict.ALLOW, decision.reason
-
-    return decide
 
 
 def _read_only_paths(spec: RunSpec) -> tuple[Path, ...]:
@@ -180,7 +142,7 @@ def build_launchers(spec: RunSpec) -> Launchers:
     _refuse_unconfined_net(selected, spec)
     egress = None
     if config.network and selected.backend is Backend.LINUX:
-        egress = EgressProxy(_policy_decider(spec.policy))
+        egress = EgressProxy(policy_decider(spec.policy))
     sandbox_spec = SandboxSpec(
         workdir=spec.workspace.root,
         read_only=_read_only_paths(spec),

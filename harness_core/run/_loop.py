@@ -27,6 +27,7 @@ from harness_core.clock import Clock, SystemClock
 from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
+from harness_core.hooks import HookRunner
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.policy import Approver, Policy
 from harness_core.providers import (
@@ -35,8 +36,12 @@ from harness_core.providers import (
     Provider,
     ProviderAttempt,
 )
+from harness_core.redaction import RedactingSink, SecretRedactor
+from harness_core.run._answer import ANSWER_RETRIES, answer_problem
+from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
+from harness_core.run._hooks import hook_runner, refused_stop, start_messages
 from harness_core.run._inputs import (
     baseline_json,
     gate_inputs,
@@ -47,6 +52,7 @@ from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._resume import restore_state
+from harness_core.run._snapshots import SnapshotKeeper
 from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
@@ -129,6 +135,13 @@ class _Drive:
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
+    compactor: Compactor | None = None
+    snapshots: SnapshotKeeper | None = None
+    hooks: HookRunner = field(init=False)
+    answer_retries: int = 0
+    pending_pause: Pause | None = None
+    """The pause this drive resumed, until its call takes the operator's decision: a
+    drive that stops before then leaves the run paused, never "outcome unknown"."""
 
 
 class Runner:
@@ -170,10 +183,22 @@ class Runner:
         self._cancel = threading.Event()
         self._tree: TreeContext | None = None
         self._stored_policy = False
+        self._redact: SecretRedactor | None = None
 
     def cancel(self) -> None:
         """Ask the run to stop at the next step boundary (thread-safe)."""
         self._cancel.set()
+
+    def _guard(self, spec: RunSpec) -> None:
+        """Keep the spec's secrets out of every record: the store's writes, the events,
+        and the tool output the model (and so the record) sees (#22)."""
+        redact = SecretRedactor((*spec.secrets, *spec.provider_keys))
+        if not redact:
+            return
+        self._redact = redact
+        self.store.redact_with(redact)
+        if self._emit_fn is not None and not isinstance(self._emit_fn, RedactingSink):
+            self._emit_fn = RedactingSink(self._emit_fn, redact)
 
     def _emit(self, event: Event) -> None:
         if self._emit_fn is None:
@@ -189,6 +214,7 @@ class Runner:
 
     def start(self, spec: RunSpec) -> RunOutcome:
         """Start a new run of `spec` and drive it until it finishes, stops or pauses."""
+        self._guard(spec)
         inputs = gate_inputs(spec)
         spec = protect_gate_inputs(spec, inputs)
         settings = spec.settings_json()
@@ -251,6 +277,7 @@ class Runner:
             UsageError: A paused run resumed without what it waits for (or with the wrong
                 one), or a child's id (a child is resumed through its root).
         """
+        self._guard(spec)
         record = self.store.run(run_id)
         if stored_policy:
             self._stored_policy = True
@@ -260,9 +287,10 @@ class Runner:
                 f"run {run_id} is a child in the tree of run {record.root_run_id}; a child is"
                 " resumed through its root", hint=f"io resume {record.root_run_id}")
         if record.status.is_terminal:
+            gates = self._last_gates(run_id)
             return RunOutcome(run_id, record.status, record.reason or record.status.value,
-                              record.steps_used, verified=record.status is RunStatus.FINISHED,
-                              gates=self._last_gates(run_id))
+                              record.steps_used, verified=_verdict(gates), gates=gates,
+                              answer=self._last_text(run_id))
         pause = record.pause if record.status is RunStatus.PAUSED else None
         _check_resume_args(pause, approve, answer)
         spec = protect_gate_inputs(spec)
@@ -272,6 +300,10 @@ class Runner:
         self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
                                 _sandbox_json(launchers))
         self.store.mark_orphaned_handles(run_id)
+        last = self.store.last_checkpoint(run_id)
+        self.store.record_operator_input(
+            run_id, "resume", {"drive": seq, "stored_policy": stored_policy},
+            last.step_index + 1 if last is not None else 0)
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": record.goal, "resumed": True, "workspace": record.workspace,
             "sandbox": _sandbox_json(launchers), "parent_run_id": record.parent_run_id,
@@ -309,20 +341,31 @@ class Runner:
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
-        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder)
-        context = ContextBudget(spec.context_max_tokens)
-        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
+        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder,
+                                   documents=spec.documents)
+        context = ContextBudget(spec.context_max_tokens if spec.context_strategy == "elide"
+                                else None)
+        compactor = Compactor(self.store, self.provider, run_id, spec, self._emit)
+        compactor.open(context, reload_media(self.store.messages(run_id), spec.workspace),
+                       self.store.opening_count(run_id))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,
                                        cancel=self._cancel)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
-                       self.clock.monotonic(), wall_before, tokens_before, tree)
+                       self.clock.monotonic(), wall_before, tokens_before, tree,
+                       compactor=compactor)
+        if self._tree is None:  # a tree's children change the root's files: its steps'
+            drive.snapshots = SnapshotKeeper(
+                self.store, run_id, spec.workspace.root, spec.snapshot_dir,
+                spec.snapshot_max_bytes, frozenset(spec.protected_paths), self._emit)
+        drive.hooks = hook_runner(spec, launchers, self.store, run_id, gate, self._emit)
+        compactor.hooks = drive.hooks
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
         # names), its MCP session. A list, so an extra named "handles" hides nothing.
-        closing: list[Any] = []
+        closing: list[Any] = [drive.hooks]
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
             registry = HandleRegistry(
@@ -360,8 +403,11 @@ class Runner:
         def notice(text: str) -> None:  # where a person authorizes a remote server
             self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": text}))
 
+        from harness_core.run._mcp_net import mcp_net_decider
+
         session = McpSession.start(drive.spec.mcp, gate=drive.gate, env=drive.spec.env,
-                                   workspace=drive.spec.workspace, notice=notice)
+                                   workspace=drive.spec.workspace, notice=notice,
+                                   net=mcp_net_decider(drive.gate))
         drive.toolbox = self.toolbox.with_tools(session.tools)
         for refusal in session.refusals:
             self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": refusal.describe()}))
@@ -385,23 +431,38 @@ class Runner:
         approve: bool | None,
         answer: str | None,
     ) -> RunOutcome:
-        step = 0
+        step, last = 0, None
+        # A resume inside a step (its completion recorded, its calls not all observed,
+        # as when it paused) is not at a step boundary: the queue waits for the next one,
+        # so no message lands between a call and its result.
+        mid_step = False
         if resumed:
             drive.recorded_upto = sys.maxsize
+            drive.pending_pause = pause
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
+        try:
+            self._start_hooks(drive, step, resumed=resumed)
+        except _Stop as stop:
+            return self._end(drive, stop)
+        if resumed:
             if last is not None and last.state.done and last.state.verified is None:
                 ended = self._done(drive, last.step_index)
                 if ended is not None:
                     return ended
+            mid_step = self.store.step(drive.run_id, step) is not None
+        if drive.snapshots is not None:
+            drive.snapshots.start(step)
         try:
             while True:
-                self._boundary(drive, step)
+                self._boundary(drive, step, take_inbox=not mid_step)
+                mid_step = False
                 recorded = (self.store.step(drive.run_id, step)
                             if step <= drive.recorded_upto else None)
                 if recorded is None:
                     self._check_budget(drive, step)
+                    self._compact(drive, step)
                     response = self._complete(drive, step)
                     calls = response.tool_calls
                     tokens = response.usage.billed_tokens(drive.spec.budget.cache_read_weight)
@@ -414,9 +475,12 @@ class Runner:
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     recorded.usage)
+                assert drive.compactor is not None
+                tokens += drive.compactor.billed(step, drive.spec.budget.cache_read_weight)
                 drive.gate.step = step
                 drive.step_end = _StepEnd(step, tokens) if calls else None
-                self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
+                self._run_calls_kept(drive, step, calls, pause=pause, approve=approve,
+                                     answer=answer)
                 pause, approve, answer = None, None, None
                 done = not calls
                 end, drive.step_end = drive.step_end, None
@@ -441,13 +505,20 @@ class Runner:
         except _Stop as stop:
             return self._end(drive, stop)
 
-    def _boundary(self, drive: _Drive, step: int) -> None:
+    def _start_hooks(self, drive: _Drive, step: int, *, resumed: bool) -> None:
+        refused, messages = start_messages(drive.hooks, self.store, drive.run_id, step,
+                                           goal=drive.spec.contract.goal, resumed=resumed)
+        if refused is not None:
+            raise _Stop(RunStatus.ERRORED, f"a run_start hook refused the run: {refused}")
+        drive.context.extend(messages)
+
+    def _boundary(self, drive: _Drive, step: int, *, take_inbox: bool = True) -> None:
         if self._cancel.is_set():
             raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator")
         if self._tree is not None and self.store.interrupt_pending(self._tree.root_run_id):
             raise _Stop(RunStatus.INTERRUPTED,
                         "interrupted by the operator (io interrupt of the tree's root)")
-        if not self.store.has_inbox(drive.run_id):
+        if not take_inbox or not self.store.has_inbox(drive.run_id):
             return
         for kind, body in self.store.take_inbox(drive.run_id, step):
             if kind == "interrupt":
@@ -482,6 +553,20 @@ class Runner:
             if record.step_index < before_step:
                 self._draw_cost(drive, record.model_served or drive.spec.model,
                                 record.usage)
+        for summary in drive.compactor.records if drive.compactor else ():
+            if summary.step_index < before_step:
+                self._draw_cost(drive, summary.model_served, summary.usage)
+
+    def _compact(self, drive: _Drive, step: int) -> None:
+        """Summarise the history first when this step's request would pass the
+        `compact` strategy's threshold (a recorded step of its own; `_compact`)."""
+        assert drive.compactor is not None
+        try:
+            made = drive.compactor.before_request(step, drive.context)
+        except ProviderError as exc:
+            raise _Stop(RunStatus.ERRORED, f"provider (compaction): {exc}") from exc
+        if made is not None:
+            self._draw_cost(drive, made.model_served, made.usage, fresh=True)
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
@@ -544,6 +629,8 @@ class Runner:
             server_tool_calls=response.server_tool_calls, carry=response.carry,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
+        if drive.compactor is not None:
+            drive.compactor.counted(response.usage, len(request.messages))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
             "provider": response.provider or self.provider.name, "request_model": spec.model,
@@ -551,6 +638,19 @@ class Runner:
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))
         return response
+
+    def _run_calls_kept(self, drive: _Drive, step: int, calls: tuple[ToolCall, ...],
+                        **resume: Any) -> None:
+        """`_run_calls` between the workspace snapshots of `io rewind` and `io undo`."""
+        keeper = drive.snapshots if calls else None
+        if keeper is None:
+            self._run_calls(drive, step, calls, **resume)
+            return
+        keeper.before(step)
+        try:
+            self._run_calls(drive, step, calls, **resume)
+        finally:
+            keeper.after(step)
 
     def _run_calls(
         self,
@@ -570,6 +670,8 @@ class Runner:
                 end = index
                 while end < len(calls) and calls[end].name == "spawn_agent":
                     end += 1
+                if pause is not None and pause.step == step and index <= pause.call_index < end:
+                    drive.pending_pause = None  # the decision goes to the child that waits
                 held = run_spawns(self, drive, step, list(enumerate(calls))[index:end],
                                   pause=pause, approve=approve, answer=answer)
                 if held is not None:
@@ -609,6 +711,7 @@ class Runner:
                                   ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
                 return
             assert pause is not None
+            self._apply_decision(drive, pause, call, approve=approve, answer=answer)
             if pause.kind == "question":
                 self._answered(drive, step, index, call, answer or "")
                 return
@@ -617,6 +720,21 @@ class Runner:
         else:
             self.store.record_intent(drive.run_id, step, index, call)
         self._execute(drive, step, index, call)
+
+    def _apply_decision(self, drive: _Drive, pause: Pause, call: ToolCall, *,
+                        approve: bool | None, answer: str | None) -> None:
+        """Record the operator's decision on the paused call as it applies; from here
+        the call runs (or is answered), so a stop is no longer a pause lost."""
+        drive.pending_pause = None
+        content: dict[str, Any]
+        if pause.kind == "question":
+            kind, content = "answer", {"question": str(call.arguments.get("question", "")),
+                                       "answer": answer or ""}
+        else:
+            kind = "approve" if approve else "deny"
+            content = {"act": pause.act, "target": pause.target or "",
+                       "call_id": pause.call_id}
+        self.store.record_operator_input(drive.run_id, kind, content, pause.step)
 
     def _answered(self, drive: _Drive, step: int, index: int, call: ToolCall, text: str) -> None:
         self.store.answer_question(drive.run_id, step, index, text, "person")
@@ -634,7 +752,9 @@ class Runner:
         }))
         drive.ctx.call_ref = f"{drive.run_id}/{step}/{index}"
         try:
-            outcome = drive.toolbox.call(call, drive.ctx, resumed=resumed)
+            outcome = (drive.hooks.pre_tool(step, index, call)
+                       or drive.hooks.post_tool(step, index, call, drive.toolbox.call(
+                           call, drive.ctx, resumed=resumed)))
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
@@ -678,7 +798,8 @@ class Runner:
     ) -> None:
         # What the model and the trace see is valid UTF-8 whatever a tool returned; the
         # exact names stay in `data`, which the store keeps losslessly.
-        result = ToolResult(call.id, call.name, escape_surrogates(outcome.output),
+        output = escape_surrogates(outcome.output)
+        result = ToolResult(call.id, call.name, self._redact(output) if self._redact else output,
                             outcome.is_error, outcome.media)
         edits = outcome.data.edits if isinstance(outcome.data, FileWritten) else ()
         for edit in edits:
@@ -705,23 +826,59 @@ class Runner:
 
     def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
         """The model says it is done: run the gates. A root that fails one goes on (the
-        failure is its next observation); a child ends, and its parent sees the verdict."""
+        failure is its next observation); a child ends, and its parent sees the verdict.
+        A stop hook that refuses the end sends the run on before the answer and the gates
+        are checked."""
+        going_on = refused_stop(drive.hooks, self.store, drive.run_id, step)
+        if going_on is not None:
+            drive.context.append(going_on)
+            return None
+        schema = drive.spec.answer_schema
+        if schema is not None and self._tree is None:
+            problem = answer_problem(self._last_text(drive.run_id), schema)
+            if problem is not None:
+                return self._bad_answer(drive, step, problem)
         if self._verify(drive, step):
-            return self._end(drive, _Stop(RunStatus.FINISHED, "done; every gate passed"))
+            said = "every gate passed" if drive.verified else "no gates configured"
+            return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}"))
         if self._tree is None:
             return None
         return self._end(drive, _Stop(RunStatus.FAILED,
                                       "done, but a gate failed (the parent decides what next)"))
 
+    def _bad_answer(self, drive: _Drive, step: int, problem: str) -> RunOutcome | None:
+        """A final answer that does not match `--output-schema`: back to the model while
+        retries last, then the run fails (exit 1) with the reason."""
+        drive.answer_retries += 1
+        if drive.answer_retries > ANSWER_RETRIES:
+            return self._end(drive, _Stop(
+                RunStatus.FAILED, f"the final answer does not match the output schema after"
+                f" {ANSWER_RETRIES} retries: {problem}"))
+        message = Message.user(f"Your final answer does not match the required JSON Schema:"
+                               f" {problem}\nReply with only the corrected JSON value.")
+        self.store.append_messages(drive.run_id, step, [message])
+        drive.context.append(message)
+        return None
+
+    def _last_text(self, run_id: str) -> str:
+        """The text of the run's last committed completion ("" when it has none)."""
+        last = self.store.last_checkpoint(run_id)
+        record = self.store.step(run_id, last.step_index) if last is not None else None
+        return record.text if record is not None else ""
+
     def _verify(self, drive: _Drive, step: int) -> bool:
         contract = drive.spec.contract
         changed = sorted(drive.changed | {e.edit.path for e in self.store.edits(drive.run_id)})
         baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
+        handles = drive.ctx.services.handles  # nothing of the agent's runs past here
+        if handles is not None and handles.end_running():
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": "background handles still running were ended before the gates"}))
         # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
                  for index, c in enumerate(contract.verify)]
         results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed,
-                            clock=self.clock)
+                            clock=self.clock, documents=drive.spec.documents)
         sandbox = drive.launchers.selected.backend.value
         failures: list[str] = []
         for result, inputs in zip(results, fates, strict=True):
@@ -777,20 +934,45 @@ class Runner:
         return tuple(r for r in records if r.step_index == last)
 
     def _end(self, drive: _Drive, stop: _Stop) -> RunOutcome:
+        waiting = drive.pending_pause
+        if waiting is not None and stop.status is not RunStatus.PAUSED:
+            # The drive stopped before the paused call took the operator's decision: the
+            # run still waits for it (nothing ran, so nothing is "outcome unknown").
+            stop = _Stop(RunStatus.PAUSED, f"paused for {waiting.kind} (the resume stopped"
+                         f" before it was applied: {stop.reason})", waiting)
+        self._void_queue(drive.run_id, stop.status)
         now = self.clock.monotonic()
         self.store.add_wall(drive.run_id, now - drive.started)
         drive.started = now
-        self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause)
+        gates = self._last_gates(drive.run_id)
         steps = self.store.run(drive.run_id).steps_used
-        verified = drive.verified if stop.status is not RunStatus.FINISHED else True
-        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause, verified,
-                             self._last_gates(drive.run_id))
+        outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause,
+                             _verdict(gates), gates, self._last_text(drive.run_id))
+        self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause,
+                              exit_code=outcome.exit_code)
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
             kind = EventKind.QUESTION if stop.pause.kind == "question" else EventKind.APPROVAL
             self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause.to_json()}))
         self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
             "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
+
+
+    def _void_queue(self, run_id: str, status: RunStatus) -> None:
+        """Messages that can no longer land where they were aimed: an interrupt for a run
+        that stopped anyway, and, once it has ended, a steer it will never read."""
+        if status is RunStatus.RUNNING:
+            return
+        self.store.void_inbox(run_id, ["interrupt"],
+                              f"the run {status.value} before its next step boundary")
+        if status.is_terminal:
+            self.store.void_inbox(run_id, ["steer"],
+                                  f"the run {status.value} before its next step boundary")
+
+
+def _verdict(gates: tuple[VerificationRecord, ...]) -> bool | None:
+    """Whether the last gate round passed (None: no round ran)."""
+    return all(g.passed for g in gates) if gates else None
 
 
 _MAX_PAUSE_TURNS = 8

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.hooks import HookConfig
 from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
@@ -18,6 +19,7 @@ from harness_core.store import Pause, RunStatus, VerificationRecord
 from harness_core.templates import Skill
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
@@ -59,11 +61,31 @@ class RunSpec:
         provider_keys: The provider credentials this process holds (values, never
             recorded): the sandbox must keep them from commands, and `auto` refuses
             to degrade to a backend that cannot.
+        secrets: Every secret value the config loaded (`Config.secrets`; never
+            recorded): with `provider_keys`, what the run keeps out of its records.
         git: The `[git]` settings of the git built-ins (author, timeout).
+        documents: The `[documents]` limits: how far a document tool unpacks a file.
         agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
         skills: The skills catalogue (names and descriptions); shared by a whole tree.
+        context_strategy: ``elide`` (old observations give way to markers past
+            `context_max_tokens`) or ``compact`` (past `compact_threshold` of the
+            context window, the model summarises the older turns; `_compact`).
+        compact_threshold: The share of the context window that triggers a compaction.
+        context_window: The model's context window in tokens (None: io's table of known
+            models, `context_window_of`).
+        compact_prompt: The instruction the summary is asked under (None: io's own).
+        compact_keep_steps: The newest steps kept whole after a compaction.
+        snapshot_dir: Where the workspace snapshots of `io rewind` / `io undo` go (one
+            folder per store and run); None keeps none.
+        snapshot_max_bytes: The blob bytes one run's snapshots may hold; past it io
+            stops taking snapshots for the run (and says so).
+        hooks: The `[[hooks]]` of every scope (a child runs under its parent's).
+        answer_schema: A JSON Schema the root run's final answer must validate against
+            (`io run --output-schema`): an answer that does not is sent back to the
+            model with the reason, up to `ANSWER_RETRIES` times, then the run fails.
+            Not recorded: `io resume` checks only what it is given again.
     """
 
     workspace: Workspace
@@ -89,11 +111,22 @@ class RunSpec:
     cost_of: Callable[[str, Usage], float | None] | None = None
     store_path: Path | None = None
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
+    secrets: frozenset[str] = field(default=frozenset(), repr=False)
     git: GitSettings = field(default_factory=GitSettings)
+    documents: DocumentLimits = field(default_factory=DocumentLimits)
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None
     skills: tuple[Skill, ...] = ()
+    context_strategy: Literal["elide", "compact"] = "elide"
+    compact_threshold: float = 0.8
+    context_window: int | None = None
+    compact_prompt: str | None = None
+    compact_keep_steps: int = 2
+    snapshot_dir: Path | None = None
+    snapshot_max_bytes: int = 256 * 1024 * 1024
+    hooks: tuple[HookConfig, ...] = ()
+    answer_schema: Mapping[str, Any] | None = None
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -110,11 +143,13 @@ class RunSpec:
                             "editable": c.editable} for c in self.contract.verify],
             },
             "context_max_tokens": self.context_max_tokens,
+            "context_strategy": self.context_strategy,
             "output_cap": self.output_cap,
             "exec_timeout": self.exec_timeout,
             "stall_window": self.stall_window,
             "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
             "role": self.role,
+            **({"hooks": [h.to_json() for h in self.hooks]} if self.hooks else {}),
         }
 
 
@@ -128,9 +163,13 @@ class RunOutcome:
         reason: One line saying why it ended here.
         steps: Steps committed so far.
         pause: What it waits for, when paused (``kind``, and the act or question).
-        verified: Whether the gates passed (None when they did not run).
+        verified: Whether the last round of gates passed: True every gate passed, False
+            one failed, None no round ran (no gate is configured, or the run stopped
+            before the model said it was done).
         gates: The last round of verification gates (the gates report): each gate's
             command, exit status, duration, sandbox and whether its inputs were untouched.
+        answer: The text of the run's last completion (its final answer when it
+            finished); empty when it has none.
     """
 
     run_id: str
@@ -140,3 +179,50 @@ class RunOutcome:
     pause: Pause | None = None
     verified: bool | None = None
     gates: tuple[VerificationRecord, ...] = ()
+    answer: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code `io` ends with for this outcome (docs/guide/exit-codes.md).
+
+        0 finished with every configured gate passed (or none configured); 1 the last
+        gate round failed, whatever stopped the run, or the run failed; 3 a budget or
+        stall stop with no failed gate; 4 paused; 130 interrupted. A paused or
+        interrupted run keeps its own code even after a failed round: it is not over.
+        """
+        return _exit_code_of(self.status, self.verified)
+
+    @property
+    def why(self) -> str:
+        """One line saying why the exit code is what it is."""
+        code = self.exit_code
+        if code == 0:
+            return "every gate passed" if self.verified else "no gates configured"
+        if code == 1 and self.verified is False:
+            failed = [g for g in self.gates if not g.passed]
+            named = ", ".join(f"`{g.criterion}` (exit {_status(g.exit_status)})" for g in failed)
+            return "the last gate round failed" + (f": {named}" if named else "")
+        if code == 3:
+            return f"stopped with no failed gate: {self.reason}"
+        if code == 4 and self.pause is not None:
+            waits = "an answer" if self.pause.kind == "question" else "an approval"
+            return f"paused for {waits}"
+        return f"{self.status.value}: {self.reason}"
+
+
+def _status(exit_status: int | None) -> str:
+    return "-" if exit_status is None else str(exit_status)
+
+
+_CODE_OF_STATUS = {
+    RunStatus.FINISHED: 0, RunStatus.FAILED: 1, RunStatus.ERRORED: 1, RunStatus.RUNNING: 1,
+    RunStatus.STOPPED: 3, RunStatus.PAUSED: 4, RunStatus.INTERRUPTED: 130,
+}
+
+
+def _exit_code_of(status: RunStatus, verified: bool | None) -> int:
+    """The exit code of a run that stands at `status` after a last gate round `verified`
+    (see `RunOutcome.exit_code`)."""
+    if status in (RunStatus.PAUSED, RunStatus.INTERRUPTED) or verified is not False:
+        return _CODE_OF_STATUS[status]
+    return 1

@@ -12,8 +12,13 @@ The proxy understands `CONNECT host:port` (HTTPS and any other TLS) and absolute
 plain-HTTP requests (`GET http://host/...`, rewritten to origin form with
 `Connection: close`, so one connection reaches one host). Each request names a host and
 port; the proxy asks `decide(host, port)`, which the run backs with the policy's
-`Act.net` check (deny wins) and which records every refusal. A refused request gets
-`403` with the reason; nothing else is dialled. The proxy decides nothing itself.
+`Act.net` check (deny wins) and which records every refusal. The answer, an
+`Admission`, carries the addresses the decision checked (a name is resolved once, by
+the decider, and every address it resolves to is checked); the proxy dials those
+addresses and nothing else, so there is no second lookup that could answer
+differently (DNS rebinding). The request's `Host` header and the TLS server name inside
+a tunnel pass untouched. A refused request gets `403` with the reason; an admission
+with no address is refused too (fail closed). The proxy decides nothing itself.
 
 Why a namespace plus a unix socket rather than the host's loopback: with the host's
 network namespace a command could dial any address directly, and a seccomp filter
@@ -23,22 +28,43 @@ cannot tell a proxy's address from any other; a namespace with no route out can.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import select
 import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["FORWARDER", "SANDBOX_SOCKET", "Decide", "EgressProxy", "parse_request"]
+__all__ = ["FORWARDER", "SANDBOX_SOCKET", "Admission", "Decide", "EgressProxy", "dial",
+           "parse_request"]
 
 SANDBOX_SOCKET = "/run/io-egress.sock"
 """Where the proxy's socket appears inside the sandbox."""
 
-Decide = Callable[[str, int], "tuple[bool, str]"]
-"""(host, port) -> (admitted, reason)."""
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A decider's answer about one destination.
+
+    Attributes:
+        admitted: Whether the request may go out.
+        reason: Why (sent back in the 403 when refused).
+        addresses: The addresses the decision checked, in the order to try them: the
+            only ones the proxy dials. Empty when refused.
+    """
+
+    admitted: bool
+    reason: str
+    addresses: tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, ...] = ()
+
+
+Decide = Callable[[str, int], Admission]
+"""(host, port) -> the admission, with the addresses checked."""
 
 _HEAD_LIMIT = 64 * 1024
 _TIMEOUT = 30.0
@@ -127,6 +153,45 @@ def relay(left: socket.socket, right: socket.socket) -> None:
                 target.shutdown(socket.SHUT_WR)
 
 
+def _sockaddr(
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int
+) -> tuple[socket.AddressFamily, tuple[str, int] | tuple[str, int, int, int]]:
+    if isinstance(address, ipaddress.IPv4Address):
+        return socket.AF_INET, (str(address), port)
+    zone = address.scope_id
+    scope = 0
+    if zone:
+        scope = int(zone) if zone.isdigit() else socket.if_nametoindex(zone)
+    return socket.AF_INET6, (str(ipaddress.IPv6Address(int(address))), port, 0, scope)
+
+
+def dial(
+    addresses: Sequence[ipaddress.IPv4Address | ipaddress.IPv6Address], port: int
+) -> socket.socket:
+    """Connect to the first of `addresses` that answers on `port`; no name is looked up.
+
+    Raises:
+        OSError: None answered (the last failure), or `addresses` is empty.
+    """
+    failure: OSError = OSError("no address to dial")
+    for address in addresses:
+        try:
+            family, sockaddr = _sockaddr(address, port)
+        except OSError as exc:  # an unknown zone id
+            failure = exc
+            continue
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.settimeout(_CONNECT_TIMEOUT)
+        try:
+            sock.connect(sockaddr)
+        except OSError as exc:
+            sock.close()
+            failure = exc
+            continue
+        return sock
+    raise failure
+
+
 class EgressProxy:
     """One run's egress proxy on a unix socket; `close` stops it and removes the socket.
 
@@ -170,12 +235,13 @@ class EgressProxy:
                 return
             with self._lock:
                 decide = self._decide
-            admitted, reason = decide(host, port)
-            if not admitted:
+            admission = decide(host, port)
+            if not admission.admitted or not admission.addresses:
+                reason = admission.reason if not admission.admitted else "no address was checked"
                 _reply(conn, "403 Forbidden", f"io egress proxy: {host}:{port} refused: {reason}")
                 return
             try:
-                upstream = socket.create_connection((host, port), timeout=_CONNECT_TIMEOUT)
+                upstream = dial(admission.addresses, port)
             except OSError as exc:
                 _reply(conn, "502 Bad Gateway", f"io egress proxy: {host}:{port}: {exc}")
                 return

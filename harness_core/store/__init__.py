@@ -3,7 +3,9 @@ checkpoint format."""
 
 from harness_core.store._batches import BatchRecord, BatchTaskRecord
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
+from harness_core.store._compactions import CompactionRecord
 from harness_core.store._migrate import CopyReport, copy_store
+from harness_core.store._operator import OPERATOR_KINDS, OperatorInputRecord
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     AttemptRecord,
@@ -21,6 +23,7 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
+from harness_core.store._snapshots import SnapshotRecord
 from harness_core.store._spend import SpendRow
 from harness_core.store._store import AliveCheck, Store, check_store
 
@@ -32,15 +35,19 @@ __all__ = [
     "AttemptRecord",
     "CheckpointRecord",
     "CheckpointState",
+    "CompactionRecord",
     "CopyReport",
     "DriveRecord",
     "EditRecord",
     "InputsFate",
     "LedgerEntry",
+    "OPERATOR_KINDS",
+    "OperatorInputRecord",
     "Pause",
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
+    "SnapshotRecord",
     "SpendRow",
     "StepRecord",
     "QUICK_CHECK_SECONDS",

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from harness_core.errors import RunInUse, RunNotFound
+from harness_core.errors import AmbiguousId, RunInUse, RunNotFound
 from harness_core.messages import Message, escape_surrogates
 from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import HOST, AliveCheck, StoreParts
@@ -30,11 +30,17 @@ _RUN_BY_ID = (
 )
 _RUN_BY_PREFIX = (
     RUN_COLUMNS + " FROM runs WHERE run_id = ? OR run_id LIKE ?"
-    " ESCAPE '!' ORDER BY run_id = ? DESC LIMIT 2"
+    " ESCAPE '!' ORDER BY run_id = ? DESC, created_at DESC LIMIT 11"
 )
 _RUNS_RECENT = (
     RUN_COLUMNS + " FROM runs ORDER BY created_at DESC LIMIT ?"
 )
+_RUNS_FILTERED = (
+    RUN_COLUMNS + " FROM runs WHERE (? = 0 OR workspace = ?) AND (? = 0 OR status IN"
+    " (" + ", ".join("?" * len(RunStatus)) + ")) ORDER BY created_at DESC LIMIT ?"
+)
+"""Runs of one workspace and/or of some statuses (a flag turns each filter on; the status
+list is padded to one placeholder per `RunStatus`, so the statement never changes)."""
 _RUNS_OF_SESSION = (
     RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
@@ -111,16 +117,26 @@ class RunQueries(StoreParts):
             _RUN_BY_PREFIX,
             (prefix, prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%", prefix),
         )
-        if not rows or (len(rows) > 1 and rows[0][0] != prefix):
+        if not rows:
             raise RunNotFound(prefix)
+        if len(rows) > 1 and rows[0][0] != prefix:
+            raise AmbiguousId("run", prefix, [str(r[0]) for r in rows])
         return run_record(rows[0])
 
-    def list_runs(self, limit: int = 20, *, session_id: str | None = None) -> list[RunRecord]:
-        """The most recent runs, newest first."""
-        if session_id is None:
+    def list_runs(self, limit: int = 20, *, session_id: str | None = None,
+                  workspace: str | None = None,
+                  statuses: Sequence[RunStatus] = ()) -> list[RunRecord]:
+        """The most recent runs, newest first; only those in `workspace` (its resolved
+        path, as recorded) and with one of `statuses`, when given."""
+        if session_id is not None:
+            rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
+        elif workspace is None and not statuses:
             rows = self._query(_RUNS_RECENT, (limit,))
         else:
-            rows = self._query(_RUNS_OF_SESSION, (session_id, limit))
+            values = [s.value for s in statuses] or [""]
+            padded = (values * len(RunStatus))[:len(RunStatus)]
+            rows = self._query(_RUNS_FILTERED, (int(workspace is not None), workspace or "",
+                                                int(bool(statuses)), *padded, limit))
         return [run_record(r) for r in rows]
 
     def child_runs(self, run_id: str) -> list[RunRecord]:

@@ -14,12 +14,12 @@ the caller passes the liveness check.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from harness_core.errors import SessionInUse, StateError, UsageError
+from harness_core.errors import AmbiguousId, SessionInUse, StateError, UsageError
 from harness_core.messages import Message
 from harness_core.store._codec import loads, message_from_json
 from harness_core.store._parts import StoreParts
@@ -48,9 +48,14 @@ _SELECT_SESSIONS = (
     " (SELECT COUNT(*) FROM runs r WHERE r.session_id = s.session_id),"
     " (SELECT r.run_id FROM runs r WHERE r.session_id = s.session_id ORDER BY r.rowid DESC"
     " LIMIT 1),"
-    " (SELECT MAX(r.updated_at) FROM runs r WHERE r.session_id = s.session_id)"
+    " (SELECT MAX(r.updated_at) FROM runs r WHERE r.session_id = s.session_id),"
+    " (SELECT r.status FROM runs r WHERE r.session_id = s.session_id ORDER BY r.rowid DESC"
+    " LIMIT 1)"
     " FROM sessions s"
 )
+_SESSIONS_FILTERED = _SELECT_SESSIONS + " WHERE (? = 0 OR s.workspace = ?)"
+"""Sessions of one workspace (when the flag is 1), newest first; the status filter is
+applied to the rows read."""
 
 
 _SELECT_TURN = (
@@ -75,6 +80,7 @@ class SessionRecord:
         turns: How many turns it has.
         latest_run_id: The run of its newest turn, or None before the first.
         updated_at: When its newest turn was last touched (or its creation time).
+        status: The status of its newest turn's run (None before the first turn).
     """
 
     session_id: str
@@ -84,6 +90,7 @@ class SessionRecord:
     turns: int
     latest_run_id: str | None
     updated_at: str
+    status: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as a JSON object."""
@@ -157,21 +164,28 @@ class SessionQueries(StoreParts):
         escaped = session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._session_read(
             _SELECT_SESSIONS + " WHERE s.session_id = ? OR s.session_id LIKE ? ESCAPE '\\'"
-            " ORDER BY s.session_id = ? DESC LIMIT 2",
+            " ORDER BY s.session_id = ? DESC, s.created_at DESC LIMIT 11",
             (session_id, escaped + "%", session_id),
         )
-        if not rows or (len(rows) > 1 and rows[0][0] != session_id):
+        if not rows:
             raise UsageError(f"no session {session_id!r} in the store",
-                             hint="`io session list` lists recorded sessions")
+                             hint="`io session list --all` lists recorded sessions")
+        if len(rows) > 1 and rows[0][0] != session_id:
+            raise AmbiguousId("session", session_id, [str(r[0]) for r in rows])
         return _session_record(rows[0])
 
-    def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
-        """The most recently created sessions, newest first."""
-        rows = self._session_read(
-            _SELECT_SESSIONS + " ORDER BY s.created_at DESC LIMIT ?",
-            (limit,),
-        )
-        return [_session_record(r) for r in rows]
+    def list_sessions(self, limit: int = 50, *, workspace: str | None = None,
+                      statuses: Sequence[str] = ()) -> list[SessionRecord]:
+        """The most recently created sessions, newest first; only those of `workspace`
+        and whose newest turn has one of `statuses`, when given."""
+        if workspace is None and not statuses:
+            rows = self._session_read(
+                _SELECT_SESSIONS + " ORDER BY s.created_at DESC LIMIT ?", (limit,))
+            return [_session_record(r) for r in rows]
+        rows = self._session_read(_SESSIONS_FILTERED + " ORDER BY s.created_at DESC",
+                                  (int(workspace is not None), workspace or ""))
+        records = [_session_record(r) for r in rows]
+        return [r for r in records if not statuses or r.status in statuses][:limit]
 
     def session_turns(self, session_id: str) -> list[TurnRecord]:
         """Every turn of the session, oldest first (numbered from 1)."""
@@ -312,5 +326,5 @@ def _turn_record(number: int, r: tuple[Any, ...]) -> TurnRecord:
 def _session_record(r: tuple[Any, ...]) -> SessionRecord:
     return SessionRecord(
         session_id=r[0], created_at=r[1], title=r[2], workspace=r[3], turns=int(r[4]),
-        latest_run_id=r[5], updated_at=r[6] or r[1],
+        latest_run_id=r[5], updated_at=r[6] or r[1], status=r[7] if len(r) > 7 else None,
     )

@@ -1,6 +1,7 @@
 """`Store`: opening, checking, migrating and closing the store; the queries live in
 mixins by concern (`_runs`, `_steps`, `_checkpoints`, `_oversight`, `_handles`,
-`_sessions`, `_todos`, `_questions`, `_spend`, `_sweeps`, `_tree`), over one SQLite file in
+`_sessions`, `_todos`, `_questions`, `_spend`, `_sweeps`, `_tree`, `_compactions`,
+`_snapshots`, `_hooks`), over one SQLite file in
 WAL mode (or PostgreSQL).
 
 Nothing outside `store/` writes SQL. Every statement is parameterised; every payload
@@ -16,7 +17,8 @@ import os
 import secrets
 import shutil
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,11 @@ from harness_core.store._check import (
 )
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
+from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
+from harness_core.store._locks import wait_for_flock
+from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
 from harness_core.store._parts import AliveCheck
 from harness_core.store._parts import now as _now
@@ -52,6 +58,7 @@ from harness_core.store._schema import (
     VERIFICATION_REPORT_SQL,
 )
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
+from harness_core.store._snapshots import SNAPSHOT_SCHEMA_SQL, SnapshotQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._steps import StepQueries
 from harness_core.store._sweeps import SWEEP_SCHEMA_SQL, SweepQueries
@@ -75,6 +82,10 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
     ("0011_batches", BATCH_SCHEMA_SQL),
     ("0012_resume_state", RESUME_STATE_SQL),
+    ("0013_operator_inputs", OPERATOR_SCHEMA_SQL),
+    ("0014_compactions", COMPACTION_SCHEMA_SQL),
+    ("0015_snapshots", SNAPSHOT_SCHEMA_SQL),
+    ("0016_hooks", HOOK_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -120,6 +131,11 @@ def check_store(path: str | os.PathLike[str]) -> StoreReport:
     return _check_store(path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
 
 
+def _remaining(deadline: float) -> float:
+    """Seconds left of an open's busy budget (at least 10 ms: SQLite reads 0 as none)."""
+    return max(deadline - time.monotonic(), 0.01)
+
+
 def _is_read_only(path: Path) -> bool:
     # WAL needs the directory writable too (for the -wal and -shm files beside the store).
     return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
@@ -133,9 +149,33 @@ def _disk_is_full(path: Path) -> bool:
         return False
 
 
-class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
+class _Redacting:
+    """A connection whose `execute`/`executemany` redact every text parameter."""
+
+    def __init__(self, conn: sqlite3.Connection, redact: Callable[[str], str]) -> None:
+        self._conn = conn
+        self._redact = redact
+
+    def _clean(self, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        redact = self._redact
+        if isinstance(params, Mapping):
+            return {k: redact(v) if isinstance(v, str) else v for k, v in params.items()}
+        return tuple(redact(v) if isinstance(v, str) else v for v in params)
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+        return self._conn.execute(sql, self._clean(params))
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        return self._conn.executemany(sql, [self._clean(row) for row in rows])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, OperatorQueries,
+            HandleQueries,
             SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
-            SweepQueries,
+            SweepQueries, CompactionQueries, SnapshotQueries, HookQueries,
             TreeQueries):
     """The run store.
 
@@ -160,9 +200,13 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         self.backend = "sqlite"
         self.location = str(path)
         self.path = Path(path)
+        # One busy budget for the whole open: a store another process holds locked
+        # fails within `_BUSY_TIMEOUT_MS`, not once per connection and statement.
+        deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
         exists = inspect_file(self.path) > 0
         if exists:
-            self._verify()
+            wait_for_flock(self.path, deadline)
+            self._verify(deadline)
         else:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,17 +216,18 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
                 ) from exc
         try:
             self._conn = sqlite3.connect(
-                str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                str(self.path), timeout=_remaining(deadline), isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
             raise _translate(exc, "opening", self.path) from exc
         try:
-            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            self._conn.execute(f"PRAGMA busy_timeout={int(_remaining(deadline) * 1000)}")
             if not exists:
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         except sqlite3.Error as exc:
             self._conn.close()
             raise _translate(exc, "opening", self.path) from exc
@@ -206,11 +251,11 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
             self._conn.close()
             raise
 
-    def _verify(self) -> None:
+    def _verify(self, deadline: float) -> None:
         """The self-check of an existing file, through a connection that cannot write."""
         try:
             conn = sqlite3.connect(readonly_uri(self.path), uri=True,
-                                   timeout=_BUSY_TIMEOUT_MS / 1000)
+                                   timeout=_remaining(deadline))
         except sqlite3.Error as exc:
             raise _translate(exc, "checking", self.path) from exc
         try:
@@ -272,15 +317,25 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         if int(value) != CHECKPOINT_FORMAT:
             raise CheckpointFormatError(int(value), CHECKPOINT_FORMAT)
 
+    def redact_with(self, redact: Callable[[str], str] | None) -> None:
+        """Run every text this store writes (and its `reopen` twins write) through
+        `redact`: the one place secrets are kept out of the store (#22). None: as is."""
+        self._redact = redact
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole."""
+        """One write transaction (BEGIN IMMEDIATE), committed or rolled back whole.
+
+        Every write goes through here; with a redactor (`redact_with`) the connection
+        handed out redacts each text parameter before it reaches the database.
+        """
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise _translate(exc, "starting a transaction", self.path) from exc
+        redact = getattr(self, "_redact", None)
         try:
-            yield self._conn
+            yield self._conn if redact is None else _Redacting(self._conn, redact)  # type: ignore[misc]
         except sqlite3.Error as exc:
             self._rollback()
             raise _translate(exc, "writing", self.path) from exc
@@ -322,6 +377,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         """
         twin = Store.__new__(Store)
         twin._opened_with = self._opened_with
+        twin._redact = getattr(self, "_redact", None)
         twin.backend, twin.location, twin.path = self.backend, self.location, self.path
         if self.backend == "postgresql":
             from harness_core.store._postgres import PgConnection

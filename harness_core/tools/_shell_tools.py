@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness_core.errors import InvalidToolArguments, SandboxUnavailable, ToolError
 from harness_core.messages import ToolSpec
+from harness_core.policy import BUILTIN_LAYER
 from harness_core.tool_data import HandleData, HandleStarted, Refusal, ShellData
 from harness_core.tools._base import Tool, ToolContext, ToolOutcome
 from harness_core.tools._support import req_str
@@ -46,10 +47,14 @@ _LINE_HELP = (
 
 
 def _refusal(blocked: Blocked) -> Refusal:
+    """The recorded refusal; a construct refused by the shell's own grammar names it as
+    its rule (`construct:<name>`, layer `builtin`), so every refusal says what decided."""
+    by_grammar = blocked.construct is not None and blocked.rule is None
     return Refusal(
         reason=blocked.reason, act=blocked.act, target=blocked.target,
-        construct=blocked.construct, column=blocked.column, rule=blocked.rule,
-        layer=blocked.layer,
+        construct=blocked.construct, column=blocked.column,
+        rule=f"construct:{blocked.construct}" if by_grammar else blocked.rule,
+        layer=BUILTIN_LAYER if by_grammar and blocked.layer is None else blocked.layer,
     )
 
 

@@ -1,104 +1,85 @@
-"""Drive a run from the CLI (`io run`, `io resume`, `io session turn`): events out,
-exit code back, and a `run_finished` line however the run ends."""
+"""Drive a run from the CLI (`io run`, `io resume`, `io session turn`): build it, run it,
+print the answer and the gates report, write the CI reports, and map how it ended to an
+exit code, with a `run_finished` line however it ends."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from io_harness_cli.exit_codes import ExitCode, exit_code_for_error, exit_code_for_status
-from io_harness_cli.output import error, say, use_color, use_live, write_json
-
-RUN_FINISHED_WRITTEN = False
-"""Whether this process wrote the `run_finished` line (`run_app` writes one otherwise)."""
+from io_harness_cli.commands._events import EventOutput
+from io_harness_cli.commands._failure import hint_for
+from io_harness_cli.commands._load import environment
+from io_harness_cli.commands._prompts import make_approver, make_responder
+from io_harness_cli.commands._start_up import end_start_up
+from io_harness_cli.exit_codes import (
+    ExitCode,
+    exit_code_for_error,
+    exit_code_for_outcome,
+    why_for_error,
+)
+from io_harness_cli.output import error, say, write_stdout
 
 if TYPE_CHECKING:
-    from harness_core import Config, Event, RunOutcome, TelemetrySink
+    from harness_core import Config, Policy, RunAssembly, RunOutcome, Store
+
+__all__ = ["EventOutput", "Reports", "assemble", "drive", "exit_with"]
 
 
-class EventOutput:
-    """Sends events to the JSON-lines writer or the human trace, and remembers the run id."""
+@dataclass(frozen=True)
+class Reports:
+    """Where a driven run's results go besides the exit code.
 
-    def __init__(self, json_mode: bool) -> None:
-        self.json_mode = json_mode
-        self.run_id: str | None = None
-        self.finished = False
-        self._human: Callable[[Event], None] | None = None
-        self._sinks: list[TelemetrySink] = []
-        if not json_mode:
-            from io_harness_cli.render import make_renderer
+    Attributes:
+        last_message: `--output-last-message`: the final answer is written to this file.
+        junit: `--junit`: the gate rounds as JUnit XML.
+    """
 
-            self._human = make_renderer(color=use_color(sys.stderr), live=use_live())
+    last_message: Path | None = None
+    junit: Path | None = None
 
-    def configure(self, config: Config) -> None:
-        """Give the live view the run's `[prices]` (its cost so far is derived from them)
-        and start the OpenTelemetry export when `[telemetry]` (or `OTEL_*`) asks for it."""
-        set_prices = getattr(self._human, "set_prices", None)
-        if callable(set_prices):
-            set_prices(config.prices)
-        if config.telemetry is not None and not self._sinks:
-            from harness_core import TelemetrySink
+    def check(self) -> None:
+        """Refuse a file whose directory does not exist, before anything runs.
 
-            self._sinks.append(TelemetrySink(config.telemetry, redact=config.redact))
+        Raises:
+            UsageError: The directory of a file is missing.
+        """
+        from harness_core import UsageError
 
-    def __call__(self, event: Event) -> None:
-        self.run_id = event.root_run_id or event.run_id  # a child's event names its root
-        if self.json_mode:
-            if event.kind.value != "run_finished":  # `finish` writes the one closing line
-                write_json(event.to_json())
-        elif self._human is not None:
-            self._human(event)
-        for sink in self._sinks:
-            sink(event)
-
-    def stop_display(self) -> None:
-        """Take the live panel down (before anything else is written to the terminal) and
-        flush the telemetry export."""
-        stop = getattr(self._human, "stop", None)
-        if callable(stop):
-            stop()
-        sinks, self._sinks = self._sinks, []
-        for sink in sinks:
-            sink.close()
-
-    @contextmanager
-    def hold(self) -> Iterator[None]:
-        """Keep the terminal still while the operator is prompted."""
-        hold = getattr(self._human, "hold", None)
-        if not callable(hold):
-            yield
-            return
-        with hold():
-            yield
-
-    def finish(self, status: str, code: int, reason: str, **extra: Any) -> None:
-        """Write the closing `run_finished` event (once)."""
-        if self.finished:
-            return
-        self.finished = True
-        global RUN_FINISHED_WRITTEN
-        if self.json_mode:
-            RUN_FINISHED_WRITTEN = True
-            from harness_core import EVENT_SCHEMA
-
-            write_json({"schema": EVENT_SCHEMA, "kind": "run_finished", "run_id": self.run_id,
-                        "root_run_id": self.run_id, "status": status, "exit_code": code,
-                        "reason": reason, **extra})
-        else:
-            label = {0: "finished", 3: "stopped", 4: "paused", 130: "interrupted"}.get(code, status)
-            say(f"io: run {self.run_id or '-'} {label} (exit {code}): {reason}")
+        for flag, path in (("--output-last-message", self.last_message),
+                           ("--junit", self.junit)):
+            if path is not None and not path.expanduser().parent.is_dir():
+                raise UsageError(f"{flag} {str(path)!r}: no directory {str(path.parent)!r}",
+                                 hint="create the directory first, or give another path")
 
 
-def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
+def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
+             interactive: bool, out: EventOutput, policy: Policy | None = None,
+             new_id: Callable[[], str] | None = None) -> RunAssembly:
+    """The one run builder (`assemble_run`), with terminal approver and responder that
+    hold the live view still while they prompt."""
+    from harness_core import assemble_run
+
+    run = assemble_run(config, workspace, goal, store=store, env=environment(),
+                       on_event=out, approver=make_approver(interactive, out.hold),
+                       responder=make_responder(interactive, out.hold), policy=policy,
+                       new_id=new_id)
+    out.configure(config)
+    end_start_up()
+    return run
+
+
+def drive(out: EventOutput, body: Callable[[], RunOutcome],
+          reports: Reports | None = None) -> int:
     """Run `body`, map its outcome or error to an exit code, always close with run_finished."""
     from harness_core import HarnessError
-    from io_harness_cli.commands._common import hint_for, sigterm_as_interrupt
 
-    restore = sigterm_as_interrupt()
+    restore = _sigterm_as_interrupt()
     try:
         try:
             outcome = body()
@@ -106,49 +87,82 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome]) -> int:
             out.stop_display()
     except HarnessError as exc:
         code = int(exit_code_for_error(exc))
-        status = "error" if code == ExitCode.USAGE else "errored"
-        if not out.json_mode:
-            error(exc.message, hint_for(exc))
-            out.finished = True  # the error line said it all: one message, not two
-        else:
-            hint = hint_for(exc)
-            sys.stderr.write(f"io: error: {exc.message}\n" + (f"hint: {hint}\n" if hint else ""))
-        out.finish(status, code, exc.message)
+        status = "error" if code == ExitCode.USAGE else "busy" if code == ExitCode.BUSY \
+            else "errored"
+        hint = hint_for(exc)
+        error(exc.message, hint)
+        out.finished = not out.json_mode  # the error line said it all: one message, not two
+        out.finish(status, code, exc.message, why_for_error(exc), verified=None)
         return code
     except KeyboardInterrupt:
-        out.finish("interrupted", int(ExitCode.INTERRUPTED), "interrupted")
+        out.finish("interrupted", int(ExitCode.INTERRUPTED), "interrupted", "interrupted",
+                   verified=None)
         return int(ExitCode.INTERRUPTED)
     except BaseException as exc:
-        out.finish("errored", int(ExitCode.FAILED), f"internal error: {type(exc).__name__}")
+        out.finish("errored", int(ExitCode.FAILED), f"internal error: {type(exc).__name__}",
+                   "internal error", verified=None)
         raise
     finally:
         restore()
-    code = int(exit_code_for_status(outcome.status.value))
+    return _ended(out, outcome, reports or Reports())
+
+
+def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
+    """Report an outcome: answer, gates, pause, CI files, then the closing line."""
+    code = int(exit_code_for_outcome(outcome))
     extra: dict[str, Any] = {"steps": outcome.steps, "verified": outcome.verified,
-                             "gates": [g.to_json() for g in outcome.gates]}
+                             "gates": [g.to_json() for g in outcome.gates],
+                             "answer": outcome.answer}
+    out.run_id = outcome.run_id
     if not out.json_mode:
         _explain_gates(outcome)
+        if outcome.answer.strip():
+            write_stdout(outcome.answer.rstrip("\n") + "\n")
     if outcome.pause:
         extra["pause"] = outcome.pause.to_json()
+        extra["resume"] = _resume_command(outcome)
         if not out.json_mode:
             _explain_pause(outcome)
-    out.run_id = outcome.run_id
-    out.finish(outcome.status.value, code, outcome.reason, **extra)
+    if reports.last_message is not None:
+        _write_text(reports.last_message, outcome.answer)
+    from io_harness_cli.commands._ci_reports import write_ci_reports
+
+    write_ci_reports(out.config, outcome, code, reports.junit)
+    out.finish(outcome.status.value, code, outcome.reason, outcome.why, **extra)
     return code
+
+
+def _write_text(path: Path, text: str) -> None:
+    from harness_core import UsageError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {str(path)!r}: {exc.strerror}") from None
 
 
 def _explain_gates(outcome: RunOutcome) -> None:
     """The gates report, one line per gate, and which inputs the agent changed."""
+    if not outcome.gates and outcome.status.value == "finished":
+        say("io: no gates configured: nothing verified the result")
     for gate in outcome.gates:
         g = gate.to_json()
         verdict = "passed" if g["passed"] else "failed"
         untouched = {True: "inputs untouched", False: "inputs MODIFIED",
                      None: "inputs not checked"}[g["inputs_untouched"]]
         took = f"{g['duration_seconds']:.2f}s" if g["duration_seconds"] is not None else "-"
-        say(f"io: gate {verdict}: {g['command']} (exit {g['exit_status']}, {took},"
+        exit_status = "-" if g["exit_status"] is None else g["exit_status"]
+        say(f"io: gate {verdict}: {g['command']} (exit {exit_status}, {took},"
             f" sandbox {g['sandbox'] or '-'}, {untouched})")
         if g["modified_inputs"]:
             say("io: gate inputs were modified by the agent: " + ", ".join(g["modified_inputs"]))
+
+
+def _resume_command(outcome: RunOutcome) -> str:
+    pause = outcome.pause
+    if pause is not None and pause.kind == "question":
+        return f'io resume {outcome.run_id} --answer "…"'
+    return f"io resume {outcome.run_id} --approve"
 
 
 def _explain_pause(outcome: RunOutcome) -> None:
@@ -157,11 +171,24 @@ def _explain_pause(outcome: RunOutcome) -> None:
         return
     if pause.kind == "question":
         say(f"io: the agent asks: {pause.question}")
-        say(f"    answer with: io resume {outcome.run_id} --answer \"…\"")
+        say(f"    answer with: {_resume_command(outcome)}")
     else:
         say(f"io: approval needed: {pause.target} ({pause.reason})")
-        say(f"    continue with: io resume {outcome.run_id} --approve   (or --deny)")
+        say(f"    continue with: {_resume_command(outcome)}   (or --deny)")
 
 
-def exit_with(code: int) -> None:
+def _sigterm_as_interrupt() -> Callable[[], None]:
+    """Treat SIGTERM like Ctrl-C while a run goes; returns a restore function."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def exit_with(code: int) -> NoReturn:
     raise typer.Exit(code)

@@ -109,7 +109,7 @@ def _recorded(job: Job, store: Any, host: str, reason: str = "") -> Result:
                       reason or "the run was not created")
     status = record.status.value
     code = _EXIT_BY_STATUS.get(status, 1)
-    if status == "finished" and record.exit_code is not None:
+    if record.exit_code is not None:  # recorded with the run: a failed gate round is 1
         code = int(record.exit_code)
     store.mark_batch_task(job.batch_id, job.index, "done", exit_code=code, host=host)
     return Result(job.index, job.run_id, status, code, record.steps_used, record.tokens_used,
@@ -132,7 +132,7 @@ def _launch(job: Job, workspace: Path, *, resume: bool) -> tuple[bool, str]:
                           preexec_fn=_die_with_parent if job.die_with_parent else None)  # noqa: PLW1509
     finished = _finished_event(proc.stdout)
     reason = str((finished or {}).get("reason", "")) or proc.stderr.strip()[-500:]
-    return reason.startswith(f"run {job.run_id} is in use"), reason
+    return proc.returncode == 5 or reason.startswith(f"run {job.run_id} is in use"), reason
 
 
 def _what(task: dict[str, Any]) -> list[str]:

@@ -6,9 +6,9 @@ of a worker) finishes what is left and starts nothing twice. Progress goes to st
 (a bar on a terminal, one line per task otherwise); the summary table, or with `--json`
 one JSON object per task and a closing summary, goes to stdout.
 
-Exit code: 0 when every run finished with its gates passed; otherwise the worst of
-1 (a run failed or errored), 3 (a budget or stall stop), 4 (paused, waiting for
-`io resume`), in that order.
+Exit code: 0 when every run finished with its gates passed (or none configured);
+otherwise the worst of 1 (a run failed or errored, or its last gate round failed), 3 (a
+budget or stall stop), 4 (paused, waiting for `io resume`), in that order.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import Config, Store
@@ -48,7 +48,7 @@ def batch(
 ) -> None:
     """Run every task of TASKS.jsonl (or finish batch --resume BATCH_ID)."""
     from harness_core import UsageError
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
     if (tasks is None) == (resume is None):
         raise UsageError("give TASKS.jsonl or --resume BATCH_ID (not both)")
@@ -196,7 +196,7 @@ def _summary(batch_id: str, results: list[Result], cfg: Config, json_out: bool) 
 
 def _exit_code(results: list[Result]) -> int:
     statuses = {r.status for r in results}
-    if statuses & {"failed", "errored"} or any(
+    if statuses & {"failed", "errored"} or any(r.exit_code == 1 for r in results) or any(
             r.status == "finished" and r.exit_code != 0 for r in results):
         return 1
     if "stopped" in statuses:
@@ -210,7 +210,7 @@ def _exit_code(results: list[Result]) -> int:
 
 def _cost(batch_id: str, cfg: Config) -> float | None:
     """The batch's derived cost, when every call is priced; None otherwise."""
-    from io_harness_cli.commands._common import open_store
+    from io_harness_cli.commands._load import open_store
     from io_harness_cli.commands.spend import summarize_rows
 
     with open_store(cfg) as store:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 
 def resume(
@@ -25,21 +25,31 @@ def resume(
     stored_policy: Annotated[bool, typer.Option(
         "--stored-policy",
         help="Resume every run of the tree under the policy it recorded.")] = False,
+    output_last_message: Annotated[Path | None, typer.Option(
+        "--output-last-message", help="Also write the final answer to FILE.",
+        metavar="FILE", dir_okay=False)] = None,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Write the gate rounds to FILE as JUnit XML.", metavar="FILE",
+        dir_okay=False)] = None,
 ) -> None:
     """Resume RUN_ID where it stopped; nothing committed is run or requested again."""
-    from io_harness_cli.commands._drive import EventOutput, drive, exit_with
+    from io_harness_cli.commands._drive import EventOutput, Reports, drive, exit_with
 
     out = EventOutput(json_out)
+    reports = Reports(last_message=output_last_message, junit=junit)
 
     def body() -> object:
-        from harness_core import Store, UsageError
-        from io_harness_cli.commands._common import assemble, load_config, workspace_path
+        from harness_core import UsageError
+        from io_harness_cli.commands._drive import assemble
+        from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
         if approve and deny:
-            raise UsageError("--approve and --deny exclude each other")
+            raise UsageError("--approve and --deny exclude each other",
+                             hint="give one of them: --approve runs the act, --deny refuses it")
+        reports.check()
         ws_hint = workspace_path(workspace) if workspace is not None else None
         cfg = load_config(ws_hint or Path("."), config)
-        store = Store(cfg.store_url or cfg.store_path)
+        store = open_store(cfg)  # sweeps what a killed io left: processes, placeholders
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id
@@ -57,4 +67,4 @@ def resume(
         finally:
             store.close()
 
-    exit_with(drive(out, body))  # type: ignore[arg-type]
+    exit_with(drive(out, body, reports))  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import Config
@@ -34,23 +34,44 @@ def run(
     template: Annotated[str | None, typer.Option(
         "--template", "-t", help="Render template NAME (`io templates list`) into the goal.",
         metavar="NAME")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", help="Use MODEL for this run instead of [provider] model.",
+        metavar="MODEL")] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", help="Allow N steps for this run instead of [budget] max_steps.",
+        min=1, max=1_000_000, metavar="N")] = None,
+    output_last_message: Annotated[Path | None, typer.Option(
+        "--output-last-message", help="Also write the final answer to FILE.",
+        metavar="FILE", dir_okay=False)] = None,
+    output_schema: Annotated[Path | None, typer.Option(
+        "--output-schema", help="The final answer must be JSON valid under the JSON Schema"
+        " in FILE (the model is told; exit 1 when it is not, after retries).",
+        metavar="FILE", dir_okay=False)] = None,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", help="Write the gate rounds to FILE as JUnit XML.", metavar="FILE",
+        dir_okay=False)] = None,
 ) -> None:
-    """Run an agent on GOAL (or the contract's goal) inside the configured boundary."""
-    from io_harness_cli.commands._drive import EventOutput, drive
+    """Run an agent on GOAL (or the contract's goal) inside the configured boundary.
+
+    The final answer goes to stdout (with --json: JSON lines, the answer in
+    `run_finished`); the trace goes to stderr.
+    """
+    from io_harness_cli.commands._drive import EventOutput, Reports, drive, exit_with
 
     out = EventOutput(json_out)
     copy: list[Path] = []
+    reports = Reports(last_message=output_last_message, junit=junit)
 
     def body() -> object:
+        from dataclasses import replace
+
         from harness_core import UsageError
-        from io_harness_cli.commands._common import (
-            assemble,
-            load_config,
-            open_store,
-            workspace_path,
-        )
+        from io_harness_cli.commands._drive import assemble
+        from io_harness_cli.commands._load import load_config, open_store, workspace_path
         from io_harness_cli.commands._scratch import make_scratch
 
+        reports.check()
+        schema = _schema(output_schema) if output_schema is not None else None
         ws = workspace_path(workspace)
         if scratch:
             copy.append(make_scratch(ws))
@@ -58,26 +79,63 @@ def run(
         cfg = load_config(ws, _scratch_config(config, workspace, ws) if scratch else config)
         text = _goal(goal or [], cfg.contract.goal, template, cfg.template_dirs)
         if not text.strip():
-            raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml")
+            raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml",
+                             hint='io run "fix the failing test"')
         if narrow is not None:
             cfg = _narrowed(cfg, narrow)
+        cfg = _overridden(cfg, model, max_steps)
+        if schema is not None:
+            from harness_core import schema_instructions
+
+            text = f"{text}\n\n{schema_instructions(schema)}"
         store = open_store(cfg)
         try:
             with assemble(cfg, ws, text, store, interactive=not json_out, out=out,
                           new_id=None if run_id is None else (lambda: run_id)) as run:
-                return run.runner.start(run.spec)
+                return run.runner.start(replace(run.spec, answer_schema=schema))
         finally:
             store.close()
 
-    from io_harness_cli.commands._drive import exit_with
-
-    code = drive(out, body)  # type: ignore[arg-type]
+    code = drive(out, body, reports)  # type: ignore[arg-type]
     if copy:
-        from io_harness_cli.commands._common import workspace_path
+        from io_harness_cli.commands._load import workspace_path
         from io_harness_cli.commands._scratch import report_scratch
 
         report_scratch(workspace_path(workspace), copy[0])
     exit_with(code)
+
+
+def _schema(path: Path) -> dict[str, object]:
+    """The JSON Schema in `path`, checked."""
+    import json
+
+    from harness_core import UsageError, check_answer_schema
+
+    try:
+        schema = json.loads(path.expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--output-schema {str(path)!r}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--output-schema {str(path)!r} is not JSON: {exc}") from None
+    return dict(check_answer_schema(schema))
+
+
+def _overridden(cfg: Config, model: str | None, max_steps: int | None) -> Config:
+    """`cfg` with `-m/--model` and `--max-steps` applied to this run only."""
+    from dataclasses import replace
+
+    from harness_core import UsageError
+
+    if max_steps is not None:
+        cfg = replace(cfg, budget=replace(cfg.budget, max_steps=max_steps))
+    if model is not None:
+        if not model.strip():
+            raise UsageError("--model must not be empty")
+        if cfg.provider is None:
+            raise UsageError("--model needs a [provider] in io.toml to send it to",
+                             hint="`io config init` writes one")
+        cfg = replace(cfg, provider=replace(cfg.provider, model=model))
+    return cfg
 
 
 def _narrowed(cfg: Config, narrow: str) -> Config:
@@ -105,7 +163,7 @@ def _goal(tokens: list[str], default: str, template: str | None, dirs: tuple[Pat
         raise UsageError(f"io run takes one GOAL, got {len(tokens)} words",
                          hint='quote the goal: io run "fix the failing test"')
     if tokens == ["-"]:
-        from io_harness_cli.commands._common import read_stdin_text
+        from io_harness_cli.commands._load import read_stdin_text
 
         return read_stdin_text("the goal")
     return tokens[0] if tokens else default

@@ -1,4 +1,5 @@
-"""`io runs`: the most recent runs with their status."""
+"""`io runs`: the workspace's most recent runs (or every workspace's) with their status
+and exit code; `--json` writes one object per run with stable fields, for scripts."""
 
 from __future__ import annotations
 
@@ -6,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import (
+    AllOpt,
+    ConfigOpt,
+    JsonOpt,
+    StatusOpt,
+    WorkspaceOpt,
+)
+
+FIELDS = ("run_id", "created_at", "updated_at", "status", "exit_code", "steps", "tokens",
+          "goal", "workspace", "session_id", "reason", "parent_run_id", "depth",
+          "root_run_id", "agent")
+"""The keys of each `io runs --json` object, in order (docs/guide/ci.md)."""
 
 
 def runs(
@@ -15,41 +27,50 @@ def runs(
     json_out: JsonOpt = False,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many runs.", min=1,
                                        max=100_000)] = 20,
+    all_workspaces: AllOpt = False,
+    status: StatusOpt = None,
 ) -> None:
     """List recent runs, newest first."""
-    from io_harness_cli.commands._common import (
-        STORE_ONLY,
-        load_config,
-        open_store,
-        workspace_path,
-    )
-    from io_harness_cli.exit_codes import exit_code_for_status
+    from harness_core import RunStatus
+    from io_harness_cli.commands._load import STORE_ONLY, load_config, open_store, workspace_path
+    from io_harness_cli.commands._options import statuses
+    from io_harness_cli.exit_codes import exit_code_for_record
     from io_harness_cli.output import write_json
 
-    cfg = load_config(workspace_path(workspace), config, STORE_ONLY)
+    wanted = [RunStatus(s) for s in statuses(status)]
+    ws = workspace_path(workspace)
+    cfg = load_config(ws, config, STORE_ONLY)
     store = open_store(cfg)
     try:
-        records = store.list_runs(limit)
+        records = store.list_runs(limit, workspace=None if all_workspaces else str(ws),
+                                  statuses=wanted)
     finally:
         store.close()
-    rows: list[dict[str, object]] = [{
-        "run_id": r.run_id, "created_at": r.created_at, "status": r.status.value,
-        "exit_code": exit_code_for_status(r.status.value).value if r.status.value != "running"
-        else None, "steps": r.steps_used, "tokens": r.tokens_used, "goal": r.goal,
-        "workspace": r.workspace, "session_id": r.session_id, "reason": r.reason,
-        "parent_run_id": r.parent_run_id, "depth": r.depth, "root_run_id": r.root_run_id,
-        "agent": r.agent,
-    } for r in records]
+    rows: list[dict[str, object]] = []
+    for r in records:
+        code = exit_code_for_record(r)
+        rows.append(dict(zip(FIELDS, (
+            r.run_id, r.created_at, r.updated_at, r.status.value,
+            None if code is None else int(code), r.steps_used, r.tokens_used, r.goal,
+            r.workspace, r.session_id, r.reason, r.parent_run_id, r.depth, r.root_run_id,
+            r.agent), strict=True)))
     if json_out:
         for row in rows:
             write_json(row)
         return
     from io_harness_cli.render import print_table
 
-    print_table(["run", "created", "status", "steps", "tokens", "goal"], [
+    where = "every workspace" if all_workspaces else str(ws)
+    print_table(["run", "created", "status", "exit", "steps", "tokens", "goal"], [
         [str(row["run_id"]), str(row["created_at"])[:19].replace("T", " "), str(row["status"]),
-         str(row["steps"]), str(row["tokens"]), _short(str(row["goal"]))] for row in rows
-    ], title="runs")
+         "-" if row["exit_code"] is None else str(row["exit_code"]), str(row["steps"]),
+         str(row["tokens"]), _short(str(row["goal"]))] for row in rows
+    ], title=f"runs in {where}")
+    if not rows:
+        from io_harness_cli.output import say
+
+        say(f"io: no runs in {where}" + ("" if all_workspaces else "; --all lists every"
+                                         " workspace's"))
 
 
 def _short(text: str, width: int = 60) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+from io_harness_cli.commands._options import AllOpt, ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
 
 if TYPE_CHECKING:
     from harness_core import Config, SessionTree, Store, TurnRecord
@@ -28,7 +28,7 @@ MessageArg = Annotated[str, typer.Argument(help="The message for the agent; `-` 
 
 def _open(workspace: Path | None, config: Path | None,
           tables: tuple[str, ...] | None = None) -> tuple[Config, Store]:
-    from io_harness_cli.commands._common import load_config, open_store, workspace_path
+    from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
     cfg = load_config(workspace_path(workspace), config, tables)
     return cfg, open_store(cfg)
@@ -43,7 +43,7 @@ def new(
 ) -> None:
     """Start a session in the workspace; prints its id on stdout."""
     from harness_core import Session
-    from io_harness_cli.commands._common import STORE_ONLY, workspace_path
+    from io_harness_cli.commands._load import STORE_ONLY, workspace_path
     from io_harness_cli.output import say, write_json
 
     ws = workspace_path(workspace)
@@ -98,12 +98,8 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
 
     def body() -> Any:
         from harness_core import Session, UsageError
-        from io_harness_cli.commands._common import (
-            assemble,
-            load_config,
-            read_stdin_text,
-            workspace_path,
-        )
+        from io_harness_cli.commands._drive import assemble
+        from io_harness_cli.commands._load import load_config, read_stdin_text, workspace_path
 
         text = read_stdin_text("the message") if message == "-" else message
         if not text.strip():
@@ -130,15 +126,22 @@ def list_(
     json_out: JsonOpt = False,
     limit: Annotated[int, typer.Option("--limit", "-n", help="How many sessions.", min=1,
                                        max=100_000)] = 50,
+    all_workspaces: AllOpt = False,
+    status: Annotated[list[str] | None, typer.Option(
+        "--status", help="Only sessions whose newest turn has this status (repeatable).",
+        metavar="STATUS")] = None,
 ) -> None:
-    """List sessions, newest first."""
-    from harness_core import Session
-    from io_harness_cli.commands._common import STORE_ONLY
-    from io_harness_cli.output import write_json
+    """List the workspace's sessions (or every workspace's), newest first."""
+    from io_harness_cli.commands._load import STORE_ONLY, workspace_path
+    from io_harness_cli.commands._options import statuses
+    from io_harness_cli.output import say, write_json
 
-    _, store = _open(workspace, config, STORE_ONLY)
+    wanted = statuses(status)
+    ws = workspace_path(workspace)
+    _, store = _open(ws, config, STORE_ONLY)
     try:
-        records = Session.list(store, limit)
+        records = store.list_sessions(limit, workspace=None if all_workspaces else str(ws),
+                                      statuses=wanted)
     finally:
         store.close()
     if json_out:
@@ -147,10 +150,14 @@ def list_(
         return
     from io_harness_cli.render import print_table
 
-    print_table(["session", "created", "turns", "latest run", "title"], [
-        [r.session_id, r.created_at[:19].replace("T", " "), str(r.turns),
+    where = "every workspace" if all_workspaces else str(ws)
+    print_table(["session", "created", "turns", "status", "latest run", "title"], [
+        [r.session_id, r.created_at[:19].replace("T", " "), str(r.turns), r.status or "-",
          r.latest_run_id or "-", _short(r.title)] for r in records
-    ], title="sessions")
+    ], title=f"sessions in {where}")
+    if not records:
+        say(f"io: no sessions in {where}" + ("" if all_workspaces else "; --all lists every"
+                                             " workspace's"))
 
 
 @app.command("show")
@@ -162,7 +169,7 @@ def show(
 ) -> None:
     """Show the session's turns as a tree (branches indented under their turn)."""
     from harness_core import Session
-    from io_harness_cli.commands._common import STORE_ONLY
+    from io_harness_cli.commands._load import STORE_ONLY
     from io_harness_cli.output import use_color, write_json
 
     _, store = _open(workspace, config, STORE_ONLY)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport, SpendRow
@@ -44,7 +44,7 @@ def spend(
     json_out: JsonOpt = False,
 ) -> None:
     """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted."""
-    from io_harness_cli.commands._common import (
+    from io_harness_cli.commands._load import (
         STORE_AND_PRICES,
         load_config,
         open_store,

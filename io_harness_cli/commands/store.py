@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 app = typer.Typer(help="Check the run store, or copy it into PostgreSQL.", no_args_is_help=True,
                   add_completion=False)
@@ -25,7 +25,7 @@ def check(path: PathArg = None, workspace: WorkspaceOpt = None, config: ConfigOp
     """Check the store fully (header, log, schema, PRAGMA integrity_check) without
     writing it. Exits 0 when it is sound, 1 when it is damaged."""
     from harness_core import check_store
-    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.commands._load import load_config, workspace_path
     from io_harness_cli.exit_codes import ExitCode
     from io_harness_cli.output import write_json
 
@@ -73,7 +73,7 @@ def migrate(
 def _migrate(to: str, source: Path | None, workspace: Path | None, config: Path | None,
              json_out: bool) -> None:
     from harness_core import Store, UsageError, copy_store, is_postgres_url, redact_url
-    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.commands._load import load_config, workspace_path
     from io_harness_cli.output import say, write_json
 
     if not is_postgres_url(to):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 app = typer.Typer(help="Prompt templates (NAME.md) for `io run --template NAME`.",
                   no_args_is_help=True)
@@ -18,7 +18,7 @@ def list_templates(
 ) -> None:
     """List the templates of the workspace's and the user's template directories."""
     from harness_core import Templates
-    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.commands._load import load_config, workspace_path
     from io_harness_cli.output import say, write_json
 
     cfg = load_config(workspace_path(workspace), config)

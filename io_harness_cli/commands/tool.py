@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import Store, ToolContext
@@ -66,14 +66,9 @@ def tool(
         default_toolbox,
         protect_gate_inputs,
     )
-    from io_harness_cli.commands._common import (
-        environment,
-        fail,
-        load_config,
-        make_approver,
-        open_store,
-        workspace_path,
-    )
+    from io_harness_cli.commands._failure import fail
+    from io_harness_cli.commands._load import environment, load_config, open_store, workspace_path
+    from io_harness_cli.commands._prompts import make_approver
 
     try:
         try:
@@ -100,6 +95,7 @@ def tool(
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
         ctx.services.git = spec.git
+        ctx.services.documents = spec.documents
         store = open_store(cfg) if name.startswith("shell_") else None
         registry = None
         capture = Path(tempfile.mkdtemp(prefix="io-tool-"))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from io_harness_cli.commands._common import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 
 def toolchain(workspace: WorkspaceOpt = None, config: ConfigOpt = None,
               json_out: JsonOpt = False) -> None:
     """Print the detected toolchains (root and nested), why, and what the run will use."""
     from harness_core import Workspace, survey_toolchain
-    from io_harness_cli.commands._common import load_config, workspace_path
+    from io_harness_cli.commands._load import load_config, workspace_path
     from io_harness_cli.output import write_json
 
     root = workspace_path(workspace)

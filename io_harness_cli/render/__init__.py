@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from io_harness_cli.output import use_color
 from io_harness_cli.render.lines import brief as _brief
+from io_harness_cli.render.lines import decided_by as _decided_by
+from io_harness_cli.render.lines import shown as _shown
 
 if TYPE_CHECKING:
     from harness_core import Event
@@ -20,16 +22,18 @@ if TYPE_CHECKING:
 __all__ = ["make_renderer", "print_table", "render_plan", "render_trace"]
 
 
-def make_renderer(*, color: bool, live: bool = False) -> Callable[[Event], None]:
+def make_renderer(*, color: bool, live: bool = False,
+                  answer_shown: bool = False) -> Callable[[Event], None]:
     """The human trace for stderr: the live panel on a colour terminal, rich lines when
-    colour is forced off a terminal, plain lines otherwise."""
+    colour is forced off a terminal, plain lines otherwise. `answer_shown`: the final
+    answer will be printed on the same terminal (stdout), so its `says:` line is not."""
     if color and live:
         from io_harness_cli.render.live import LiveTrace
 
-        return LiveTrace()
+        return LiveTrace(answer_shown=answer_shown)
     from io_harness_cli.render.lines import PlainTrace, RichTrace
 
-    return RichTrace() if color else PlainTrace()
+    return RichTrace(answer_shown=answer_shown) if color else PlainTrace(answer_shown=answer_shown)
 
 
 def print_table(headers: list[str], rows: list[list[str]], *, title: str = "",
@@ -60,9 +64,9 @@ def render_trace(data: dict[str, Any]) -> None:
         f"  tokens {run['tokens']}  wall {run['wall_seconds']}s\n")
     out(f"goal: {_brief(run['goal'], 200)}\n")
     sandbox = run.get("sandbox") or {}
-    out(f"sandbox: {sandbox.get('backend')} enforced={sandbox.get('enforced')}"
-        f" degraded={sandbox.get('degraded')} commands_sandboxed="
-        f"{sandbox.get('commands_sandboxed')}\n")
+    out(f"sandbox: {_shown(sandbox.get('backend'))} enforced={_shown(sandbox.get('enforced'))}"
+        f" degraded={_shown(sandbox.get('degraded'))} commands_sandboxed="
+        f"{_shown(sandbox.get('commands_sandboxed'))}\n")
     mechanisms = sandbox.get("mechanisms") or {}
     for name in ("reads", "secrets", "net"):
         why = mechanisms.get(name)
@@ -74,8 +78,9 @@ def render_trace(data: dict[str, Any]) -> None:
         usage = step["usage"] or {}
         latency = step["latency_ms"]
         took = f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "-"
-        out(f"\nstep {step['step']}  {step['model']}  in {usage.get('prompt_tokens')}"
-            f" out {usage.get('completion_tokens')}  {took}\n")
+        out(f"\nstep {step['step']}  {_shown(step['model'])}  in"
+            f" {_shown(usage.get('prompt_tokens'))} out {_shown(usage.get('completion_tokens'))}"
+            f"  {took}\n")
         if step["text"]:
             out(f"  says: {_brief(step['text'], 200)}\n")
         for call in step["calls"]:
@@ -85,13 +90,38 @@ def render_trace(data: dict[str, Any]) -> None:
     if data["refusals"]:
         out("\npolicy events:\n")
         for ev in data["refusals"]:
-            out(f"  step {ev['step_index']}: {ev['verdict']} {ev['target']} — {ev['reason']}"
-                f" [rule {ev['rule']}, layer {ev['layer']}, by {ev['decided_by']}]\n")
-    if data["verifications"]:
-        out("\nverification:\n")
-        for v in data["verifications"]:
-            out(f"  step {v['step_index']}: {v['criterion']} →"
-                f" {'passed' if v['passed'] else 'failed'} (exit {v['exit_status']})\n")
+            by = _decided_by(ev["rule"], ev["layer"]).rstrip("]")
+            by = f"{by}, by {ev['decided_by']}]" if by else f"[by {ev['decided_by']}]"
+            out(f"  step {_shown(ev['step_index'])}: {ev['verdict']} {ev['target']} —"
+                f" {ev['reason']} {by}\n")
+    _render_verifications(data["verifications"])
+
+
+_GATE_TAIL = 20
+"""Lines of a failed gate's output the readable trace shows (its end, where the
+failure usually is); `io trace --json` and `--html` carry the whole of it."""
+
+
+def _render_verifications(verifications: list[dict[str, Any]]) -> None:
+    """Every gate round; a failed gate with the end of what it printed."""
+    if not verifications:
+        return
+    out = sys.stdout.write
+    out("\nverification:\n")
+    for v in verifications:
+        out(f"  step {v['step_index']}: {v['criterion']} →"
+            f" {'passed' if v['passed'] else 'failed'} (exit {_shown(v['exit_status'])})\n")
+        if not v["passed"]:
+            out(_gate_output(str(v.get("output") or "")))
+
+
+def _gate_output(output: str) -> str:
+    lines = output.rstrip("\n").splitlines()
+    if not lines:
+        return "    (the gate printed nothing)\n"
+    cut = len(lines) - _GATE_TAIL
+    head = f"    … {cut} earlier lines (io trace --json has them)\n" if cut > 0 else ""
+    return head + "".join(f"    │ {line}\n" for line in lines[-_GATE_TAIL:])
 
 
 def render_plan(items: list[dict[str, Any]]) -> None:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Event
 
-__all__ = ["Line", "PlainTrace", "RichTrace", "brief", "lines_for"]
+__all__ = ["FinalText", "Line", "PlainTrace", "RichTrace", "brief", "decided_by", "lines_for",
+           "shown"]
 
 Line = tuple[str, str]
 """A line of text and its style (a rich style string; "" for none)."""
@@ -29,6 +30,11 @@ STYLE_ASK = "yellow"
 STYLE_DIM = "dim"
 
 
+def shown(value: Any) -> str:
+    """`value` as text for a person: "-" for what is not known (never "None")."""
+    return "-" if value is None else str(value)
+
+
 def brief(value: Any, width: int = 100) -> str:
     """`value` on one line, cut to `width` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -36,10 +42,17 @@ def brief(value: Any, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def decided_by(rule: Any, layer: Any) -> str:
+    """`[rule R, layer L]`, leaving out what is not known."""
+    parts = [f"{name} {value}" for name, value in (("rule", rule), ("layer", layer))
+             if value is not None]
+    return f"[{', '.join(parts)}]" if parts else ""
+
+
 def _run_started(d: dict[str, Any], run_id: str) -> list[Line]:
     sb = d.get("sandbox") or {}
     return [(f"run {run_id} {'resumed' if d.get('resumed') else 'started'}"
-             f" in {d.get('workspace')} — sandbox {sb.get('backend')}"
+             f" in {shown(d.get('workspace'))} — sandbox {shown(sb.get('backend'))}"
              + (f" (degraded: {sb.get('degraded')})" if sb.get("degraded") else "")
              + ("" if sb.get("commands_sandboxed", True) else "; commands run unsandboxed"),
              STYLE_STEP)]
@@ -47,8 +60,12 @@ def _run_started(d: dict[str, Any], run_id: str) -> list[Line]:
 
 def _completion(d: dict[str, Any], run_id: str) -> list[Line]:
     usage = d.get("usage") or {}
-    out = [(f"  model {d.get('model')} · tokens in {usage.get('prompt_tokens')}"
-            f" out {usage.get('completion_tokens')} · {d.get('latency_ms')} ms", "")]
+    tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    tokens = ("tokens not reported" if tokens_in is None and tokens_out is None
+              else f"tokens in {shown(tokens_in)} out {shown(tokens_out)}")
+    latency = d.get("latency_ms")
+    out = [(f"  model {shown(d.get('model'))} · {tokens} · "
+            + ("-" if latency is None else f"{latency} ms"), "")]
     if d.get("text"):
         out.append((f"  says: {brief(d.get('text'))}", ""))
     return out
@@ -69,7 +86,7 @@ def _approval(d: dict[str, Any], run_id: str) -> list[Line]:
 def _verification(d: dict[str, Any], run_id: str) -> list[Line]:
     passed = bool(d.get("passed"))
     return [(f"  gate {d.get('command')}: {'passed' if passed else 'FAILED'}"
-             f" (exit {d.get('exit_status')}, sandbox {d.get('sandbox')})",
+             f" (exit {shown(d.get('exit_status'))}, sandbox {shown(d.get('sandbox'))})",
              STYLE_OK if passed else STYLE_BAD)]
 
 
@@ -80,9 +97,12 @@ _FORMATS: dict[str, Callable[[dict[str, Any], str], list[Line]]] = {
     "tool_call": lambda d, _r: [(f"  → {d.get('name')} {brief(d.get('arguments'), 80)}", "")],
     "tool_result": _tool_result,
     "refusal": lambda d, _r: [(f"    ⛔ refused {d.get('target')}: {d.get('reason')}"
-                               f" [rule {d.get('rule')}, layer {d.get('layer')}]", STYLE_BAD)],
+                               f" {decided_by(d.get('rule'), d.get('layer'))}", STYLE_BAD)],
     "approval": _approval,
     "verification": _verification,
+    "hook": lambda d, _r: [(f"    hook {d.get('hook')} ({d.get('event')}): {d.get('verdict')}"
+                            f" — {d.get('reason')}",
+                            STYLE_BAD if d.get("verdict") in ("deny", "error") else STYLE_DIM)],
     "steer": lambda d, _r: [(f"  steer: {brief(d)}", "")],
     "question": lambda d, _r: [(f"  question: {brief(d)}", STYLE_ASK)],
     "plan": lambda d, _r: [(f"  plan: {brief(d)}", "")],
@@ -109,41 +129,64 @@ def lines_for(event: Event, root: str | None = None) -> list[Line]:
     return lines
 
 
+class FinalText:
+    """Holds back the `says:` line of a completion that asked for no tool (the model says
+    it is done) while the answer will be printed whole on the same terminal (stdout):
+    each message is shown once. A step that starts after it (a gate failed) shows the
+    held line after all; at the end of the run it is dropped."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._held: list[Line] = []
+
+    def take(self, event: Event, lines: list[Line]) -> list[Line]:
+        """The lines to print now for `event`."""
+        if not self.enabled:
+            return lines
+        shown, self._held = (self._held, []) if event.kind.value == "step_started" else ([], self._held)
+        if event.kind.value == "completion" and not event.data.get("tool_calls"):
+            self._held = lines[1:]
+            return shown + lines[:1]
+        return shown + lines
+
+    def drop(self) -> None:
+        """The run is over: the held text is the answer stdout shows."""
+        self._held = []
+
+
 class PlainTrace:
     """A line per event, no styling (NO_COLOR, TERM=dumb, or not a terminal)."""
 
-    def __init__(self, write: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, write: Callable[[str, str], None] | None = None, *,
+                 answer_shown: bool = False) -> None:
         self._write = write or (lambda line, _style: (sys.stderr.write(line + "\n"),
                                                       sys.stderr.flush()))
+        self._final = FinalText(answer_shown)
         self._start = time.monotonic()
-        self._tokens = False
         self._root: str | None = None
 
     def __call__(self, event: Event) -> None:
+        # Streamed tokens are not written: lines cannot be taken back, and the committed
+        # step's `says:` line follows (the live panel shows them, and clears them).
         self._root = self._root or event.run_id
-        if event.kind.value == "token":
-            if not self._tokens:
-                sys.stderr.write("  (provisional) ")
-                self._tokens = True
-            sys.stderr.write(str(event.data.get("text", "")))
-            sys.stderr.flush()
-            return
-        for text, style in lines_for(event, self._root):
-            if self._tokens:
-                self._write("", "")
-                self._tokens = False
+        lines = lines_for(event, self._root)
+        if event.run_id == self._root:
+            lines = self._final.take(event, lines)
+        for text, style in lines:
             self._write(f"[{time.monotonic() - self._start:7.2f}s] {text}", style)
 
     def stop(self) -> None:
-        """Nothing to tear down (the live view has a panel to clear)."""
+        """The run is over: drop a held final text (the live view also clears a panel)."""
+        self._final.drop()
 
 
 class RichTrace(PlainTrace):
     """The same lines, each styled by its event's kind."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, answer_shown: bool = False) -> None:
         from rich.console import Console
         from rich.text import Text
 
         console = Console(stderr=True, highlight=False)
-        super().__init__(lambda line, style: console.print(Text(line, style=style)))
+        super().__init__(lambda line, style: console.print(Text(line, style=style)),
+                         answer_shown=answer_shown)

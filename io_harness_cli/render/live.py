@@ -15,7 +15,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from io_harness_cli.render.lines import brief, lines_for
+from io_harness_cli.render.lines import FinalText, brief, lines_for
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -144,9 +144,10 @@ class _Panel:
 class LiveTrace:
     """Trace lines above, the live panel below (stderr must be a terminal)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, answer_shown: bool = False) -> None:
         from rich.console import Console
 
+        self._final = FinalText(answer_shown)
         self._console = Console(stderr=True, highlight=False)
         self.state = PanelState()
         self._panel = _Panel(self.state)
@@ -166,7 +167,10 @@ class LiveTrace:
         # last shape is wrong and a border is left behind in the scrollback.
         with self._live._lock if self._live is not None else nullcontext():
             self.state.fold(event)
-            for text, style in lines_for(event, self.state.run_id):
+            lines = lines_for(event, self.state.run_id)
+            if event.run_id == self.state.run_id:
+                lines = self._final.take(event, lines)
+            for text, style in lines:
                 self._console.print(Text(f"[{time.monotonic() - self._start:7.2f}s] {text}",
                                          style=style))
         if self._live is None:
@@ -183,6 +187,7 @@ class LiveTrace:
 
     def stop(self) -> None:
         """Clear the panel (the trace lines stay in the scrollback)."""
+        self._final.drop()
         if self._live is not None:
             self._live.stop()
             self._live = None

@@ -138,7 +138,17 @@ def test_a_fresh_run_records_the_same_ledger_data(ran: tuple[Path, str]) -> None
     assert [n for n, _ in rows] == [g["name"] for g in golden]
     for (name, data), row in zip(rows, golden, strict=True):
         if not name.startswith(VERSIONED):
-            assert data == row["data"], name
+            assert data == _since_23(row["data"]), name
+
+
+def _since_23(data: str | None) -> str | None:
+    """What a fresh run writes where the golden (an older run) has `data`: since #23 a
+    construct refused by the shell's grammar names its rule and layer."""
+    if data is None:
+        return None
+    return data.replace('"construct":"command substitution","column":6}',
+                        '"construct":"command substitution","column":6,'
+                        '"rule":"construct:command substitution","layer":"builtin"}')
 
 
 def test_io_tool_json_prints_the_same_objects(ran: tuple[Path, str]) -> None:

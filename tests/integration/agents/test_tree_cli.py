@@ -43,7 +43,7 @@ def test_a_childs_question_pauses_the_root_and_resume_root_answer_finishes(
     assert second.returncode == 0, second.stderr
     assert json_lines(second.stdout)[-1]["status"] == "finished"
 
-    runs = json_lines(run_io(["runs", "--json"]).stdout)
+    runs = json_lines(run_io(["runs", "--json", "--all"]).stdout)
     by_id = {r["run_id"]: r for r in runs}
     assert by_id[pause["waiting_run_id"]]["parent_run_id"] == root
     assert by_id[root]["parent_run_id"] is None
@@ -183,7 +183,7 @@ def test_ctrl_c_during_parallel_children_exits_130_and_resume_finishes_the_tree(
     resumed = run_io(["resume", root, "-w", str(ws), "--json"])
     assert resumed.returncode == 0, resumed.stderr
     assert log.read_text().splitlines() == ["ran", "ran"]  # each child's tool ran once
-    runs = [r for r in json_lines(run_io(["runs", "--json"]).stdout) if r["root_run_id"] == root]
+    runs = [r for r in json_lines(run_io(["runs", "--json", "--all"]).stdout) if r["root_run_id"] == root]
     assert sorted(r["status"] for r in runs) == ["finished"] * 3
 
 
@@ -227,13 +227,13 @@ def test_io_interrupt_of_the_root_stops_its_running_children(tmp_path: Path) -> 
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the child never started its tool"
         time.sleep(0.01)
-    runs = json_lines(run_io(["runs", "--json"]).stdout)
+    runs = json_lines(run_io(["runs", "--json", "--all"]).stdout)
     root = next(str(r["run_id"]) for r in runs if r["depth"] == 0)
     assert run_io(["interrupt", root]).returncode == 0
     release.write_text("go")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    statuses = {r["depth"]: r["status"] for r in json_lines(run_io(["runs", "--json"]).stdout)}
+    statuses = {r["depth"]: r["status"] for r in json_lines(run_io(["runs", "--json", "--all"]).stdout)}
     assert statuses == {0: "interrupted", 1: "interrupted"}
     resumed = run_io(["resume", root, "-w", str(ws)])
     assert resumed.returncode == 0, resumed.stderr

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.integration.cli.helpers import make_workspace
 
-DOCUMENTED_EXITS = {0, 1, 2, 3, 4, 130}
+DOCUMENTED_EXITS = {0, 1, 2, 3, 4, 5, 130}
 
 COMMANDS = [
     ["run"], ["resume"], ["runs"], ["trace"], ["spend"], ["tool"], ["steer"], ["interrupt"],

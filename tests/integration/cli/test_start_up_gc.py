@@ -1,5 +1,5 @@
 """The collector runs rarely while `io` starts and as usual once a run is assembled, with
-what start-up built frozen out of its sight (io_harness_cli/commands/_common.py)."""
+what start-up built frozen out of its sight (io_harness_cli/commands/_start_up.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from io_harness_cli.commands import _common
+from io_harness_cli.commands import _start_up as _common
 
 
 def test_start_up_raises_the_threshold_and_its_end_restores_it_and_freezes() -> None:

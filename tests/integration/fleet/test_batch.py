@@ -48,7 +48,7 @@ def test_a_batch_runs_every_task_and_reports_each(tmp_path: Path) -> None:
     assert all(e["run_id"].startswith(summary["batch_id"]) for e in per_task)
     for name in ("a", "b", "c"):
         assert (tmp_path / name / "a.txt").read_text() == "x\n"
-    runs = json_lines(run_io(["runs", "--json", "-w", str(tmp_path / "a")]).stdout)
+    runs = json_lines(run_io(["runs", "--json", "--all", "-w", str(tmp_path / "a")]).stdout)
     assert sorted(r["goal"] for r in runs) == ["task a", "task b", "task c"]
 
 
@@ -67,12 +67,12 @@ def test_a_task_may_only_narrow_the_policy(tmp_path: Path) -> None:
     widening = _tasks(tmp_path / "wide.jsonl", {"goal": "ok", "workspace": "a"},
                       {"goal": "wider", "workspace": "a",
                        "config": {"policy": {"allow_exec": ["rm*"]}}})
-    before = run_io(["runs", "--json", "-w", str(tmp_path / "a")]).stdout
+    before = run_io(["runs", "--json", "--all", "-w", str(tmp_path / "a")]).stdout
     refused = run_io(["batch", str(widening), "-w", str(tmp_path / "a")])
     assert refused.returncode == 2
     assert "wide.jsonl line 2" in refused.stderr and "allow_exec" in refused.stderr
     assert "Traceback" not in refused.stderr
-    assert run_io(["runs", "--json", "-w", str(tmp_path / "a")]).stdout == before
+    assert run_io(["runs", "--json", "--all", "-w", str(tmp_path / "a")]).stdout == before
 
 
 @pytest.mark.parametrize("line", [

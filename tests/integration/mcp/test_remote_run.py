@@ -73,3 +73,24 @@ def test_a_token_never_reaches_the_store_the_trace_or_the_workspace(
         assert not [s for s in secrets if s.encode() in raw], path
     for text in (result.stdout, result.stderr, trace.stdout, trace.stderr):
         assert not [s for s in secrets if s in text]
+
+
+def test_a_host_refused_by_the_address_its_name_resolves_to_fails_the_run(
+        tmp_path: Path) -> None:
+    server = HttpServer()
+    try:
+        ws = make_workspace(tmp_path / "w", [replay_line("done")])
+        (ws / "io.toml").write_text(
+            '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n'
+            '[sandbox]\nbackend = "native"\n'
+            f'[policy]\nallow_net = ["localhost:{server.port}"]\ndeny_net = ["127.0.0.1"]\n'
+            f'[[mcp]]\nname = "remote"\nurl = "http://localhost:{server.port}/mcp"\n')
+        result = run_io(["run", "goal", "-w", str(ws), "--json"])
+        assert result.returncode == 1, result.stderr
+        assert "MCP server 'remote' not started" in result.stderr
+        assert "resolves to" in result.stderr  # the egress check by address, as the proxy's
+        assert server.seen == []
+        refusals = [e for e in json_lines(result.stdout) if e["kind"] == "refusal"]
+        assert refusals and refusals[0]["decided_by"] == "MCP client"
+    finally:
+        server.close()

@@ -135,8 +135,11 @@ def test_a_run_records_the_refusal_with_rule_and_layer(
 ) -> None:
     ws = tmp_path / "ws"
     write(ws, "native")
+    # The deny names the refused server's port: every local address is one host (#22),
+    # so a port-less deny of 127.0.0.3 would also cover 127.0.0.2.
+    denied = servers["refused"]
     (ws / "io.toml").write_text((ws / "io.toml").read_text().replace(
-        'allow_net = ["127.0.0.2"]', 'allow_net = ["127.0.0.2"]\ndeny_net = ["127.0.0.3"]'
+        'allow_net = ["127.0.0.2"]', f'allow_net = ["127.0.0.2"]\ndeny_net = ["{denied}"]'
     ) + '\n[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n')
     (ws / "replay.jsonl").write_text("\n".join([
         replay_line("probe", ("exec", {"argv": probe_argv(servers)})),
@@ -151,7 +154,7 @@ def test_a_run_records_the_refusal_with_rule_and_layer(
         events = opened.policy_events(run_id)
     refusals = [e for e in events if e.act == "net"]
     assert [(e.target, e.verdict, e.rule, e.layer, e.decided_by) for e in refusals] == [
-        (f"net {servers['refused']}", "deny", "127.0.0.3", "project", "egress proxy")
+        (f"net {servers['refused']}", "deny", denied, "project", "egress proxy")
     ]
 
 

@@ -104,7 +104,7 @@ def test_a_pipe_keeps_plain_lines(tmp_path: Path) -> None:
                   env={"TERM": "xterm-256color"})
     assert done.returncode == 0, done.stderr
     assert ESC not in done.stderr and "elapsed" not in done.stderr
-    assert "says: FAILED" in done.stderr and done.stdout == ""
+    assert "says: FAILED" in done.stderr and done.stdout == "done\n"  # the answer
 
 
 def test_json_on_a_terminal_writes_only_json_lines(

@@ -85,15 +85,25 @@ def test_approval_ask_prompts_on_a_terminal_and_the_answer_decides_the_act(
     assert (ws / "made.txt").exists() is allowed
 
 
-@pytest.mark.parametrize("no_color", [False, True])
 def test_streamed_tokens_are_shown_live_and_marked_provisional(
-        tmp_path: Path, spawn: list[pexpect.spawn], no_color: bool) -> None:
+        tmp_path: Path, spawn: list[pexpect.spawn]) -> None:
     ws = make_workspace(tmp_path / "w", [replay_line("streaming hello there")])
-    env = {"NO_COLOR": "1"} if no_color else {}
-    child = _io(spawn, ws, "run", "goal", env=env)
-    child.expect("\\(provisional\\) streaming hello there")
-    child.expect("says: streaming hello there")  # the committed step follows
+    child = _io(spawn, ws, "run", "goal")
+    child.expect("\\(provisional\\) streaming hello there")  # in the live panel
+    child.expect("\r\nstreaming hello there\r\n")  # the answer, on stdout, once
+    child.expect("finished")
     assert _finish(child) == 0
+
+
+def test_without_colour_the_streamed_text_is_printed_once(
+        tmp_path: Path, spawn: list[pexpect.spawn]) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("look", ("list_dir", {})),
+                                         replay_line("streaming hello there")])
+    child = _io(spawn, ws, "run", "goal", env={"NO_COLOR": "1"})
+    assert _finish(child) == 0
+    screen = child.before or ""
+    assert "(provisional)" not in screen and "says: look" in screen
+    assert screen.count("streaming hello there") == 1, screen  # the answer; no says: line
 
 
 def test_session_show_draws_a_rich_tree_on_a_terminal(tmp_path: Path,

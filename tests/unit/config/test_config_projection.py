@@ -102,6 +102,15 @@ sheet = "Summary"
 
 [context]
 max_tokens = 12000
+strategy = "compact"
+threshold = 0.7
+window = 50000
+keep_steps = 3
+compact_template = "summary"
+
+[rewind]
+enabled = false
+max_bytes = 4096
 
 [toolchain]
 test = "t"
@@ -114,6 +123,12 @@ author_name = "Agent"
 author_email = "agent@example.com"
 timeout_seconds = 30
 history_depth = 50
+
+[documents]
+max_member_bytes = 1048576
+max_total_bytes = 4194304
+max_ratio = 50
+max_members = 500
 
 [prices]
 as_of = "2026-11-01"
@@ -154,6 +169,13 @@ client_metadata_url = "https://io.example/client.json"
 issuer = "https://auth.example"
 redirect_port = 8765
 authorize_timeout_seconds = 60.0
+
+[[hooks]]
+event = "pre_tool"
+command = ["python3", "hooks/guard.py"]
+matcher = "shell"
+timeout_s = 7
+name = "guard"
 
 [agents]
 max_depth = 2
@@ -225,7 +247,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
     return {
         "provider.kind": (lambda c: _prov(c).kind, "scripted"),
         "provider.model": (lambda c: _prov(c).model, "m-primary"),
-        "provider.api_key": (lambda c: _prov(c).api_key, "primary-secret-key"),
+        "provider.api_key": (lambda c: c.provider_for_run().api_key, "primary-secret-key"),
         "provider.base_url": (lambda c: _prov(c).base_url, "http://127.0.0.1:9/v1"),
         "provider.max_tokens": (lambda c: _prov(c).max_tokens, 111),
         "provider.script": (lambda c: _prov(c).script, ws / "replay.jsonl"),
@@ -291,6 +313,13 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
                                    ("tests/**", "pyproject.toml")),
         "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
         "context.max_tokens": (lambda c: c.context_max_tokens, 12000),
+        "context.strategy": (lambda c: c.context.strategy, "compact"),
+        "context.threshold": (lambda c: c.context.threshold, 0.7),
+        "context.window": (lambda c: c.context.window, 50000),
+        "context.keep_steps": (lambda c: c.context.keep_steps, 3),
+        "context.compact_template": (lambda c: c.context.compact_template, "summary"),
+        "rewind.enabled": (lambda c: c.rewind.enabled, False),
+        "rewind.max_bytes": (lambda c: c.rewind.max_bytes, 4096),
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
@@ -299,6 +328,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
         "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
         "git.history_depth": (lambda c: c.git.history_depth, 50),
+        "documents.max_member_bytes": (lambda c: c.documents.max_member_bytes, 1 << 20),
+        "documents.max_total_bytes": (lambda c: c.documents.max_total_bytes, 1 << 22),
+        "documents.max_ratio": (lambda c: c.documents.max_ratio, 50.0),
+        "documents.max_members": (lambda c: c.documents.max_members, 500),
         "prices.as_of": (lambda c: c.prices and c.prices.as_of, dt.date(2026, 11, 1)),
         "prices.models.*.input_per_mtok": (lambda c: _price(c, "input_per_mtok"), 1.0),
         "prices.models.*.output_per_mtok": (lambda c: _price(c, "output_per_mtok"), 2.5),
@@ -329,6 +362,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.oauth.issuer": (lambda c: _oauth(c).issuer, "https://auth.example"),
         "mcp.oauth.redirect_port": (lambda c: _oauth(c).redirect_port, 8765),
         "mcp.oauth.authorize_timeout_seconds": (lambda c: _oauth(c).authorize_timeout, 60.0),
+        "hooks.event": (lambda c: c.hooks[0].event.value, "pre_tool"),
+        "hooks.command": (lambda c: c.hooks[0].command, ("python3", "hooks/guard.py")),
+        "hooks.matcher": (lambda c: c.hooks[0].matcher, "shell"),
+        "hooks.timeout_s": (lambda c: c.hooks[0].timeout_s, 7.0),
+        "hooks.name": (lambda c: c.hooks[0].name, "guard"),
         "agents.max_depth": (lambda c: c.agent_limits.max_depth, 2),
         "agents.max_children": (lambda c: c.agent_limits.max_children, 5),
         "agents.parallel": (lambda c: c.agent_limits.parallel, 3),
@@ -414,7 +452,7 @@ def test_relative_paths_resolve_against_the_file_that_names_them(tmp_path: Path)
     config = load(ws, env=_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "xdg")))
     provider = _prov(config)
     assert provider.script == tmp_path / "xdg" / "replays" / "r.jsonl"
-    assert provider.api_key == "user-file-secret"
+    assert config.provider_for_run().api_key == "user-file-secret"
     assert provider.model == "scripted"
 
 

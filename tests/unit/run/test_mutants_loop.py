@@ -64,7 +64,7 @@ def test_a_two_step_run_emits_every_event_with_its_fields(tmp_path: Path) -> Non
             spec_for(ws, "go"))
     run_id = outcome.run_id
     assert (outcome.status, outcome.reason, outcome.steps, outcome.pause, outcome.verified,
-            outcome.gates) == (RunStatus.FINISHED, "done; every gate passed", 2, None, True,
+            outcome.gates) == (RunStatus.FINISHED, "done; no gates configured", 2, None, None,
                                ())
     assert all(e.run_id == run_id for e in events.seen)
     started = events.seen[0]
@@ -101,7 +101,7 @@ def test_a_two_step_run_emits_every_event_with_its_fields(tmp_path: Path) -> Non
             "request_model": "recorded", "usage": usage(20, 3), "latency_ms": 0.0,
             "ttft_ms": None, "tool_calls": 0}),
         (EventKind.CHECKPOINT, {"step": 1}),
-        (EventKind.RUN_FINISHED, {"status": "finished", "reason": "done; every gate passed",
+        (EventKind.RUN_FINISHED, {"status": "finished", "reason": "done; no gates configured",
                                   "steps": 2}),
     ]
 
@@ -116,7 +116,7 @@ def test_each_step_records_its_completion_ledger_checkpoint_and_draw(tmp_path: P
         outcome = Runner(store, provider, clock=clock).start(spec_for(ws, "go"))
         run = store.run(outcome.run_id)
         assert (run.status, run.reason, run.steps_used, run.tokens_used, run.wall_used) == (
-            RunStatus.FINISHED, "done; every gate passed", 2, 35, 0.0)
+            RunStatus.FINISHED, "done; no gates configured", 2, 35, 0.0)
         assert run.owner_pid is None  # released at the end
         steps = store.steps(outcome.run_id)
         assert [(s.step_index, s.text, s.provider, s.model_served) for s in steps] == [

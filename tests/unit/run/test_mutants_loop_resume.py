@@ -32,7 +32,8 @@ from tests.unit.session.support import Events, spec_for
 _ASKS = Policy.from_lists(tier="read-only")  # a write needs approval; nobody to ask here
 _PAUSE = Pause("approval", step=0, call_index=0, call_id="call_0_0", tool="write_file",
                act="write", target="write a.txt",
-               reason="the read-only tier needs approval for write", layer="tier")
+               reason="the read-only tier needs approval for write", rule="tier:read-only",
+               layer="tier")
 
 
 def _paused(tmp_path: Path, store: Store) -> str:
@@ -91,7 +92,7 @@ def test_a_denial_given_on_resume_is_the_paused_calls_refusal(tmp_path: Path) ->
         assert (outcome.status, outcome.steps) == (RunStatus.FINISHED, 2)
         (entry,) = store.ledger(run_id)
         assert (entry.observation, entry.is_error) == (
-            "refused: write a.txt: denied by operator (layer tier)", True)
+            "refused: write a.txt: denied by operator (rule 'tier:read-only', layer tier)", True)
         assert [(p.verdict, p.reason, p.decided_by) for p in store.policy_events(run_id)] == [
             ("deny", "denied by operator", "operator")]
     assert not (tmp_path / "ws" / "a.txt").exists()
@@ -174,7 +175,7 @@ def test_a_stopped_run_resumed_asks_nothing_and_reports_its_stop(tmp_path: Path)
         again = Runner(store, _scripted(tmp_path, []), clock=ManualClock(),
                        on_event=events).resume(first.run_id, spec_for(ws, "go"))
         assert (again.status, again.reason, again.steps, again.verified, again.gates) == (
-            RunStatus.STOPPED, "budget: the step budget of 1 is spent", 1, False, ())
+            RunStatus.STOPPED, "budget: the step budget of 1 is spent", 1, None, ())
         assert events.seen == []
         conn = sqlite3.connect(tmp_path / "state.db")
         conn.execute("UPDATE runs SET reason = NULL")

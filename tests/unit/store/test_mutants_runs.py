@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness_core import (
+    AmbiguousId,
     CheckpointFormatError,
     DriveRecord,
     Message,
@@ -112,10 +113,15 @@ def test_find_run_takes_a_unique_prefix_or_the_exact_id(tmp_path: Path) -> None:
         assert store.find_run("a_").run_id == "a_c"  # `_` is a character, not a wildcard
         assert store.find_run("a%").run_id == "a%c"
         assert store.find_run("a!").run_id == "a!c"
-        for ambiguous_or_missing in ("ab", "a", "zz", "", "  ", "b"):
+        for missing in ("zz", "", "  ", "b"):
             with pytest.raises(RunNotFound) as info:
-                store.find_run(ambiguous_or_missing)
-            assert info.value.run_id == ambiguous_or_missing
+                store.find_run(missing)
+            assert info.value.run_id == missing
+        for prefix, matches in (("ab", {"abc", "abcd", "abx9"}),
+                                ("a", {"abc", "abcd", "abx9", "a_c", "a%c", "a!c"})):
+            with pytest.raises(AmbiguousId) as ambiguous:  # listed, not "no run"
+                store.find_run(prefix)
+            assert set(ambiguous.value.matches) == matches and ambiguous.value.kind == "run"
 
 
 def test_list_runs_is_newest_first_limited_and_filtered_by_session(tmp_path: Path) -> None:
@@ -237,7 +243,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert store._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
         assert store.integrity_check() == "ok"
     names = {r[0] for r in _rows(path, "SELECT name FROM migrations")}
-    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 12
+    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 16
     meta = dict(_rows(path, "SELECT key, value FROM meta"))
     assert meta["checkpoint_format"] == "7"
     assert len(meta["store_id"]) == 32 and int(meta["store_id"], 16) >= 0
@@ -245,7 +251,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert again._conn.execute("PRAGMA synchronous").fetchone() == (1,)
         assert again._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
     assert dict(_rows(path, "SELECT key, value FROM meta"))["store_id"] == meta["store_id"]
-    assert len(_rows(path, "SELECT name FROM migrations")) == 12
+    assert len(_rows(path, "SELECT name FROM migrations")) == 16
 
 
 def test_a_store_missing_a_migration_gets_it_on_open(tmp_path: Path) -> None:
@@ -257,7 +263,7 @@ def test_a_store_missing_a_migration_gets_it_on_open(tmp_path: Path) -> None:
     conn.close()
     with Store(path) as store:
         assert store._is_current()
-    assert len(_rows(path, "SELECT name FROM migrations")) == 12
+    assert len(_rows(path, "SELECT name FROM migrations")) == 16
 
 
 def test_a_twin_connection_sees_the_same_store_with_the_same_pragmas(tmp_path: Path) -> None:

@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from harness_core import Message, RunStatus, SessionInUse, StateError, Store, UsageError
+from harness_core import (
+    AmbiguousId,
+    Message,
+    RunStatus,
+    SessionInUse,
+    StateError,
+    Store,
+    UsageError,
+)
 from harness_core.store._questions import QuestionRecord
 from harness_core.store._sessions import SessionRecord, TurnRecord
 
@@ -43,7 +51,8 @@ def test_a_new_session_reads_back_as_created(tmp_path: Path) -> None:
         assert store.session("sess-1") == made
         assert made.to_json() == {"session_id": "sess-1", "created_at": made.created_at,
                                   "title": "demo", "workspace": "/w", "turns": 0,
-                                  "latest_run_id": None, "updated_at": made.created_at}
+                                  "latest_run_id": None, "updated_at": made.created_at,
+                                  "status": None}
         assert store.create_session("s2", workspace="/v").title == ""
 
 
@@ -70,11 +79,14 @@ def test_a_session_is_found_by_a_unique_prefix_or_its_exact_id(tmp_path: Path) -
         assert store.session("a_").session_id == "a_c"
         assert store.session("a%").session_id == "a%c"
         assert store.session("a\\").session_id == "a\\c"
-        for missing in ("ab", "zz", "b"):
+        for missing in ("zz", "b"):
             with pytest.raises(UsageError) as info:
                 store.session(missing)
             assert str(info.value) == f"no session {missing!r} in the store"
-            assert info.value.hint == "`io session list` lists recorded sessions"
+            assert info.value.hint == "`io session list --all` lists recorded sessions"
+        with pytest.raises(AmbiguousId) as ambiguous:  # a prefix of three: they are listed
+            store.session("ab")
+        assert sorted(ambiguous.value.matches) == ["abc", "abcd", "abx9"]
         with pytest.raises(UsageError) as empty:
             store.session("  ")
         assert str(empty.value) == "a session id must not be empty"

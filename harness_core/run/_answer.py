@@ -1,0 +1,70 @@
+"""The root run's final answer checked against a JSON Schema (`io run --output-schema`).
+
+`jsonschema` is imported only when a schema is given. Nothing here touches the store or
+the terminal: the loop sends a failed check back to the model as an observation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from harness_core.errors import UsageError
+
+__all__ = ["ANSWER_RETRIES", "answer_problem", "check_answer_schema", "schema_instructions"]
+
+ANSWER_RETRIES = 2
+"""How many times a final answer that does not validate is sent back before the run
+fails (three answers in all)."""
+
+_FENCE = re.compile(r"\A```(?:json)?\s*\n(?P<body>.*)\n```\s*\Z", re.DOTALL)
+
+
+def check_answer_schema(schema: Any) -> Mapping[str, Any]:
+    """`schema` if it is a JSON Schema (an object its own meta-schema accepts).
+
+    Raises:
+        UsageError: It is not an object, or not a valid JSON Schema.
+    """
+    import jsonschema
+
+    if not isinstance(schema, dict):
+        raise UsageError("the output schema must be a JSON object (a JSON Schema)")
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise UsageError(f"the output schema is not a valid JSON Schema: {exc.message}",
+                         hint="check it against https://json-schema.org") from None
+    return schema
+
+
+def answer_problem(text: str, schema: Mapping[str, Any]) -> str | None:
+    """Why `text` is not a JSON value valid under `schema` (None: it is).
+
+    A single fenced ```json block around the value is accepted; anything else around it
+    is not."""
+    import jsonschema
+
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced is not None:
+        body = fenced.group("body").strip()
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "(the whole value)"
+    return f"at {where}: {error.message}"
+
+
+def schema_instructions(schema: Mapping[str, Any]) -> str:
+    """What the model is told about the schema (appended to its goal)."""
+    return ("When you are done, your final message must be only a JSON value (no other"
+            " text) that validates against this JSON Schema:\n```json\n"
+            + json.dumps(schema, indent=2, ensure_ascii=False) + "\n```")

@@ -1,0 +1,81 @@
+"""The CI reports of a driven run: `--junit FILE`, and the Markdown summary appended to
+`$GITHUB_STEP_SUMMARY` when it is set. Reads the run's gate rounds and spend from the
+store after the run; the formats themselves are `render.ci`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from io_harness_cli.commands._load import environment
+
+if TYPE_CHECKING:
+    from harness_core import Config, RunOutcome, Store, VerificationRecord
+    from io_harness_cli.render.ci import RunSummary
+
+__all__ = ["write_ci_reports"]
+
+
+def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
+                     junit: Path | None) -> None:
+    """Write the JUnit file (when asked) and the step summary (when the variable is set).
+
+    Raises:
+        UsageError: A file cannot be written.
+    """
+    summary_file = environment().get("GITHUB_STEP_SUMMARY")
+    if junit is None and not summary_file:
+        return
+    summary = _summary(config, outcome, code)
+    from io_harness_cli.render.ci import junit_xml, step_summary
+
+    if junit is not None:
+        _write(junit, junit_xml(summary), append=False)
+    if summary_file:
+        _write(Path(summary_file), step_summary(summary).encode("utf-8"), append=True)
+
+
+def _write(path: Path, data: bytes, *, append: bool) -> None:
+    from harness_core import UsageError
+
+    try:
+        with path.open("ab" if append else "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+
+
+def _summary(config: Config | None, outcome: RunOutcome, code: int) -> RunSummary:
+    from io_harness_cli.render.ci import RunSummary
+
+    rounds: tuple[tuple[VerificationRecord, ...], ...] = ()
+    tokens, cost = 0, None
+    if config is not None:
+        from harness_core import Store
+
+        with Store(config.store_url or config.store_path) as store:
+            rounds = _rounds(store, outcome.run_id)
+            tokens = store.run(outcome.run_id).tokens_used
+            cost = _cost(store, config, outcome.run_id)
+    return RunSummary(outcome.run_id, outcome.status.value, code, outcome.why, outcome.steps,
+                      tokens, cost, rounds, f"io trace {outcome.run_id}")
+
+
+def _rounds(store: Store, run_id: str) -> tuple[tuple[VerificationRecord, ...], ...]:
+    by_step: dict[int, list[VerificationRecord]] = {}
+    for record in store.verifications(run_id):
+        by_step.setdefault(record.step_index, []).append(record)
+    return tuple(tuple(gates) for _, gates in sorted(by_step.items()))
+
+
+def _cost(store: Store, config: Config, run_id: str) -> float | None:
+    """The run's (and its children's) derived cost; None when any call is unpriced."""
+    if config.prices is None:
+        return None
+    from harness_core import summarize
+
+    rows = [r for r in store.spend_rows() if run_id in (r.run_id, r.root_run_id)]
+    if not rows:
+        return 0.0
+    total = summarize(rows, config.prices, by="run").total
+    return None if total.unpriced_calls else total.cost_usd

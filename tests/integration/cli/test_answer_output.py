@@ -1,0 +1,104 @@
+"""The answer on stdout (issue 23): the final message goes to stdout and the trace to
+stderr; `--output-last-message`, `--output-schema`, `-m`, `--max-steps`; a closed stdout
+pipe never ends a run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.conftest import io_cmd, run_io
+from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
+
+SCHEMA = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}},
+          "additionalProperties": False}
+
+
+def test_the_final_answer_is_on_stdout_and_the_trace_on_stderr(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("looking", ("list_dir", {})),
+                                         replay_line("the answer is 42")])
+    result = run_io(["run", "goal", "-w", str(ws)])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "the answer is 42\n"
+    assert "step 1" in result.stderr and "looking" in result.stderr
+
+
+def test_output_last_message_writes_the_answer_also_with_json(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("final words")])
+    out = tmp_path / "last.txt"
+    result = run_io(["run", "goal", "-w", str(ws), "--json", "--output-last-message", str(out)])
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "final words"
+    assert json_lines(result.stdout)[-1]["answer"] == "final words"  # stdout stays JSON
+    missing = run_io(["run", "goal", "-w", str(ws), "--output-last-message",
+                      str(tmp_path / "no" / "dir" / "x.txt")])
+    assert missing.returncode == 2 and "no directory" in missing.stderr
+
+
+def test_an_answer_that_does_not_match_the_schema_is_sent_back_then_accepted(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("here you go: n is 3"),
+                                         replay_line('{"n": "three"}'),
+                                         replay_line('```json\n{"n": 3}\n```')])
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA))
+    result = run_io(["run", "count", "-w", str(ws), "--json", "--output-schema", str(schema)])
+    assert result.returncode == 0, result.stderr
+    events = json_lines(result.stdout)
+    assert "JSON Schema" in events[0]["goal"] and '"required"' in events[0]["goal"]  # told
+    assert events[-1]["answer"] == '```json\n{"n": 3}\n```' and events[-1]["steps"] == 3
+
+
+def test_an_answer_that_never_matches_the_schema_exits_1_with_the_reason(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("nope")] * 4, verify="true")
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA))
+    result = run_io(["run", "count", "-w", str(ws), "--json", "--output-schema", str(schema)])
+    last = json_lines(result.stdout)[-1]
+    assert result.returncode == 1, result.stderr
+    assert last["status"] == "failed" and last["steps"] == 3
+    assert "does not match the output schema" in str(last["reason"])
+    assert "not JSON" in str(last["reason"])
+
+
+def test_a_bad_schema_file_is_a_usage_error(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("x")])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "no-such-type"}')
+    result = run_io(["run", "g", "-w", str(ws), "--output-schema", str(bad)])
+    assert result.returncode == 2 and "not a valid JSON Schema" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_model_and_max_steps_override_io_toml_for_one_run(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("s", ("list_dir", {}))] * 3
+                        + [replay_line("done")],
+                        toml_extra='[budget]\nmax_steps = 50\n')
+    (ws / "io.toml").write_text((ws / "io.toml").read_text().replace(
+        'script = "replay.jsonl"', 'script = "replay.jsonl"\nmodel = "from-toml"'))
+    result = run_io(["run", "g", "-w", str(ws), "--json", "-m", "from-flag", "--max-steps", "2"])
+    assert result.returncode == 3, result.stderr
+    events = json_lines(result.stdout)
+    assert {e["request_model"] for e in events if e["kind"] == "completion"} == {"from-flag"}
+    assert events[-1]["steps"] == 2
+    plain = run_io(["run", "g", "-w", str(ws), "--json"])
+    assert {e["request_model"] for e in json_lines(plain.stdout)
+            if e["kind"] == "completion"} == {"from-toml"}
+
+
+def test_a_closed_stdout_pipe_does_not_end_the_run(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line(f"s{i}", ("write_file", {"path": f"f{i}.txt", "content": "x"}))
+        for i in range(3)] + [replay_line("done")])
+    for extra in (["--json"], []):
+        proc = subprocess.Popen([*io_cmd(), "run", "g", "-w", str(ws), *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        proc.stdout.close()  # `io run … | head -0`: the reader is gone before anything is written
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        assert b"BrokenPipe" not in err and b"Traceback" not in err
+    listed = json_lines(run_io(["runs", "-w", str(ws), "--json"]).stdout)
+    assert [(r["status"], r["steps"]) for r in listed] == [("finished", 4)] * 2
