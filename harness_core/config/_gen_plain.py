@@ -36,7 +36,7 @@ from pydantic.fields import FieldInfo
 from harness_core.config._fields import specs
 from harness_core.config._model import PLAIN_CHECKS, IoToml
 
-__all__ = ["main", "render"]
+__all__ = ["COMMAND", "handed_over", "main", "render"]
 
 TARGET = Path(__file__).with_name("_plain.py")
 COMMAND = "python -m harness_core.config._gen_plain"
@@ -241,7 +241,7 @@ class _Writer:
         names = list(model.model_fields)
         hints = {n: self.annotation(i.annotation) for n, i in model.model_fields.items()}
         table = {n: (s.kind.name, s.secret, s.ceiling) for n, s in specs(model).items()}
-        doc = (model.__doc__ or "").strip().splitlines()[0]
+        doc = ((model.__doc__ or "").strip().splitlines() or [model.__name__])[0]
         lines = [f"class {model.__name__}(_Plain):",
                  f'    """{doc} (plain twin of `_model.{model.__name__}`)."""', "",
                  f"    __slots__ = {tuple(names)!r}",
@@ -420,16 +420,24 @@ def validate(data: Any, context: dict[str, Any] | None = None, *, pre: bool = Fa
     verdict.
     """
     try:
-        return _m_IoToml(data, _Ctx(context, pre))
+        return _m_ROOT(data, _Ctx(context, pre))
     except _No:
         return None
 '''
 
 
-def render() -> str:
-    """The source of `_plain.py` as the models declare it now."""
+def handed_over(root: type[BaseModel] = IoToml) -> list[str]:
+    """The keys (``Model.field``) the plain validator hands to pydantic whenever set."""
     writer = _Writer()
-    writer.model(IoToml)
+    writer.model(root)
+    return writer.handed_over
+
+
+def render(root: type[BaseModel] = IoToml) -> str:
+    """The source of `_plain.py` as the models declare it now (`root`: another model,
+    for the generator's own tests)."""
+    writer = _Writer()
+    writer.model(root)
     imports = "\n".join(
         f"from {module} import {', '.join(sorted(names))}"
         for module, names in sorted(writer.imports.items()))
@@ -454,9 +462,10 @@ from typing import Any, ClassVar, Literal
 
 {imports}
 
-__all__ = ["IoToml", "validate"]
+__all__ = ["{root.__name__}", "validate"]
 '''
-    parts = [header, _RUNTIME.strip("\n"), *writer.classes, *writer.functions, *writer.builders]
+    runtime = _RUNTIME.strip("\n").replace("_m_ROOT", f"_m_{root.__name__}")
+    parts = [header, runtime, *writer.classes, *writer.functions, *writer.builders]
     return "\n\n\n".join(parts) + "\n"
 
 

@@ -17,7 +17,7 @@ import re
 import tomllib
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.config._config import Config
 from harness_core.config._scopes import ConfigFile, discover
@@ -77,6 +77,7 @@ def load(
     config_file: Path | None = None,
     env: Mapping[str, str],
     tables: Collection[str] | None = None,
+    validator: Literal["plain", "pydantic"] = "plain",
 ) -> Config:
     """Discover, read, check and merge the four scopes and project them onto types.
 
@@ -92,6 +93,9 @@ def load(
             for a command that only reads the store, so an unset `${env:...}` for a
             provider key does not stop it). The other tables are still checked for
             unknown keys and wrong types, and project as if absent. None: all.
+        validator: "plain" (the default) checks with the validator generated from the
+            models and hands anything it does not accept to pydantic; "pydantic" asks
+            pydantic directly (`io config check`). The result is the same either way.
 
     Returns:
         The validated configuration.
@@ -106,7 +110,7 @@ def load(
 
     files = discover(workspace, config_file=config_file, env=env)
     subst = Substituter(env)
-    read = _read(files, subst, tables, _fast.check_file)
+    read = _read(files, subst, tables, _fast.check_file) if validator == "plain" else None
     model = None if read is None else _fast.validate_merged(read[0])
     if read is None or model is None:
         # The plain validator did not accept something: pydantic decides, and words it.

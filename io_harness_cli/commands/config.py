@@ -76,7 +76,7 @@ def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
     from io_harness_cli.output import say
 
     ws = workspace_path(workspace)
-    cfg = load_config(ws, config)
+    cfg = load_config(ws, config, pydantic=True)  # the declaration itself, not its twin
     spec = check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
     _print_gate_inputs(spec)
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
