@@ -151,6 +151,9 @@ _EXPORTS: dict[str, str] = {
     "McpToolInfo": "harness_core.mcp:McpToolInfo",
     "Message": "harness_core.messages:Message",
     "MissingExtra": "harness_core.errors:MissingExtra",
+    "DocumentEncrypted": "harness_core.errors:DocumentEncrypted",
+    "DocumentLimits": "harness_core.tools:DocumentLimits",
+    "DocumentTooLarge": "harness_core.errors:DocumentTooLarge",
     "ModelPrice": "harness_core.spend:ModelPrice",
     "PathEscape": "harness_core.errors:PathEscape",
     "PauseRequested": "harness_core.tools:PauseRequested",
@@ -252,6 +255,21 @@ _EXPORTS: dict[str, str] = {
     "TemplateInfo": "harness_core.templates:TemplateInfo",
     "Templates": "harness_core.templates:Templates",
     "discover_skills": "harness_core.templates:discover_skills",
+    "RunNotInFlight": "harness_core.errors:RunNotInFlight",
+    "OperatorInputRecord": "harness_core.store:OperatorInputRecord",
+    "OPERATOR_KINDS": "harness_core.store:OPERATOR_KINDS",
+    "Queued": "harness_core.session:Queued",
+    "interrupt_run": "harness_core.session:interrupt_run",
+    "steer_run": "harness_core.session:steer_run",
+    "STARTER_PROVIDERS": "harness_core.config:STARTER_PROVIDERS",
+    "STARTER_SCRIPT": "harness_core.config:STARTER_SCRIPT",
+    "MissingSecret": "harness_core.errors:MissingSecret",
+    "BackendReport": "harness_core.sandbox:BackendReport",
+    "Diagnosis": "harness_core.sandbox:Diagnosis",
+    "DoctorCheck": "harness_core.sandbox:DoctorCheck",
+    "Health": "harness_core.sandbox:Health",
+    "HostProbe": "harness_core.sandbox:HostProbe",
+    "diagnose": "harness_core.sandbox:diagnose",
 }
 
 __all__ = [
@@ -363,6 +381,9 @@ __all__ = [
     "DenyAll",
     "DirEntry",
     "DocumentCheck",
+    "DocumentEncrypted",
+    "DocumentLimits",
+    "DocumentTooLarge",
     "Effect",
     "Event",
     "EventKind",
@@ -494,6 +515,21 @@ __all__ = [
     "sweep_leftovers",
     "trust_store",
     "validate_web",
+    "RunNotInFlight",
+    "OperatorInputRecord",
+    "OPERATOR_KINDS",
+    "Queued",
+    "interrupt_run",
+    "steer_run",
+    "STARTER_PROVIDERS",
+    "STARTER_SCRIPT",
+    "MissingSecret",
+    "BackendReport",
+    "Diagnosis",
+    "DoctorCheck",
+    "Health",
+    "HostProbe",
+    "diagnose",
 ]
 
 
@@ -521,6 +557,8 @@ if TYPE_CHECKING:
         SystemClock,
     )
     from harness_core.config import (  # noqa: F401
+        STARTER_PROVIDERS,
+        STARTER_SCRIPT,
         Config,
         ConfigFile,
         RunAssembly,
@@ -553,15 +591,19 @@ if TYPE_CHECKING:
         BudgetExceeded,
         CheckpointFormatError,
         ConfigError,
+        DocumentEncrypted,
+        DocumentTooLarge,
         GitRefused,
         HarnessError,
         InvalidToolArguments,
         MissingExtra,
+        MissingSecret,
         PathEscape,
         PolicyError,
         ProviderError,
         RunInUse,
         RunNotFound,
+        RunNotInFlight,
         SandboxUnavailable,
         ScriptExhausted,
         SessionInUse,
@@ -667,13 +709,19 @@ if TYPE_CHECKING:
     from harness_core.sandbox import (  # noqa: F401
         Backend,
         BackendChoice,
+        BackendReport,
         CommandResult,
+        Diagnosis,
+        DoctorCheck,
+        Health,
+        HostProbe,
         LaunchRequest,
         ProcessLauncher,
         SandboxConfig,
         SandboxLimits,
         SandboxSpec,
         Selected,
+        diagnose,
         run_command,
     )
     from harness_core.sandbox import (
@@ -683,8 +731,11 @@ if TYPE_CHECKING:
         select as select_sandbox,
     )
     from harness_core.session import (  # noqa: F401
+        Queued,
         Session,
         SessionTree,
+        interrupt_run,
+        steer_run,
     )
     from harness_core.shell import (  # noqa: F401
         CONSTRUCTS,
@@ -702,12 +753,14 @@ if TYPE_CHECKING:
     )
     from harness_core.store import (  # noqa: F401
         CHECKPOINT_FORMAT,
+        OPERATOR_KINDS,
         AttemptRecord,
         CheckpointState,
         DriveRecord,
         EditRecord,
         InputsFate,
         LedgerEntry,
+        OperatorInputRecord,
         Pause,
         PolicyEventRecord,
         RunRecord,
@@ -774,6 +827,7 @@ if TYPE_CHECKING:
     )
     from harness_core.tools import (  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401  # noqa: F401
         RESERVED_TOOL_NAMES,
+        DocumentLimits,
         GitSettings,
         GitStatus,
         PauseRequested,

@@ -5,8 +5,10 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
-    │   │   └── AmbiguousId    a shortened id that matches more than one run or session
-    │   └── MissingExtra       a document tool or gate whose pip extra is not installed
+    │   │   ├── AmbiguousId    a shortened id that matches more than one run or session
+    │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
+    │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
+    │   └── MissingSecret      a `${env:}`/`${file:}` value or provider key that is not set
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
     ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
@@ -23,6 +25,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
+    │   ├── DocumentTooLarge   a document would unpack past a [documents] limit
+    │   ├── DocumentEncrypted  a document is password-protected
     │   ├── ShellRefused       a shell line construct refused by name (.construct, .column)
     │   └── GitRefused         a repository whose files could make io's git run a program
     └── BudgetExceeded         a step, token, cost or wall-clock ceiling was reached
@@ -38,15 +42,19 @@ __all__ = [
     "BudgetExceeded",
     "CheckpointFormatError",
     "ConfigError",
+    "DocumentEncrypted",
+    "DocumentTooLarge",
     "GitRefused",
     "HarnessError",
     "InvalidToolArguments",
     "MissingExtra",
+    "MissingSecret",
     "PathEscape",
     "PolicyError",
     "ProviderError",
     "RunInUse",
     "RunNotFound",
+    "RunNotInFlight",
     "SandboxUnavailable",
     "ScriptExhausted",
     "SessionInUse",
@@ -103,6 +111,21 @@ class AmbiguousId(UsageError):
         self.matches = matches[:10]
 
 
+class RunNotInFlight(UsageError):
+    """`io interrupt` (or `io steer`) named a run that cannot take it: a paused, ended
+    or stopped run has no next step boundary for it to land at.
+
+    Attributes:
+        run_id: The run.
+        status: Its status (a `RunStatus` value).
+    """
+
+    def __init__(self, run_id: str, status: str, message: str, *, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.run_id = run_id
+        self.status = status
+
+
 class MissingExtra(ConfigError):
     """A tool or gate needs an optional dependency (a pip extra) that is not installed.
 
@@ -116,6 +139,20 @@ class MissingExtra(ConfigError):
         self.install = f"pip install 'io-harness[{extra}]'"
         super().__init__(f"{what} needs the {extra!r} extra, which is not installed:"
                          f" {self.install}", hint=self.install)
+
+
+class MissingSecret(ConfigError):
+    """A secret the configuration names is not there: an unset or empty environment
+    variable, an unreadable or empty file, or no key for a provider. `io config check`
+    reports one as a warning (the run will need it); `io run` stops on it.
+
+    Attributes:
+        name: The variable or file named (never its value).
+    """
+
+    def __init__(self, message: str, *, name: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.name = name
 
 
 class WorkspaceError(HarnessError):
@@ -273,6 +310,15 @@ class ToolError(HarnessError):
 
 class InvalidToolArguments(ToolError):
     """A tool's arguments are not the JSON object it expects."""
+
+
+class DocumentTooLarge(ToolError):
+    """A document would unpack past a `[documents]` limit (a zip bomb, or just too big);
+    it was refused before any library parsed it."""
+
+
+class DocumentEncrypted(ToolError):
+    """A document is password-protected and no (right) `password` was given."""
 
 
 class ShellRefused(ToolError):

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness_core.workspace import Workspace
 
-__all__ = ["GATE_INPUTS", "DetectedToolchain", "Toolchain", "ToolchainReport", "detect", "survey"]
+__all__ = ["GATE_INPUTS", "RUNNER_INPUTS", "DetectedToolchain", "Toolchain", "ToolchainReport", "detect", "survey"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,53 @@ GATE_INPUTS: dict[str, tuple[str, ...]] = {
 }
 """Per ecosystem, the path patterns (policy dialect, relative to the marker's directory)
 of files a test verdict usually depends on: a gate's inputs when it names none."""
+
+_PYTHON_START = ("**/sitecustomize.py", "**/usercustomize.py", "**/*.pth")
+"""What a Python interpreter may run before the gate's own code, wherever it lies."""
+_PYTEST = ("**/conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
+           "pyproject.toml", "tests/**", "test/**", "**/test_*.py", "**/*_test.py",
+           "noxfile.py", "pytest.py", "pytest/**", "_pytest/**", "py.py", "pluggy.py",
+           "pluggy/**", *_PYTHON_START)
+_NODE = ("package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml",
+         "pnpm-workspace.yaml", "yarn.lock", "bun.lock", "bun.lockb", ".npmrc", ".yarnrc",
+         ".yarnrc.yml", "**/*.test.*", "**/*.spec.*", "**/__tests__/**", "test/**", "tests/**",
+         "jest.config.*", "jest.setup.*", "vitest.config.*", "vitest.workspace.*",
+         "vite.config.*", ".mocharc*", "babel.config.*", ".babelrc*", "tsconfig*.json")
+
+RUNNER_INPUTS: dict[str, tuple[str, ...]] = {
+    "python": _PYTHON_START,
+    "pytest": _PYTEST,
+    "unittest": ("**/test*.py", "tests/**", "test/**", "unittest.py", "unittest/**",
+                 *_PYTHON_START),
+    "tox": ("tox.ini", "tox.toml", *_PYTEST),
+    "nox": _PYTEST,
+    "coverage": (".coveragerc", *_PYTEST),
+    "uv": ("pyproject.toml", "uv.lock", "uv.toml", ".python-version"),
+    "poetry": ("pyproject.toml", "poetry.lock", "poetry.toml"),
+    "pdm": ("pyproject.toml", "pdm.lock", "pdm.toml"),
+    "pipenv": ("Pipfile", "Pipfile.lock"),
+    "hatch": ("pyproject.toml", "hatch.toml"),
+    "rye": ("pyproject.toml", "requirements.lock", "requirements-dev.lock"),
+    "ruff": ("ruff.toml", ".ruff.toml", "pyproject.toml", *_PYTHON_START),
+    "mypy": ("mypy.ini", ".mypy.ini", "setup.cfg", "pyproject.toml", *_PYTHON_START),
+    "flake8": (".flake8", "setup.cfg", "tox.ini", *_PYTHON_START),
+    "black": ("pyproject.toml", *_PYTHON_START),
+    "pylint": (".pylintrc", "pylintrc", "pyproject.toml", "setup.cfg", *_PYTHON_START),
+    "pyright": ("pyrightconfig.json", "pyproject.toml"),
+    "node": _NODE,
+    "eslint": ("eslint.config.*", ".eslintrc*", ".eslintignore", *_NODE),
+    "tsc": _NODE,
+    "prettier": (".prettierrc*", "prettier.config.*", ".prettierignore", *_NODE),
+    "cargo": ("**/Cargo.toml", "Cargo.lock", "**/build.rs", "**/tests/**", "**/benches/**",
+              ".cargo/config", ".cargo/config.toml", "rust-toolchain", "rust-toolchain.toml"),
+    "go": ("go.mod", "go.sum", "go.work", "go.work.sum", "**/*_test.go", "**/testdata/**"),
+    "make": ("Makefile", "GNUmakefile", "makefile", "**/*.mk"),
+    "shell": (),
+}
+"""Per test runner or checker a gate command can start, the path patterns (relative to
+the workspace root) of the files its verdict depends on beyond the code under test:
+its configuration, the tests, and what could stand in for the runner itself (a
+``pytest.py`` or ``sitecustomize.py`` in the workspace)."""
 
 
 class _Dir:

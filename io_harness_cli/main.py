@@ -43,6 +43,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "Send TEXT to the run; the model sees it at the next step boundary."),
     "interrupt": ("steer", "interrupt", "Stop the run at its next step boundary (it "
                   "checkpoints; `io resume` continues)."),
+    "doctor": ("doctor", "doctor", "Say which sandbox backends run here, why not, and what `auto` would pick."),
 }
 """Command name -> (module under `io_harness_cli.commands`, function, the first paragraph
 of its docstring), in help order. The index prints the summaries without importing the

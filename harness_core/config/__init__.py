@@ -20,7 +20,7 @@ from harness_core.config._config import Config, RunSettings
 from harness_core.config._load import json_schema, load, schema_keys
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
-from harness_core.config._toml import starter_config
+from harness_core.config._toml import STARTER_PROVIDERS, STARTER_SCRIPT, starter_config
 
 __all__ = [
     "Config",
@@ -39,4 +39,6 @@ __all__ = [
     "schema_keys",
     "secret_redactor",
     "starter_config",
+    "STARTER_PROVIDERS",
+    "STARTER_SCRIPT",
 ]

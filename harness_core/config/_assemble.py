@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
-from harness_core.errors import ConfigError
+from harness_core.errors import ConfigError, MissingSecret
 from harness_core.events import EventSink
 from harness_core.messages import Usage
 from harness_core.policy import Approver, Policy
@@ -124,6 +124,7 @@ def build_run_spec(
         provider_keys=provider_keys(config, env),
         secrets=config.secrets,
         git=config.git,
+        documents=config.documents,
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),
@@ -140,6 +141,10 @@ def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
     keys: list[str] = [env[name] for name in PROVIDER_KEY_VARIABLES if env.get(name)]
     provider = config.provider
     if provider is not None:
+        try:
+            provider = config.provider_for_run()
+        except ConfigError:
+            pass  # a key that cannot be resolved is not held: nothing to keep out
         keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
     return tuple(dict.fromkeys(keys))
 
@@ -154,30 +159,66 @@ def _prepare(
     config: Config, workspace: Path, goal: str, env: Mapping[str, str], clock: Clock
 ) -> tuple[RunSpec, Provider]:
     spec = build_run_spec(config, workspace, goal, env=env)
-    if config.provider is None:
-        raise ConfigError(
-            "no [provider] is configured",
-            hint='add a [provider] table to io.toml (kind = "scripted" works offline)',
-        )
-    return spec, build_provider(config.provider, env=env, clock=clock)
+    return spec, build_provider(config.provider_for_run(), env=env, clock=clock)
 
 
-def check_runnable(config: Config, workspace: Path, *, env: Mapping[str, str]) -> RunSpec:
+_STAND_IN_KEY = "io-config-check-stand-in"  # noqa: S105 - sent nowhere: the check sends nothing
+
+
+def check_runnable(
+    config: Config,
+    workspace: Path,
+    *,
+    env: Mapping[str, str],
+    for_run: bool = True,
+    warn: Callable[[str], None] | None = None,
+) -> RunSpec:
     """Everything `assemble_run` checks, without running: what `io config check` runs.
 
     Builds the spec and the provider (no request is sent) and closes the provider.
+
+    Args:
+        config: The loaded configuration.
+        workspace: The workspace root.
+        env: The caller's environment.
+        for_run: True: what `io run` needs must be there (a `[provider]` and its key).
+            False: a missing `[provider]` or an unset key is reported to `warn` and the
+            rest is still checked (the provider is built with a stand-in key).
+        warn: Receives each warning (with `for_run` False).
 
     Returns:
         The spec a run of `[contract] goal` would start with (for reports such as the
         inputs each gate protects).
 
     Raises:
-        ConfigError: No `[provider]`, a provider that cannot be built (unknown kind, a
-            missing key, a web declaration its vendor cannot carry), or
-            `max_cost_usd` without `[prices]`.
+        ConfigError: A provider that cannot be built (unknown kind, a web declaration
+            its vendor cannot carry), `max_cost_usd` without `[prices]`, and with
+            `for_run` no `[provider]`.
+        MissingSecret: With `for_run`: a provider key that is not set.
     """
-    spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
-    provider.close()
+    if for_run:
+        spec, provider = _prepare(config, workspace, config.contract.goal, env, SystemClock())
+        provider.close()
+        return spec
+    say = warn or (lambda _text: None)
+    spec = build_run_spec(config, workspace, config.contract.goal, env=env)
+    if config.provider is None:
+        say("no [provider] is configured: `io run` needs one (commands that call no model"
+            " do not)")
+        return spec
+
+    def stand_in(missing: MissingSecret) -> str:
+        say(f"{missing.message}: `io run` will stop on it until it is set")
+        return _STAND_IN_KEY
+
+    chain = config.provider_for_run(stand_in=stand_in)
+    try:
+        build_provider(chain, env=env, clock=SystemClock()).close()
+    except MissingSecret as missing:  # no key configured and the vendor's variable unset
+        stand_in(missing)
+        chain = replace(chain, api_key=chain.api_key or _STAND_IN_KEY, fallback=tuple(
+            replace(f, api_key=f.api_key or _STAND_IN_KEY) for f in chain.fallback))
+        build_provider(chain, env=env, clock=SystemClock()).close()
     return spec
 
 

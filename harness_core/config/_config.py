@@ -6,8 +6,8 @@ the type costs nothing. It never reads a file or the environment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
+from harness_core.errors import ConfigError, MissingSecret
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import Policy
 from harness_core.providers import ProviderConfig, WebAccess
@@ -24,6 +25,7 @@ from harness_core.sandbox import SandboxConfig
 from harness_core.spend import PriceTable
 from harness_core.telemetry import TelemetryConfig
 from harness_core.toolchain import Toolchain
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 
@@ -86,8 +88,10 @@ class Config:
         telemetry: Where spans are exported (`[telemetry]` or the `OTEL_EXPORTER_OTLP_*`
             variables); None when export is off.
         git: The `[git]` table: who the git built-ins commit as, how long git may take.
+        documents: The `[documents]` table: how far the document tools unpack a file.
         secrets: Every value a substitution produced and every credential value
-            (`api_key`, `[[mcp]] env`): what `redact` removes.
+            (`api_key`, `[[mcp]] env`): what `redact` removes (with the provider keys
+            `provider_for_run` resolved since).
     """
 
     files: tuple[ConfigFile, ...] = ()
@@ -110,12 +114,65 @@ class Config:
     run: RunSettings = field(default_factory=RunSettings)
     telemetry: TelemetryConfig | None = None
     git: GitSettings = field(default_factory=GitSettings)
+    documents: DocumentLimits = field(default_factory=DocumentLimits)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)
     _rules: tuple[tuple[ConfigFile, Mapping[str, Node]], ...] = field(
         default=(), repr=False, compare=False
     )
+    _env: Mapping[str, str] = field(default_factory=lambda: {}, repr=False, compare=False)
+    _key_files: Mapping[int, ConfigFile] = field(
+        default_factory=lambda: {}, repr=False, compare=False)
+    """The scope file that wrote each deferred key (0: [provider], i + 1: fallback i)."""
+    _resolved: set[str] = field(default_factory=lambda: set[str](), repr=False, compare=False)
+
+    def provider_for_run(
+        self, *, stand_in: Callable[[MissingSecret], str] | None = None
+    ) -> ProviderConfig:
+        """The `[provider]` table (and its fallbacks) with each key resolved now.
+
+        A provider's `${env:…}`/`${file:…}` key is resolved here, when a provider is
+        about to be built, not when io.toml is loaded: a command that calls no model
+        (`io toolchain`, `io tool`, `io trace`…) never needs it.
+
+        Args:
+            stand_in: For a check that sends nothing (`io config check`): told of each
+                key that cannot be resolved, it returns a value to use in its place.
+                None: a key that cannot be resolved raises.
+
+        Raises:
+            ConfigError: No `[provider]` is configured.
+            MissingSecret: A key's variable is unset or empty, or its file unreadable.
+        """
+        from harness_core.config._substitute import Substituter
+
+        if self.provider is None:
+            raise ConfigError(
+                "no [provider] is configured",
+                hint='add a [provider] table to io.toml (kind = "scripted" works offline)',
+            )
+        subst = Substituter(self._env)
+
+        def resolve(p: ProviderConfig, index: int, path: str) -> ProviderConfig:
+            if p.api_key_ref is None:
+                return p
+            origin = self._key_files.get(index)
+            where = f"'{path}'" + (f" in {origin.describe()}" if origin else "")
+            base = origin.path.parent if origin is not None else Path(".")
+            try:
+                key = subst.resolve(p.api_key_ref, where=where, base_dir=base)
+            except MissingSecret as missing:
+                if stand_in is None:
+                    raise
+                return replace(p, api_key=stand_in(missing), api_key_ref=None)
+            self._resolved.add(key)
+            return replace(p, api_key=key, api_key_ref=None)
+
+        primary = resolve(self.provider, 0, "provider.api_key")
+        fallback = tuple(resolve(f, i + 1, f"provider.fallback[{i}].api_key")
+                         for i, f in enumerate(self.provider.fallback))
+        return replace(primary, fallback=fallback)
 
     def show(self) -> list[ShownValue]:
         """Every value a file set, with its scope and file; secrets are ``***``.
@@ -137,7 +194,10 @@ class Config:
 
     def redact(self, text: str) -> str:
         """`text` with every secret replaced by ``***``."""
-        return redact(text, self.secrets)
+        if not self._resolved and self.provider is not None:
+            # Keys not resolved yet are still secrets: resolve what can be, quietly.
+            self.provider_for_run(stand_in=lambda _missing: "")
+        return redact(text, self.secrets | self._resolved)
 
     def __repr__(self) -> str:
         # Redacted: a substituted secret can sit inside any string (a base_url, a goal).

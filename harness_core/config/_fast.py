@@ -19,7 +19,7 @@ from harness_core.config._scopes import ConfigFile
 from harness_core.config._substitute import Substituter
 from harness_core.config._tree import Node, Sourced, dotted
 
-__all__ = ["check_file", "plain_value", "substitute", "unwrap", "validate_merged"]
+__all__ = ["check_file", "is_deferred", "plain_value", "substitute", "unwrap", "validate_merged"]
 
 
 def check_file(
@@ -50,11 +50,23 @@ def validate_merged(tree: Mapping[str, Node]) -> Any:
     return _plain.validate(unwrap(tree), None)
 
 
+def is_deferred(path: tuple[str | int, ...]) -> bool:
+    """Whether the value at `path` is substituted only when it is needed: a provider's
+    key, resolved when the provider is built (`Config.provider_for_run`), so a command
+    that calls no model never needs it."""
+    return (path == ("provider", "api_key")
+            or (len(path) == 4 and path[:2] == ("provider", "fallback") and path[3] == "api_key"))
+
+
 def substitute(value: Any, path: tuple[str | int, ...], cf: ConfigFile,
                subst: Substituter) -> Any:
-    """Every string of a parsed file with its `${...}` substitutions made."""
+    """Every string of a parsed file with its `${...}` substitutions made (a deferred
+    one only checked)."""
     if isinstance(value, str):
         where = f"'{dotted(path)}' in {cf.describe()}"
+        if is_deferred(path):
+            subst.check(value, where=where)
+            return value
         return subst.resolve(value, where=where, base_dir=cf.path.parent)
     if isinstance(value, list):
         return [substitute(v, (*path, i), cf, subst) for i, v in enumerate(value)]

@@ -33,6 +33,7 @@ from harness_core.run import RunSpec
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
 from harness_core.telemetry import TelemetryConfig
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import CriterionKind, VerifyCriterion
 
@@ -351,6 +352,20 @@ class GitTable(Table):
     """Commits of history the git built-ins look at, at most."""
 
 
+class DocumentsTable(Table):
+    """How far the document tools unpack an Office file (xlsx, docx, pptx are zips)."""
+
+    max_member_bytes: _Bytes = _default(DocumentLimits, "max_member_bytes")
+    """Largest unpacked size of one zip member; a file with a larger one is refused."""
+    max_total_bytes: _Bytes = _default(DocumentLimits, "max_total_bytes")
+    """Largest unpacked size of all of a file's members together."""
+    max_ratio: Annotated[float, Field(ge=1, le=MAX_NUMBER, allow_inf_nan=False)] = _default(
+        DocumentLimits, "max_ratio")
+    """Largest unpacked/stored ratio of a member past its first MiB (zip bombs: 1000+)."""
+    max_members: _Int1 = _default(DocumentLimits, "max_members")
+    """Most members one file may hold."""
+
+
 class ModelPriceTable(Table):
     """USD per million tokens for one model string."""
 
@@ -505,6 +520,8 @@ class IoToml(Table):
     """Overrides of the detected project commands."""
     git: GitTable = GitTable()
     """How the git built-ins run."""
+    documents: DocumentsTable = DocumentsTable()
+    """How far the document tools unpack a file."""
     prices: PricesTable | None = None
     """Prices to derive costs from."""
     web: WebTable | None = None

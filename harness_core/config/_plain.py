@@ -318,6 +318,18 @@ class GitTable(_Plain):
     history_depth: int
 
 
+class DocumentsTable(_Plain):
+    """How far the document tools unpack an Office file (xlsx, docx, pptx are zips). (plain twin of `_model.DocumentsTable`)."""
+
+    __slots__ = ('max_member_bytes', 'max_total_bytes', 'max_ratio', 'max_members')
+    model_fields: ClassVar[tuple[str, ...]] = ('max_member_bytes', 'max_total_bytes', 'max_ratio', 'max_members')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'max_member_bytes': ('LEAF', False, False), 'max_total_bytes': ('LEAF', False, False), 'max_ratio': ('LEAF', False, False), 'max_members': ('LEAF', False, False)}
+    max_member_bytes: int
+    max_total_bytes: int
+    max_ratio: float
+    max_members: int
+
+
 class ModelPriceTable(_Plain):
     """USD per million tokens for one model string. (plain twin of `_model.ModelPriceTable`)."""
 
@@ -435,9 +447,9 @@ class RunTable(_Plain):
 class IoToml(_Plain):
     """io.toml: what an agent run may do, and how it is run. Four scopes merge into it (plain twin of `_model.IoToml`)."""
 
-    __slots__ = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'prices', 'web', 'mcp', 'agents', 'templates', 'store', 'telemetry', 'run')
-    model_fields: ClassVar[tuple[str, ...]] = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'prices', 'web', 'mcp', 'agents', 'templates', 'store', 'telemetry', 'run')
-    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'provider': ('TABLE', False, False), 'policy': ('TABLE', False, False), 'sandbox': ('TABLE', False, False), 'budget': ('TABLE', False, False), 'contract': ('TABLE', False, False), 'context': ('TABLE', False, False), 'toolchain': ('TABLE', False, False), 'git': ('TABLE', False, False), 'prices': ('TABLE', False, False), 'web': ('TABLE', False, False), 'mcp': ('TABLES', False, False), 'agents': ('TABLE', False, False), 'templates': ('TABLE', False, False), 'store': ('TABLE', False, False), 'telemetry': ('TABLE', False, False), 'run': ('TABLE', False, False)}
+    __slots__ = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'agents', 'templates', 'store', 'telemetry', 'run')
+    model_fields: ClassVar[tuple[str, ...]] = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'agents', 'templates', 'store', 'telemetry', 'run')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'provider': ('TABLE', False, False), 'policy': ('TABLE', False, False), 'sandbox': ('TABLE', False, False), 'budget': ('TABLE', False, False), 'contract': ('TABLE', False, False), 'context': ('TABLE', False, False), 'toolchain': ('TABLE', False, False), 'git': ('TABLE', False, False), 'documents': ('TABLE', False, False), 'prices': ('TABLE', False, False), 'web': ('TABLE', False, False), 'mcp': ('TABLES', False, False), 'agents': ('TABLE', False, False), 'templates': ('TABLE', False, False), 'store': ('TABLE', False, False), 'telemetry': ('TABLE', False, False), 'run': ('TABLE', False, False)}
     provider: ProviderTable | None
     policy: PolicyTable
     sandbox: SandboxTable
@@ -446,6 +458,7 @@ class IoToml(_Plain):
     context: ContextTable
     toolchain: ToolchainTable
     git: GitTable
+    documents: DocumentsTable
     prices: PricesTable | None
     web: WebTable | None
     mcp: list[McpTable]
@@ -681,51 +694,6 @@ def _t26(v: Any, c: _Ctx) -> Any:
 def _t27(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t20, _t1,))
-
-
-def _t28(v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and '${' in v:
-        return v
-    if not (type(v) is dt.date):
-        raise _No
-    v = v
-    return v
-
-
-def _t29(v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and '${' in v:
-        return v
-    v = _run(iso_date, v, c)
-    v = _t28(v, c)
-    return v
-
-
-def _t30(v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and '${' in v:
-        return v
-    return _first(v, c, (_t29, _t1,))
-
-
-def _t31(v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and '${' in v:
-        return v
-    if type(v) is not dict:
-        raise _No
-    return {_t3(k, c): _m_ModelPriceTable(x, c) for k, x in v.items()}
-
-
-def _t32(v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and '${' in v:
-        return v
-    if type(v) is not dict:
-        raise _No
-    return {_t3(k, c): _t3(x, c) for k, x in v.items()}
-
-
-def _t33(v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and '${' in v:
-        return v
     if not (type(v) is int):
         raise _No
     v = v
@@ -736,7 +704,67 @@ def _t33(v: Any, c: _Ctx) -> Any:
     return v
 
 
+def _t28(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    if not (type(v) is float or type(v) is int):
+        raise _No
+    v = float(v)
+    if not math.isfinite(v):
+        raise _No
+    if not (v >= 1):
+        raise _No
+    if not (v <= 1000000000000):
+        raise _No
+    return v
+
+
+def _t29(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return _first(v, c, (_t20, _t1,))
+
+
+def _t30(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    if not (type(v) is dt.date):
+        raise _No
+    v = v
+    return v
+
+
+def _t31(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    v = _run(iso_date, v, c)
+    v = _t30(v, c)
+    return v
+
+
+def _t32(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return _first(v, c, (_t31, _t1,))
+
+
+def _t33(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    if type(v) is not dict:
+        raise _No
+    return {_t3(k, c): _m_ModelPriceTable(x, c) for k, x in v.items()}
+
+
 def _t34(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    if type(v) is not dict:
+        raise _No
+    return {_t3(k, c): _t3(x, c) for k, x in v.items()}
+
+
+def _t35(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
@@ -749,25 +777,25 @@ def _t34(v: Any, c: _Ctx) -> Any:
     return v
 
 
-def _t35(v: Any, c: _Ctx) -> Any:
+def _t36(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_m_ProviderTable, _t1,))
 
 
-def _t36(v: Any, c: _Ctx) -> Any:
+def _t37(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_m_PricesTable, _t1,))
 
 
-def _t37(v: Any, c: _Ctx) -> Any:
+def _t38(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_m_WebTable, _t1,))
 
 
-def _t38(v: Any, c: _Ctx) -> Any:
+def _t39(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
@@ -927,11 +955,23 @@ def _m_GitTable(v: Any, c: _Ctx) -> Any:
     return _build(GitTable, _F_GitTable, 'forbid', None, v, c)
 
 
+_F_DocumentsTable: _Fields = (
+    ('max_member_bytes', 'max_member_bytes', _t27, lambda: 268435456),
+    ('max_total_bytes', 'max_total_bytes', _t27, lambda: 1073741824),
+    ('max_ratio', 'max_ratio', _t28, lambda: 100.0),
+    ('max_members', 'max_members', _t5, lambda: 10000),
+)
+
+
+def _m_DocumentsTable(v: Any, c: _Ctx) -> Any:
+    return _build(DocumentsTable, _F_DocumentsTable, 'forbid', None, v, c)
+
+
 _F_ModelPriceTable: _Fields = (
-    ('input_per_mtok', 'input_per_mtok', _t27, lambda: None),
-    ('output_per_mtok', 'output_per_mtok', _t27, lambda: None),
-    ('cache_read_per_mtok', 'cache_read_per_mtok', _t27, lambda: None),
-    ('cache_write_per_mtok', 'cache_write_per_mtok', _t27, lambda: None),
+    ('input_per_mtok', 'input_per_mtok', _t29, lambda: None),
+    ('output_per_mtok', 'output_per_mtok', _t29, lambda: None),
+    ('cache_read_per_mtok', 'cache_read_per_mtok', _t29, lambda: None),
+    ('cache_write_per_mtok', 'cache_write_per_mtok', _t29, lambda: None),
 )
 
 
@@ -940,8 +980,8 @@ def _m_ModelPriceTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_PricesTable: _Fields = (
-    ('as_of', 'as_of', _t30, lambda: None),
-    ('models', 'models', _t31, lambda: {}),
+    ('as_of', 'as_of', _t32, lambda: None),
+    ('models', 'models', _t33, lambda: {}),
 )
 
 
@@ -966,7 +1006,7 @@ _F_McpTable: _Fields = (
     ('name', 'name', _t4, lambda: None),
     ('command', 'command', _t4, lambda: None),
     ('args', 'args', _t16, lambda: []),
-    ('env', 'env', _t32, lambda: {}),
+    ('env', 'env', _t34, lambda: {}),
     ('cwd', 'cwd', _t8, lambda: None),
 )
 
@@ -1020,7 +1060,7 @@ def _m_StoreTable(v: Any, c: _Ctx) -> Any:
 _F_TelemetryTable: _Fields = (
     ('otlp_endpoint', 'otlp_endpoint', _t4, lambda: None),
     ('include_content', 'include_content', _t9, lambda: False),
-    ('headers', 'headers', _t32, lambda: {}),
+    ('headers', 'headers', _t34, lambda: {}),
     ('service_name', 'service_name', _t3, lambda: 'io'),
     ('timeout_seconds', 'timeout_seconds', _t10, lambda: 10.0),
 )
@@ -1031,9 +1071,9 @@ def _m_TelemetryTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_RunTable: _Fields = (
-    ('output_cap_bytes', 'output_cap_bytes', _t33, lambda: 16384),
+    ('output_cap_bytes', 'output_cap_bytes', _t27, lambda: 16384),
     ('exec_timeout_seconds', 'exec_timeout_seconds', _t10, lambda: 120.0),
-    ('stall_window', 'stall_window', _t34, lambda: 4),
+    ('stall_window', 'stall_window', _t35, lambda: 4),
 )
 
 
@@ -1042,7 +1082,7 @@ def _m_RunTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_IoToml: _Fields = (
-    ('provider', 'provider', _t35, lambda: None),
+    ('provider', 'provider', _t36, lambda: None),
     ('policy', 'policy', _m_PolicyTable, lambda: _make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[])),
     ('sandbox', 'sandbox', _m_SandboxTable, lambda: _make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
     ('budget', 'budget', _m_BudgetTable, lambda: _make(BudgetTable, [], None, max_steps=50, max_tokens=False, max_cost_usd=False, wall_seconds=1800.0, cache_read_weight=0.1)),
@@ -1050,9 +1090,10 @@ _F_IoToml: _Fields = (
     ('context', 'context', _m_ContextTable, lambda: _make(ContextTable, [], None, max_tokens=120000)),
     ('toolchain', 'toolchain', _m_ToolchainTable, lambda: _make(ToolchainTable, [], None, test=None, build=None, lint=None)),
     ('git', 'git', _m_GitTable, lambda: _make(GitTable, [], None, author_name=None, author_email=None, author=None, timeout_seconds=60.0, history_depth=200)),
-    ('prices', 'prices', _t36, lambda: None),
-    ('web', 'web', _t37, lambda: None),
-    ('mcp', 'mcp', _t38, lambda: []),
+    ('documents', 'documents', _m_DocumentsTable, lambda: _make(DocumentsTable, [], None, max_member_bytes=268435456, max_total_bytes=1073741824, max_ratio=100.0, max_members=10000)),
+    ('prices', 'prices', _t37, lambda: None),
+    ('web', 'web', _t38, lambda: None),
+    ('mcp', 'mcp', _t39, lambda: []),
     ('agents', 'agents', _m_AgentsTable, lambda: _make(AgentsTable, [], {}, max_depth=3, max_children=16, parallel=4)),
     ('templates', 'templates', _m_TemplatesTable, lambda: _make(TemplatesTable, [], None, dir=None)),
     ('store', 'store', _m_StoreTable, lambda: _make(StoreTable, [], None, path=None, url=None)),

@@ -34,6 +34,7 @@ from harness_core.sandbox import SandboxConfig, SandboxLimits
 from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
 from harness_core.toolchain import Toolchain
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import (
     CriterionKind,
@@ -232,10 +233,14 @@ def _one_provider(
     else:
         script = t.script
         model = required(t.model, path, "model", f' (kind "{kind}" needs a model)')
+    # A key that names a substitution is resolved when the provider is built
+    # (`Config.provider_for_run`), never here: loading io.toml needs no key.
+    deferred = t.api_key is not None and "$" in t.api_key
     return ProviderConfig(
         kind=kind,
         model=model,
-        api_key=t.api_key,
+        api_key=None if deferred else t.api_key,
+        api_key_ref=t.api_key if deferred else None,
         base_url=t.base_url,
         max_tokens=t.max_tokens,
         script=script,
@@ -530,8 +535,30 @@ def project(
         run=_run(model.run),
         telemetry=telemetry,
         git=_git(model.git),
+        documents=DocumentLimits(
+            max_member_bytes=model.documents.max_member_bytes,
+            max_total_bytes=model.documents.max_total_bytes,
+            max_ratio=float(model.documents.max_ratio),
+            max_members=model.documents.max_members),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,
         _rules=tuple(rule_sets),
+        _env=env,
+        _key_files=_key_files(merged),
     )
+
+
+def _key_files(merged: Mapping[str, Node]) -> dict[int, ConfigFile]:
+    """The scope file that set each provider key (0: [provider]; i + 1: fallback i)."""
+    out: dict[int, ConfigFile] = {}
+    origin = _origin(_node_at(merged, ("provider", "api_key")))
+    if origin is not None:
+        out[0] = origin
+    index = 0
+    while _node_at(merged, ("provider", "fallback", index)) is not None:
+        origin = _origin(_node_at(merged, ("provider", "fallback", index, "api_key")))
+        if origin is not None:
+            out[index + 1] = origin
+        index += 1
+    return out

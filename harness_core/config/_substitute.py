@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness_core.errors import ConfigError
+from harness_core.errors import ConfigError, MissingSecret
 
 __all__ = ["Substituter"]
 
@@ -71,6 +71,20 @@ class Substituter:
         parts.append(text[pos:])
         return "".join(parts)
 
+    def check(self, text: str, *, where: str) -> None:
+        """Check `text`'s substitutions are well formed without resolving any (a value
+        resolved later, when it is needed: a provider's key).
+
+        Raises:
+            ConfigError: A `${` is malformed or names an unknown kind.
+        """
+        for match in _TOKEN.finditer(text):
+            if match.group(0) == "$${":
+                continue
+            if match.group(1) is None:
+                raise ConfigError(f"{where}: unterminated '${{' (write '$${{' for a literal)")
+            _parse(match.group(1), where)
+
     def redact(self, text: str) -> str:
         """`text` with every value produced so far replaced by ``***``."""
         for secret in sorted(self.secrets, key=len, reverse=True):
@@ -78,24 +92,19 @@ class Substituter:
         return text
 
     def _one(self, body: str, *, where: str, base_dir: Path) -> str:
-        kind, sep, arg = body.partition(":")
-        if not sep or kind not in ("env", "file") or not arg:
-            raise ConfigError(
-                f"{where}: unknown substitution '${{{body}}}'",
-                hint="use ${env:NAME} or ${file:PATH}; write $${ for a literal '${'",
-            )
+        kind, arg = _parse(body, where)
         value = self._env(arg, where) if kind == "env" else self._file(arg, where, base_dir)
         if not value:
-            raise ConfigError(f"{where}: ${{{body}}} resolves to an empty value")
+            raise MissingSecret(f"{where}: ${{{body}}} resolves to an empty value", name=arg)
         self.secrets.add(value)
         return value
 
     def _env(self, name: str, where: str) -> str:
         value = self.env.get(name)
         if value is None:
-            raise ConfigError(
+            raise MissingSecret(
                 f"{where}: environment variable {name} is not set (${{env:{name}}})",
-                hint=f"export {name}, or remove the reference",
+                name=name, hint=f"export {name}, or remove the reference",
             )
         return value
 
@@ -113,7 +122,8 @@ class Substituter:
             ) from None
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
-            raise ConfigError(f"{where}: cannot read ${{file:{raw}}} ({path}): {reason}") from exc
+            raise MissingSecret(f"{where}: cannot read ${{file:{raw}}} ({path}): {reason}",
+                                name=raw) from exc
         if len(data) > MAX_FILE_BYTES:
             raise ConfigError(
                 f"{where}: ${{file:{raw}}} ({path}) is larger than {MAX_FILE_BYTES} bytes"
@@ -124,6 +134,16 @@ class Substituter:
             # Chained cause deliberately dropped: its repr quotes the secret's bytes.
             raise ConfigError(f"{where}: ${{file:{raw}}} ({path}) is not UTF-8 text") from None
         return text.rstrip("\r\n")
+
+
+def _parse(body: str, where: str) -> tuple[str, str]:
+    kind, sep, arg = body.partition(":")
+    if not sep or kind not in ("env", "file") or not arg:
+        raise ConfigError(
+            f"{where}: unknown substitution '${{{body}}}'",
+            hint="use ${env:NAME} or ${file:PATH}; write $${ for a literal '${'",
+        )
+    return kind, arg
 
 
 class _NotRegular(Exception):

@@ -18,11 +18,12 @@ from typing import Any
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import REDACTED, redact
 from harness_core.config._tree import Node, Sourced
+from harness_core.errors import ConfigError
 from harness_core.toolchain import Toolchain
 from harness_core.toolchain import detect as detect_toolchain
 from harness_core.workspace import Workspace
 
-__all__ = ["merged_toml", "starter_config"]
+__all__ = ["STARTER_PROVIDERS", "STARTER_SCRIPT", "merged_toml", "starter_config"]
 
 _WIDTH = 88
 
@@ -37,19 +38,31 @@ def _value_line(key: str, value: Any) -> str:
     return tomli_w.dumps({key: value}).strip()
 
 
-def _starter_tables(toolchain: Toolchain) -> list[tuple[str, bool, dict[str, Any]]]:
+STARTER_PROVIDERS: dict[str, dict[str, Any]] = {
+    "anthropic": {"kind": "anthropic", "model": "claude-sonnet-4-5",
+                  "api_key": "${env:ANTHROPIC_API_KEY}", "max_tokens": 4096},
+    "openai": {"kind": "openai", "model": "gpt-5", "api_key": "${env:OPENAI_API_KEY}",
+               "max_tokens": 4096},
+    "openrouter": {"kind": "openrouter", "model": "anthropic/claude-sonnet-4.5",
+                   "api_key": "${env:OPENROUTER_API_KEY}", "max_tokens": 4096},
+    "scripted": {"kind": "scripted", "script": "replay.jsonl"},
+}
+"""The `[provider]` table `io config init --provider KIND` writes for each kind."""
+
+STARTER_SCRIPT = ('{"text": "Nothing to do yet: this recorded answer ends the run. Put one'
+                  ' completion per line here to replay them."}\n')
+"""The `replay.jsonl` written beside a scripted starter (one completion: no tool call)."""
+
+
+def _starter_tables(toolchain: Toolchain, provider: str = "anthropic"
+                    ) -> list[tuple[str, bool, dict[str, Any]]]:
     """(table path, is an array item, values) of the starter, in file order."""
     allow_exec = ["git status*", "git diff*", "git log*"]
     for command in (toolchain.lint, toolchain.test):
         if command:
             allow_exec.insert(0, command + "*")
     tables: list[tuple[str, bool, dict[str, Any]]] = [
-        ("provider", False, {
-            "kind": "anthropic",
-            "model": "claude-sonnet-4-5",
-            "api_key": "${env:ANTHROPIC_API_KEY}",
-            "max_tokens": 4096,
-        }),
+        ("provider", False, dict(STARTER_PROVIDERS[provider])),
         ("policy", False, {
             "tier": "workspace-write",
             "approval": "ask",
@@ -65,7 +78,7 @@ def _starter_tables(toolchain: Toolchain) -> list[tuple[str, bool, dict[str, Any
     return tables
 
 
-def starter_config(workspace: Path) -> str:
+def starter_config(workspace: Path, provider: str = "anthropic") -> str:
     """A commented starter io.toml for the toolchain detected in `workspace`.
 
     The test command found (if any) becomes a verification gate and is allowed to run;
@@ -75,11 +88,21 @@ def starter_config(workspace: Path) -> str:
     Args:
         workspace: The workspace whose marker files (pyproject.toml, package.json, ...)
             are read.
+        provider: The `[provider]` kind: ``anthropic``, ``openai``, ``openrouter`` or
+            ``scripted`` (a replay of `replay.jsonl` beside the file: `STARTER_SCRIPT`).
 
     Returns:
-        The file's text; it loads cleanly with the provider's key variable set.
+        The file's text; `io config check` accepts it (an unset key variable is a
+        warning until a run needs it).
+
+    Raises:
+        ConfigError: `provider` is not one of those kinds.
     """
     from harness_core.config._fields import specs, table_model
+
+    if provider not in STARTER_PROVIDERS:
+        raise ConfigError(f"no starter for provider {provider!r}",
+                          hint="choose one of: " + ", ".join(STARTER_PROVIDERS))
 
     toolchain = detect_toolchain(Workspace(workspace))
     found = toolchain.ecosystem or "no toolchain"
@@ -89,7 +112,7 @@ def starter_config(workspace: Path) -> str:
         "# validates it, `io config schema` prints every key, and io.toml.example",
         "# documents each key with its reason.",
     ]
-    for path, is_item, values in _starter_tables(toolchain):
+    for path, is_item, values in _starter_tables(toolchain, provider):
         model = table_model(path)
         lines.append("")
         lines += _comment(" ".join((model.__doc__ or "").split()))

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness_core.config._fast import plain_value, substitute, unwrap
+from harness_core.config._fast import is_deferred, plain_value, substitute, unwrap
 from harness_core.config._fields import Kind, Located, locate, named_model, specs
 from harness_core.config._model import IoToml
 from harness_core.config._scopes import ConfigFile
@@ -24,7 +24,7 @@ from harness_core.config._substitute import Substituter
 from harness_core.config._tree import Node, Sourced, dotted
 from harness_core.errors import ConfigError
 
-__all__ = ["check_file", "validate_merged"]
+__all__ = ["check_file", "is_deferred", "validate_merged"]
 
 _HINT = "io.toml.example lists every key io accepts (`io config schema` prints them all)"
 

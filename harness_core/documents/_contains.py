@@ -10,7 +10,14 @@ import re
 from dataclasses import dataclass
 
 from harness_core.documents._registry import extra_for_suffix, require_extra
-from harness_core.errors import MissingExtra, ToolError, WorkspaceError
+from harness_core.errors import (
+    DocumentEncrypted,
+    DocumentTooLarge,
+    MissingExtra,
+    ToolError,
+    WorkspaceError,
+)
+from harness_core.tools import DocumentLimits
 from harness_core.workspace import Workspace
 
 __all__ = ["DocumentCheck", "check_document", "document_text"]
@@ -39,10 +46,11 @@ def _page_text(data: bytes, page: int | None, timeout: float | None) -> str:
     return "\n".join(p["text"] for p in pages)
 
 
-def _slide_text(data: bytes, page: int | None) -> str:
+def _slide_text(data: bytes, page: int | None, limits: DocumentLimits | None,
+                what: str) -> str:
     from harness_core.documents._pptx import presentation_slides, slide_text
 
-    slides = presentation_slides(data)
+    slides = presentation_slides(data, limits, what)
     if page is not None:
         if not 1 <= page <= len(slides):
             raise ToolError(f"the presentation has no slide {page}")
@@ -52,7 +60,7 @@ def _slide_text(data: bytes, page: int | None) -> str:
 
 def document_text(
     data: bytes, path: str, *, page: int | None = None, sheet: str | None = None,
-    timeout: float | None = None,
+    timeout: float | None = None, limits: DocumentLimits | None = None,
 ) -> str:
     """The text of a document by its suffix (.xlsx/.xlsm, .docx, .pptx, .pdf).
 
@@ -62,9 +70,12 @@ def document_text(
         page: A 1-based page (PDF) or slide (pptx).
         sheet: A sheet name (xlsx).
         timeout: Seconds PDF extraction may take (default `PDF_READ_SECONDS`).
+        limits: How far an Office file may unpack (default `DocumentLimits()`).
 
     Raises:
         MissingExtra: The format's extra is not installed.
+        DocumentTooLarge: An Office file would unpack past `limits`.
+        DocumentEncrypted: An Office file is password-protected.
         ToolError: Not a document format, no such page/slide/sheet, or unreadable.
     """
     extra = extra_for_suffix(path)
@@ -74,32 +85,37 @@ def document_text(
     if extra == "pdf":
         return _page_text(data, page, timeout)
     if extra == "pptx":
-        return _slide_text(data, page)
+        return _slide_text(data, page, limits, path)
     if extra == "xlsx":
         from harness_core.documents._xlsx import sheet_text
 
-        return sheet_text(data, sheet)
+        return sheet_text(data, sheet, limits, path)
     from harness_core.documents._docx import document_text as docx_text
 
-    return docx_text(data)
+    return docx_text(data, limits, path)
 
 
 def check_document(
     workspace: Workspace, path: str, *, text: str | None = None, regex: str | None = None,
     page: int | None = None, sheet: str | None = None, timeout: float | None = None,
+    limits: DocumentLimits | None = None,
 ) -> DocumentCheck:
     """Whether the document at `path` contains `text` (or matches `regex`).
 
-    A missing or unreadable file fails the check with the reason as its detail.
+    A missing or unreadable file fails the check with the reason as its detail; so does
+    an Office file that would unpack past `limits` (the `[documents]` table).
 
     Raises:
         MissingExtra: The format's extra is not installed.
     """
     try:
         data = workspace.read_bytes(workspace.resolve(path))
-        content = document_text(data, path, page=page, sheet=sheet, timeout=timeout)
+        content = document_text(data, path, page=page, sheet=sheet, timeout=timeout,
+                                limits=limits)
     except MissingExtra:
         raise
+    except (DocumentTooLarge, DocumentEncrypted) as exc:
+        return DocumentCheck(False, str(exc))  # the message names the file
     except (WorkspaceError, ToolError) as exc:
         return DocumentCheck(False, f"cannot read {path}: {exc}")
     # The format library raises anything on a malformed file: the gate fails, with why.

@@ -3,117 +3,118 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import Any
 
 import docx
-from docx.table import Table
-from docx.text.paragraph import Paragraph
+from docx.oxml.parser import parse_xml
+from docx.styles import BabelFish
 
 from harness_core.documents._blocks import Block, parse_blocks
 from harness_core.documents._common import read_input, write_output
+from harness_core.documents._docx_walk import W, Walker, plain, render_blocks
+from harness_core.documents._office import context_limits, office_bytes, opt_password
 from harness_core.tool_data import DocumentRead
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
 __all__ = ["document_text", "read", "write"]
 
 
-def _is_list_item(paragraph: Paragraph) -> bool:
-    ppr = paragraph._p.pPr
-    return ppr is not None and ppr.numPr is not None
+_NOT_READ = ("pictures without text", "charts", "diagrams (SmartArt)", "embedded objects",
+             "embedded files (altChunk)")
+_NOTE_KINDS = {"footnotes": "footnote", "endnotes": "endnote", "comments": "comment"}
 
 
-def _style(paragraph: Paragraph) -> str:
-    try:
-        return paragraph.style.name if paragraph.style is not None else "Normal"
-    except KeyError:  # a style id the styles part does not define
-        return "Normal"
+def _style_names(document: Any) -> Callable[[str | None], str]:
+    """styleId -> the name Word shows (built-in names as python-docx spells them)."""
+    names: dict[str, str] = {}
+    default = "Normal"
+    for style in document.styles.element.iter(W + "style"):
+        if style.get(W + "type") != "paragraph":
+            continue
+        found = style.find(W + "name")
+        sid = style.get(W + "styleId") or ""
+        name = BabelFish.internal2ui(found.get(W + "val")) if found is not None else sid
+        names[sid] = name
+        if style.get(W + "default") in ("1", "true", "on"):
+            default = name
+    return lambda sid: names.get(sid, default) if sid else default
 
 
-def _table_rows(table: Table) -> list[list[str]]:
-    rows: list[list[str]] = []
-    for row in table.rows:
-        cells: list[str] = []
-        seen: set[int] = set()
-        for cell in row.cells:
-            if id(cell._tc) in seen:  # a merged cell repeats across its span
-                continue
-            seen.add(id(cell._tc))
-            cells.append(cell.text)
-        rows.append(cells)
-    return rows
+def _part_root(part: Any) -> Any:
+    element = getattr(part, "element", None)
+    return element if element is not None else parse_xml(part.blob)
 
 
-def _body(document: Any) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for item in document.iter_inner_content():
-        if isinstance(item, Paragraph):
-            if item.text.strip():
-                blocks.append({"type": "paragraph", "style": _style(item), "text": item.text,
-                               "list": _is_list_item(item)})
-        else:
-            blocks.append({"type": "table", "rows": _table_rows(item)})
-    return blocks
-
-
-def _part_text(part: Any) -> str:
-    lines = [p.text for p in part.paragraphs if p.text.strip()]
-    lines.extend(" | ".join(r) for t in part.tables for r in _table_rows(t))
-    return "\n".join(lines)
-
-
-def _margins(document: Any) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {"headers": [], "footers": []}
-    for section in document.sections:
-        for key, parts in (("headers", (section.header, section.first_page_header,
-                                        section.even_page_header)),
-                           ("footers", (section.footer, section.first_page_footer,
-                                        section.even_page_footer))):
-            for part in parts:
-                if part.is_linked_to_previous:
-                    continue
-                text = _part_text(part)
-                if text and text not in out[key]:
-                    out[key].append(text)
-    return out
-
-
-def _render(blocks: list[dict[str, Any]], margins: dict[str, list[str]]) -> str:
-    lines: list[str] = []
-    tables = 0
-    for block in blocks:
-        if block["type"] == "paragraph":
-            mark = "- " if block["list"] else ""
-            lines.append(f"[{block['style']}] {mark}{block['text']}")
-        else:
-            tables += 1
-            lines.append(f"[table {tables}]")
-            lines.extend("| " + " | ".join(row) + " |" for row in block["rows"])
-    for key, label in (("headers", "header"), ("footers", "footer")):
-        lines.extend(f"[{label}] {text}" for text in margins[key])
-    return "\n".join(lines)
-
-
-def _parse(data: bytes) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+def _parse(data: bytes) -> dict[str, Any]:
+    """Body, headers, footers, notes and comments, and the walker's counts."""
     document = docx.Document(io.BytesIO(data))
-    return _body(document), _margins(document)
+    walker = Walker(_style_names(document))
+    result: dict[str, Any] = {"blocks": walker.blocks(document.element.body), "headers": [],
+                              "footers": [], "footnotes": [], "endnotes": [], "comments": []}
+    rels = [r for r in document.part.rels.values() if not r.is_external]
+    for rel in sorted(rels, key=lambda r: str(r.target_ref)):
+        kind = rel.reltype.rpartition("/")[2]
+        if kind in ("header", "footer"):
+            text = plain(walker.blocks(_part_root(rel.target_part))).strip()
+            if text and text not in result[kind + "s"]:
+                result[kind + "s"].append(text)
+        elif kind in _NOTE_KINDS:
+            result[kind] = walker.notes(_part_root(rel.target_part), _NOTE_KINDS[kind])
+    counts = dict(walker.counts)
+    result["not_read"] = {k: counts.pop(k) for k in _NOT_READ if k in counts}
+    result["found"] = counts
+    return result
+
+
+def _summary(result: dict[str, Any]) -> list[str]:
+    """What the document holds beyond plain paragraphs, and what was not read."""
+    found = dict(result["found"])
+    marks = {"insertions": "[+…+]", "deletions": "[-…-]"}
+    shown = [f"{n} tracked {k} shown as {marks[k]}" if k in marks else f"{n} {k}"
+             for k, n in found.items() if k in marks]
+    shown += [f"{n} {k}" for k, n in found.items() if k not in marks]
+    shown += [f"{len(result[k])} {k}" for k in ("footnotes", "endnotes", "comments")
+              if result[k]]
+    lines = [f"[contains] {', '.join(shown)}"] if shown else []
+    if result["not_read"]:
+        lines.append("[not read] " + ", ".join(f"{n} {k}" for k, n in
+                                                 result["not_read"].items()))
+    return lines
+
+
+def _render(result: dict[str, Any]) -> str:
+    lines = render_blocks(result["blocks"])
+    for key, label in (("headers", "header"), ("footers", "footer")):
+        lines.extend(f"[{label}] {text}" for text in result[key])
+    for key, label in _NOTE_KINDS.items():
+        for note in result[key]:
+            by = f" by {note['author']}" if "author" in note else ""
+            lines.append(f"[{label} {note['id']}{by}] {note['text']}")
+    return "\n".join(lines)
 
 
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = req_str(args, "path", "docx_read")
+    password = opt_password(args, "docx_read")
     got = read_input(ctx, path, "docx_read")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
-    blocks, margins = _parse(data)
-    shown, cut = bounded(_render(blocks, margins) or "(no text)", ctx.output_cap)
-    return ToolOutcome(output=shown, data=DocumentRead(rel, {"blocks": blocks, **margins}, cut))
+    data = office_bytes(data, "docx", context_limits(ctx), rel, password)
+    result = _parse(data)
+    text = "\n".join([*_summary(result), _render(result) or "(no text)"])
+    shown, cut = bounded(text, ctx.output_cap)
+    return ToolOutcome(output=shown, data=DocumentRead(rel, result, cut))
 
 
-def document_text(data: bytes) -> str:
-    """The whole text of a .docx (body, tables, headers, footers), for the document gate."""
-    blocks, margins = _parse(data)
-    return _render(blocks, margins)
+def document_text(data: bytes, limits: DocumentLimits | None = None,
+                  what: str = "the document") -> str:
+    """The whole text of a .docx (body with tracked changes marked, text boxes, tables,
+    headers, footers, notes and comments), for the document gate."""
+    data = office_bytes(data, "docx", limits, what)
+    return _render(_parse(data))
 
 
 def _add(document: Any, block: Block) -> None:

@@ -58,7 +58,8 @@ def extract_pages(
     Raises:
         PdfUnreadable: The PDF is malformed or encrypted, or extraction passed `timeout`.
     """
-    argv = [sys.executable, str(_WORKER), json.dumps(pages)]
+    # poppler's pdftotext (the fallback for unusable text) gets half of the deadline.
+    argv = [sys.executable, str(_WORKER), json.dumps(pages), f"{timeout / 2:.3f}"]
     try:
         done = subprocess.run(argv, input=data, capture_output=True, timeout=timeout,
                               check=False)
@@ -75,6 +76,24 @@ def extract_pages(
     return int(result["page_count"]), list(result["pages"])
 
 
+def _pages(numbers: list[int]) -> str:
+    return ", ".join(map(str, numbers[:20])) + (f" and {len(numbers) - 20} more"
+                                                if len(numbers) > 20 else "")
+
+
+def _summary(pages: list[dict[str, Any]]) -> str:
+    """Which pages were read by poppler, and which have no usable text."""
+    poppler = [p["page"] for p in pages if p.get("source") == "pdftotext"]
+    blank = [p["page"] for p in pages if "note" in p and p.get("source") != "pdftotext"]
+    lines = []
+    if poppler:
+        lines.append(f"[page(s) {_pages(poppler)}: text from poppler's pdftotext, pypdf's"
+                     " was unusable]")
+    if blank:
+        lines.append(f"[not read] page(s) {_pages(blank)}: no usable text layer (no OCR)")
+    return "".join(line + "\n" for line in lines)
+
+
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = req_str(args, "path", "pdf_read")
     pages = parse_pages(opt_str(args, "pages", "pdf_read"))
@@ -86,8 +105,9 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         count, extracted = extract_pages(data, pages)
     except PdfUnreadable as exc:
         return failed(f"pdf_read: cannot read {rel}: {exc}")
-    text = f"{rel}: {count} page(s)\n" + "\n".join(
-        f"== page {p['page']} ==\n{p['text']}" for p in extracted)
+    text = f"{rel}: {count} page(s)\n" + _summary(extracted) + "\n".join(
+        f"== page {p['page']} ==\n" + (f"[{p['note']}]\n" if "note" in p else "") + p["text"]
+        for p in extracted)
     shown, cut = bounded(text, ctx.output_cap)
     # The ledger keeps `data` for every call: only the pages the model was shown.
     kept, size = [], 0

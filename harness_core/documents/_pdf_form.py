@@ -1,14 +1,17 @@
 """pdf_fill_form over pypdf (the `pdf` extra): list AcroForm fields, or fill them by name.
 
-Filling writes each value and regenerates the widget's appearance stream (pypdf's
-``update_page_form_field_values``), and also sets ``/NeedAppearances`` so a viewer that
-prefers to redraw fields does so. The poppler test renders the result to prove the
-values are really drawn.
+Filling writes each value and the widget's appearance stream: pypdf's
+``update_page_form_field_values`` for text fields and buttons (a radio group's chosen
+widget gets its on state), `_pdf_choice` for list and combo boxes (option pairs,
+multi-select). The document's ``/NeedAppearances`` flag is left as it was: set, it makes
+poppler redraw every field itself, and its redraw of radio buttons draws no dot. The
+poppler tests render the result to prove the values are really drawn.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 from typing import Any
 
@@ -16,6 +19,7 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.generic import DictionaryObject, NameObject
 
 from harness_core.documents._common import failed, opt_str, read_input, write_output
+from harness_core.documents._pdf_choice import choice_info, choice_value, fill_choices
 from harness_core.errors import InvalidToolArguments
 from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
@@ -28,19 +32,25 @@ logging.getLogger("pypdf").setLevel(logging.ERROR)
 _TYPES = {"/Tx": "text", "/Btn": "button", "/Ch": "choice", "/Sig": "signature"}
 
 
+_RADIO = 1 << 15
+_PUSH = 1 << 16
+
+
 def _field_info(name: str, field: Any) -> dict[str, Any]:
     kind = _TYPES.get(str(field.get("/FT")), "unknown")
-    states = [str(s) for s in field.get("/_States_", [])]
     info: dict[str, Any] = {"name": name, "type": kind}
-    if kind == "button":
-        info["type"] = "checkbox" if len(states) <= 2 else "radio"
-        info["states"] = [s.lstrip("/") for s in states if s != "/Off"]
+    if kind == "choice":
+        info.update(choice_info(field))
+        return info
     value = field.get("/V")
-    info["value"] = None if value is None else str(value).lstrip("/") if kind == "button" \
-        else str(value)
-    options = field.get("/Opt")
-    if options:
-        info["options"] = [str(o[-1]) if isinstance(o, list) else str(o) for o in options]
+    info["value"] = None if value is None else str(value)
+    if kind == "button":
+        flags = int(field.get("/Ff", 0))
+        info["type"] = "radio" if flags & _RADIO else "pushbutton" if flags & _PUSH \
+            else "checkbox"
+        states = [str(s) for s in field.get("/_States_", [])]
+        info["states"] = [s.lstrip("/") for s in states if s != "/Off"]
+        info["value"] = None if value is None else str(value).lstrip("/")
     return info
 
 
@@ -64,22 +74,29 @@ def _button_value(info: dict[str, Any], value: Any) -> str:
     raise ValueError(f"field {info['name']!r} takes true/false or one of {states}")
 
 
-def _values(fields: list[dict[str, Any]], wanted: dict[str, Any]) -> dict[str, Any]:
+def _values(fields: list[dict[str, Any]], wanted: dict[str, Any], raw: dict[str, Any]
+            ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The values pypdf fills (text, buttons) and the choice fields' export values."""
     by_name = {f["name"]: f for f in fields}
     unknown = [name for name in wanted if name not in by_name]
     if unknown:
         raise ValueError(f"no field named {', '.join(map(repr, unknown))}; fields: "
                          f"{', '.join(by_name) or '(none)'}")
     out: dict[str, Any] = {}
+    choices: dict[str, list[str]] = {}
     for name, value in wanted.items():
         info = by_name[name]
         if info["type"] in ("checkbox", "radio"):
             out[name] = _button_value(info, value)
+        elif info["type"] in ("combo", "list"):
+            choices[name] = choice_value(info, raw[name], value)
+        elif info["type"] in ("pushbutton", "signature"):
+            raise ValueError(f"field {name!r} is a {info['type']} and holds no value")
         elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
             out[name] = str(value)
         else:
             raise ValueError(f"field {name!r} takes a string or a number")
-    return out
+    return out, choices
 
 
 def _listing(rel: str, fields: list[dict[str, Any]]) -> str:
@@ -87,9 +104,12 @@ def _listing(rel: str, fields: list[dict[str, Any]]) -> str:
         return f"{rel} has no form fields"
     lines = [f"{rel}: {len(fields)} form field(s)"]
     for f in fields:
-        extra = f" states={f['states']}" if "states" in f else ""
-        extra += f" options={f['options']}" if "options" in f else ""
-        lines.append(f"- {f['name']} ({f['type']}) = {f['value']!r}{extra}")
+        extra = f" states={json.dumps(f['states'])}" if "states" in f else ""
+        extra += f" options={json.dumps(f['options'], ensure_ascii=False)}" \
+            if "options" in f else ""
+        extra += " (several may be chosen: pass a list)" if f.get("multi_select") else ""
+        lines.append(f"- {f['name']} ({f['type']}) ="
+                     f" {json.dumps(f['value'], ensure_ascii=False)}{extra}")
     return "\n".join(lines)
 
 
@@ -136,19 +156,21 @@ def fill_form(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if reader.is_encrypted and not reader.decrypt(""):
         return failed(f"pdf_fill_form: {rel} is encrypted with a password")
     fields = form_fields(reader)
+    raw = reader.get_fields() or {}
     if not wanted:
         shown, _ = bounded(_listing(rel, fields), ctx.output_cap)
         return ToolOutcome(output=shown, data=DocumentRead(rel, {"fields": fields}))
     try:
-        values = _values(fields, wanted)
+        values, choices = _values(fields, wanted, raw)
     except ValueError as exc:
         return failed(f"pdf_fill_form: {exc}; nothing written")
     writer = PdfWriter(clone_from=reader)
-    writer.update_page_form_field_values(None, values, auto_regenerate=False)
-    writer.set_need_appearances_writer(True)
     _ensure_fonts(writer)
+    if values:
+        writer.update_page_form_field_values(None, values, auto_regenerate=False)
+    fill_choices(writer, choices)
     buffer = io.BytesIO()
     writer.write(buffer)
     return write_output(ctx, output, buffer.getvalue(), "pdf_fill_form",
-                        f"filled {len(values)} field(s) of {rel}",
-                        {"filled": sorted(values)})
+                        f"filled {len(values) + len(choices)} field(s) of {rel}",
+                        {"filled": sorted([*values, *choices])})

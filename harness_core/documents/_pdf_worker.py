@@ -2,18 +2,30 @@
 
 Run as a script (not imported by the harness), so a PDF that makes the parser loop or
 balloon is killed with this process when the parent's deadline passes. Reads the PDF
-from stdin; argv[1] is a JSON list of 0-based page indexes (or null for every page).
-Imports only pypdf and the standard library.
+from stdin; argv[1] is a JSON list of 0-based page indexes (or null for every page),
+argv[2] the seconds left for poppler's `pdftotext`. Imports only pypdf and the standard
+library.
+
+Each page's text is measured: glyph-name tokens (``/g18``), control and private-use
+characters, replacement glyphs and lone combining marks count as noise. When pypdf's
+text is unusable (noisy, or far shorter than poppler's, or sharing few characters with
+it) and `pdftotext` is installed, poppler's text is used instead, and the page says so.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
+import shutil
+import subprocess
 import sys
+import unicodedata
 
 # A malformed PDF can ask for gigabytes (a decompression bomb): cap the address space.
 _MEMORY_BYTES = 2 * 1024**3
+_GLYPH_NAMES = re.compile(r"/(?:[gGcC]|cid|uni|glyph)[0-9A-Fa-f]{1,6}\b")
+_NOISY = 0.10  # a page whose text is more than 10 % noise is unusable
 
 
 def _limit_memory() -> None:
@@ -26,7 +38,75 @@ def _limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (_MEMORY_BYTES, hard))
 
 
-def _extract(data: bytes, wanted: list[int] | None) -> dict[str, object]:
+def noise(text: str) -> float:
+    """The share of a text's visible characters that are not text (0.0 .. 1.0)."""
+    visible = [c for c in text if not c.isspace()]
+    if not visible:
+        return 0.0
+    bad = sum(len(m) for m in _GLYPH_NAMES.findall(text))
+    previous = " "
+    for char in _GLYPH_NAMES.sub(" ", text):
+        category = unicodedata.category(char)
+        if char == "\ufffd" or category in ("Co", "Cn", "Cs") or (
+                category == "Cc" and not char.isspace()) or (
+                category == "Mn" and not previous.isalpha()):
+            bad += 1
+        previous = char if category != "Mn" else previous
+    return min(1.0, bad / len(visible))
+
+
+def _poppler(data: bytes, first: int, last: int, seconds: float) -> dict[int, str] | None:
+    """Pages `first`..`last` (0-based) by `pdftotext`, by index; None if unavailable."""
+    exe = shutil.which("pdftotext")
+    if exe is None or seconds <= 0:
+        return None
+    argv = [exe, "-q", "-enc", "UTF-8", "-f", str(first + 1), "-l", str(last + 1), "-", "-"]
+    try:
+        done = subprocess.run(argv, input=data,
+                              capture_output=True, timeout=seconds, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    pages = done.stdout.decode("utf-8", "replace").split("\f")
+    return {first + i: text for i, text in enumerate(pages)}
+
+
+def _verdict(mine: str, theirs: str | None) -> str | None:
+    """Why pypdf's text should give way to poppler's (None: keep pypdf's)."""
+    if theirs is None:
+        return None
+    own, other = mine.split(), theirs.split()
+    own_len, other_len = sum(map(len, own)), sum(map(len, other))
+    if other_len == 0 or noise(theirs) > _NOISY:
+        return None
+    if noise(mine) > _NOISY:
+        return f"pypdf's text was {noise(mine):.0%} glyph names or non-text characters"
+    if own_len < 0.5 * other_len:
+        return f"pypdf found {own_len} characters where poppler found {other_len}"
+    shared = set("".join(own)) & set("".join(other))
+    if len(shared) < 0.5 * len(set("".join(other))):
+        return "pypdf's characters barely match poppler's (a font without a usable map)"
+    return None
+
+
+def _page(index: int, text: str, poppler: dict[int, str] | None) -> dict[str, object]:
+    theirs = poppler.get(index) if poppler is not None else None
+    page: dict[str, object] = {"page": index + 1, "text": text, "source": "pypdf"}
+    reason = _verdict(text, theirs)
+    if reason is not None and theirs is not None:
+        page.update(text=theirs, source="pdftotext", note=f"text from poppler's pdftotext:"
+                                                          f" {reason}")
+    elif not text.strip():
+        page["note"] = "no text layer (a scanned or drawn page? there is no OCR)"
+    elif noise(text) > _NOISY:  # left out: glyph names would only eat the output limit
+        page.update(text="", note=f"text unusable, left out: {noise(text):.0%} glyph names"
+                    " or non-text characters" + ("" if poppler is not None else
+                                                 "; poppler's pdftotext is not installed"))
+    return page
+
+
+def _extract(data: bytes, wanted: list[int] | None, seconds: float) -> dict[str, object]:
     import logging
 
     logging.disable(logging.WARNING)  # pypdf logs every repair it makes
@@ -37,19 +117,18 @@ def _extract(data: bytes, wanted: list[int] | None) -> dict[str, object]:
         return {"error": "the PDF is encrypted with a password"}
     count = len(reader.pages)
     indexes = range(count) if wanted is None else [i for i in wanted if i < count]
-    pages = []
-    for index in indexes:
-        text = reader.pages[index].extract_text() or ""
-        pages.append({"page": index + 1, "text": text})
-    return {"page_count": count, "pages": pages}
+    texts = {index: reader.pages[index].extract_text() or "" for index in indexes}
+    poppler = _poppler(data, min(texts), max(texts), seconds) if texts else None
+    return {"page_count": count, "pages": [_page(i, t, poppler) for i, t in texts.items()]}
 
 
 def main() -> None:
     wanted = json.loads(sys.argv[1]) if len(sys.argv) > 1 else None
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 30.0
     data = sys.stdin.buffer.read()
     _limit_memory()
     try:
-        result = _extract(data, wanted)
+        result = _extract(data, wanted, seconds)
     except MemoryError:
         result = {"error": "the PDF needs more memory than extraction allows"}
     except RecursionError:

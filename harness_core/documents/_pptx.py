@@ -3,17 +3,47 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import Any
 
 import pptx
 from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.oxml.ns import qn
 
 from harness_core.documents._common import read_input
+from harness_core.documents._office import context_limits, office_bytes, opt_password
 from harness_core.tool_data import DocumentRead
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
 __all__ = ["presentation_slides", "read", "slide_text"]
+
+
+def _alt_text(shape: Any) -> str:
+    props = shape._element.find(".//" + qn("p:cNvPr"))  # noqa: SLF001
+    alt = "" if props is None else (props.get("descr") or props.get("title") or "").strip()
+    return "" if _FILE_NAME.fullmatch(alt) else alt  # a file name describes nothing
+
+
+_FILE_NAME = re.compile(r"[\w\-. ]+\.(?:png|jpe?g|gif|bmp|tiff?|emf|wmf|svg|webp)",
+                        re.IGNORECASE)
+
+
+def _graphic_item(shape: Any) -> list[dict[str, Any]]:
+    """A picture, chart or other object with no text frame: shown by what it is."""
+    kind = shape.shape_type
+    if kind == MSO_SHAPE_TYPE.PICTURE or getattr(shape, "is_placeholder", False) and \
+            hasattr(shape, "image"):
+        alt = _alt_text(shape)
+        return [{"type": "picture", "text": alt, "read": bool(alt)}]
+    if getattr(shape, "has_chart", False) and shape.has_chart:
+        chart = shape.chart
+        title = chart.chart_title.text_frame.text if chart.has_title else ""
+        return [{"type": "chart", "text": title, "read": False}]
+    if kind in (MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT, MSO_SHAPE_TYPE.MEDIA,
+                MSO_SHAPE_TYPE.LINKED_OLE_OBJECT):
+        return [{"type": "object", "text": _alt_text(shape), "read": False}]
+    return []
 
 
 def _shape_items(shape: Any) -> list[dict[str, Any]]:
@@ -25,7 +55,7 @@ def _shape_items(shape: Any) -> list[dict[str, Any]]:
     if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
         text = "\n".join(p.text for p in shape.text_frame.paragraphs if p.text.strip())
         return [{"type": "text", "text": text}] if text else []
-    return []
+    return _graphic_item(shape)
 
 
 def _slide(index: int, slide: Any) -> dict[str, Any]:
@@ -51,10 +81,31 @@ def _notes(slide: Any) -> str:
     return "\n".join(texts).strip()
 
 
-def presentation_slides(data: bytes) -> list[dict[str, Any]]:
+def presentation_slides(data: bytes, limits: DocumentLimits | None = None,
+                        what: str = "the presentation",
+                        password: str | None = None) -> list[dict[str, Any]]:
     """Each slide's title, text and tables (in shape order) and notes."""
+    data = office_bytes(data, "pptx", limits, what, password)
     deck = pptx.Presentation(io.BytesIO(data))
     return [_slide(i, slide) for i, slide in enumerate(deck.slides, 1)]
+
+
+_LABELS = {"picture": "picture", "chart": "chart (data not read)",
+           "object": "embedded object (not read)"}
+
+
+def left_out(slides: list[dict[str, Any]]) -> list[str]:
+    """Counts of what the text of the slides does not hold."""
+    counts: dict[str, int] = {}
+    for slide in slides:
+        for item in slide["items"]:
+            if item["type"] == "picture" and not item["read"]:
+                counts["picture(s) without alt text"] = counts.get(
+                    "picture(s) without alt text", 0) + 1
+            elif item["type"] in ("chart", "object"):
+                key = "chart(s)" if item["type"] == "chart" else "embedded object(s)"
+                counts[key] = counts.get(key, 0) + 1
+    return [f"{n} {what}" for what, n in counts.items()]
 
 
 def slide_text(slide: dict[str, Any]) -> str:
@@ -63,6 +114,9 @@ def slide_text(slide: dict[str, Any]) -> str:
     for item in slide["items"]:
         if item["type"] == "text":
             lines.append(item["text"])
+        elif item["type"] in _LABELS:
+            lines.append(f"[{_LABELS[item['type']]}" + (f": {item['text']}]" if item["text"]
+                                                          else "]"))
         else:
             lines.extend("| " + " | ".join(row) + " |" for row in item["rows"])
     if slide["notes"]:
@@ -72,11 +126,16 @@ def slide_text(slide: dict[str, Any]) -> str:
 
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     path = req_str(args, "path", "pptx_read")
+    password = opt_password(args, "pptx_read")
     got = read_input(ctx, path, "pptx_read")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
-    slides = presentation_slides(data)
+    slides = presentation_slides(data, context_limits(ctx), rel, password)
+    missing = left_out(slides)
     text = "\n".join(slide_text(s) for s in slides) or "(no slides)"
+    if missing:
+        text = f"[not read] {', '.join(missing)}\n{text}"
     shown, cut = bounded(text, ctx.output_cap)
-    return ToolOutcome(output=shown, data=DocumentRead(rel, {"slides": slides}, cut))
+    return ToolOutcome(output=shown, data=DocumentRead(rel, {"slides": slides,
+                                                             "not_read": missing}, cut))

@@ -36,8 +36,11 @@ DOCUMENT_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         "Read an .xlsx workbook: lists its sheets, then each sheet's cells row by row"
         " (or only `sheet`, and only the A1-style `range` such as `A1:D20`). Formula cells"
         " show the formula as stored and its cached value; dates are ISO 8601. At most"
-        " `max_rows` rows per sheet (default 1000).",
-        _obj({"path": _STR, "sheet": _STR, "range": _STR, "max_rows": _INT}, ["path"]),
+        " `max_rows` rows per sheet (default 1000); every sheet's cells are scanned, and"
+        " what is not shown (rows past the limit, charts, pictures, comments) is named."
+        " `password` opens a password-protected workbook.",
+        _obj({"path": _STR, "sheet": _STR, "range": _STR, "max_rows": _INT,
+              "password": _STR}, ["path"]),
     ),
     ToolSpec(
         "xlsx_write",
@@ -52,15 +55,19 @@ DOCUMENT_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         " styles, formulas, merged cells, defined names). `cells` maps a cell such as"
         " `B2` or `Sheet2!B2` to its new value (`=` starts a formula); `sheet` names the"
         " sheet for cells without one (default: the active sheet). Writes `output`"
-        " (default: `path` itself).",
-        _obj({"path": _STR, "cells": {"type": "object"}, "sheet": _STR, "output": _STR},
-             ["path", "cells"]),
+        " (default: `path` itself). `password` opens a password-protected workbook, which"
+        " is written back encrypted with it.",
+        _obj({"path": _STR, "cells": {"type": "object"}, "sheet": _STR, "output": _STR,
+              "password": _STR}, ["path", "cells"]),
     ),
     ToolSpec(
         "docx_read",
-        "Read a .docx document in order: paragraphs with their style names, tables, and"
-        " the header and footer text of each section.",
-        _obj({"path": _STR}, ["path"]),
+        "Read a .docx document in order: paragraphs with their style names, tables,"
+        " text boxes and content controls; tracked insertions shown as [+text+] and"
+        " deletions as [-text-]; then headers, footers, footnotes, endnotes and comments."
+        " The first lines say what the document holds and what could not be read"
+        " (pictures without alt text, charts). `password` opens a protected file.",
+        _obj({"path": _STR, "password": _STR}, ["path"]),
     ),
     ToolSpec(
         "docx_write",
@@ -69,19 +76,24 @@ DOCUMENT_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
     ),
     ToolSpec(
         "pptx_read",
-        "Read a .pptx presentation slide by slide, in order: each slide's text, tables"
-        " and speaker notes.",
-        _obj({"path": _STR}, ["path"]),
+        "Read a .pptx presentation slide by slide, in order: each slide's text, tables,"
+        " pictures' alt text and speaker notes; charts and objects without text are"
+        " named as not read. `password` opens a protected file.",
+        _obj({"path": _STR, "password": _STR}, ["path"]),
     ),
     ToolSpec(
         "pdf_read",
         "Extract the text of a PDF, page by page. Optional `pages` such as `1-3,7`"
-        " (1-based). Extraction stops after a time limit.",
+        " (1-based). Extraction stops after a time limit. A page whose text pypdf"
+        " cannot decode is read by poppler's pdftotext, and the output says so; a page"
+        " with no usable text layer (a scan) is named as not read.",
         _obj({"path": _STR, "pages": _STR}, ["path"]),
     ),
     ToolSpec(
         "pdf_write",
-        "Create a new PDF at `path` from `blocks` (A4 pages).",
+        "Create a new PDF at `path` from `blocks` (A4 pages). Text in any script an"
+        " installed font covers (CJK through a Noto CJK font); a character no font has"
+        " fails the call and nothing is written.",
         _obj({"path": _STR, "blocks": _BLOCKS, "title": _STR}, ["path", "blocks"]),
     ),
     ToolSpec(
@@ -94,8 +106,9 @@ DOCUMENT_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (
         "pdf_fill_form",
         "Fill the AcroForm fields of the PDF at `path` by field name and write `output`"
         " (default: `path` itself), with appearances drawn so any viewer shows the"
-        " values. Checkboxes take true/false. Without `values`, lists the fields, their"
-        " types, current values and options.",
+        " values. Checkboxes take true/false; radio groups a state name; list and combo"
+        " boxes an option's value or label, a multi-select list box an array of them."
+        " Without `values`, lists the fields, their types, current values and options.",
         _obj({"path": _STR, "values": {"type": "object"}, "output": _STR}, ["path"]),
     ),
     ToolSpec(

@@ -19,7 +19,7 @@ from harness_core.documents._registry import (
     is_installed,
 )
 from harness_core.documents._specs import DOCUMENT_SPECS
-from harness_core.errors import HarnessError, MissingExtra
+from harness_core.errors import DocumentEncrypted, DocumentTooLarge, HarnessError, MissingExtra
 from harness_core.messages import ToolSpec
 from harness_core.tools import PauseRequested, Tool, Toolbox, ToolContext, ToolOutcome
 
@@ -48,6 +48,8 @@ class DocumentTool:
             return ToolOutcome(str(MissingExtra(name, TOOL_EXTRAS[name])), is_error=True)
         try:
             return self._load()(args, ctx)
+        except (DocumentTooLarge, DocumentEncrypted) as exc:
+            return ToolOutcome(f"{name}: {exc}", is_error=True)
         except (HarnessError, PauseRequested):
             raise  # typed errors and the gate's pause for an approval pass through
         except zipfile.BadZipFile as exc:

@@ -16,9 +16,18 @@ from openpyxl.utils.cell import range_boundaries
 from openpyxl.utils.exceptions import CellCoordinatesException
 
 from harness_core.documents._common import failed, opt_str, read_input, req_list, write_output
+from harness_core.documents._office import (
+    OLE_MAGIC,
+    context_limits,
+    encrypt,
+    office_bytes,
+    opt_password,
+)
+from harness_core.documents._xlsx_scan import left_out as _left_out
+from harness_core.documents._xlsx_scan import scan_bounds as _scan_bounds
 from harness_core.errors import InvalidToolArguments, ToolError
 from harness_core.tool_data import DocumentRead
-from harness_core.tools import ToolContext, ToolOutcome
+from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, opt_int, req_str
 
 __all__ = ["edit", "read", "sheet_text", "write"]
@@ -57,11 +66,7 @@ def _bounds(ws: Any, cell_range: str | None) -> tuple[int, int, int, int]:
             raise InvalidToolArguments(
                 f"xlsx_read: range {cell_range!r} must name both corners, e.g. A1:D20")
         return (int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
-    if ws.max_row is None or ws.max_column is None:
-        # No <dimension> element in the file: scan it once.
-        found = range_boundaries(ws.calculate_dimension(force=True))
-        return (int(found[0]), int(found[1]), int(found[2]), int(found[3]))
-    return (ws.min_column or 1, ws.min_row or 1, ws.max_column, ws.max_row)
+    return _scan_bounds(ws)
 
 
 def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any]:
@@ -70,6 +75,10 @@ def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any
 
     min_col, min_row, max_col, max_row = _bounds(ws, cell_range)
     last = min(max_row, min_row + max_rows - 1)
+    if last < min_row:  # an empty sheet
+        return {"name": ws.title, "first_row": 1, "first_column": 1, "rows": [],
+                "formulas": {}, "truncated": False, "omitted_rows": 0, "_spots": [],
+                "_bounds": (1, 1, 1, 0)}
     letters = [get_column_letter(c) for c in range(min_col, max_col + 1)]
     rows: list[list[Any]] = []
     formulas: dict[str, str] = {}
@@ -85,9 +94,11 @@ def _read_sheet(ws: Any, cell_range: str | None, max_rows: int) -> dict[str, Any
                 value = None  # filled with the cached result by `_fill_cached`
             row.append(_json_value(value))
         rows.append(row)
-    return {"name": ws.title, "first_row": min_row, "first_column": min_col, "rows": rows,
+    used = f"{letters[0]}{min_row}:{letters[-1]}{max_row}"
+    return {"name": ws.title, "used_range": used, "first_row": min_row,
+            "first_column": min_col, "rows": rows,
             "formulas": formulas, "truncated": max_row > last,
-            "_spots": spots, "_bounds": (min_col, min_row, max_col, last)}
+            "omitted_rows": max_row - last, "_spots": spots, "_bounds": (min_col, min_row, max_col, last)}
 
 
 def _fill_cached(ws_values: Any, sheet: dict[str, Any]) -> None:
@@ -96,6 +107,8 @@ def _fill_cached(ws_values: Any, sheet: dict[str, Any]) -> None:
     wanted: dict[int, list[int]] = {}
     for r, i in sheet["_spots"]:
         wanted.setdefault(r, []).append(i)
+    if last < min_row:
+        return
     for r, values in enumerate(ws_values.iter_rows(min_row=min_row, max_row=last,
                                                    min_col=min_col, max_col=max_col,
                                                    values_only=True)):
@@ -114,11 +127,18 @@ def _finish(sheet: dict[str, Any]) -> dict[str, Any]:
 def _sheet_block(sheet: dict[str, Any]) -> str:
     from openpyxl.utils import get_column_letter
 
-    lines = [f"== sheet {sheet['name']} =="]
+    if sheet.get("chart_sheet"):
+        return f"== sheet {sheet['name']} ==\n[not read: a chart sheet, no cells]"
     first_col = sheet["first_column"]
     formulas = sheet["formulas"]
     width = max((len(r) for r in sheet["rows"]), default=0)
     letters = [get_column_letter(first_col + i) for i in range(width)]
+    span = f" ({sheet['used_range']})" if letters and sheet["rows"] else " (empty)"
+    lines = [f"== sheet {sheet['name']}{span} =="]
+    if sheet["truncated"]:  # said first: a long sheet's end may pass the output cap
+        last = sheet["first_row"] + len(sheet["rows"]) - 1
+        lines.append(f"[more rows not shown: {sheet['omitted_rows']} row(s) after row"
+                     f" {last}; pass `range` or a larger `max_rows`]")
     for offset, row in enumerate(sheet["rows"]):
         number = sheet["first_row"] + offset
         cells = [_shown(value) for value in row]
@@ -129,8 +149,6 @@ def _sheet_block(sheet: dict[str, Any]) -> str:
                     cells[i] = f"{formulas[ref]} → {text}" if text else formulas[ref]
         if any(cells):
             lines.append(f"{number}: " + " | ".join(cells))
-    if sheet["truncated"]:
-        lines.append("[more rows not shown: pass `range` or a larger `max_rows`]")
     return "\n".join(lines)
 
 
@@ -146,8 +164,10 @@ def _read_book(
         out: list[dict[str, Any]] = []
         for name in [sheet] if sheet is not None else names:
             ws = book[name]
-            if not hasattr(ws, "iter_rows"):
-                continue  # a chart sheet has no cells
+            if not hasattr(ws, "iter_rows"):  # a chart sheet has no cells
+                out.append({"name": name, "chart_sheet": True, "rows": [], "formulas": {},
+                            "truncated": False, "first_row": 1, "first_column": 1})
+                continue
             result = _read_sheet(ws, cell_range, max_rows)
             if result["_spots"]:
                 values = values or _load(data, values=True)
@@ -167,22 +187,29 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     max_rows = opt_int(args, "max_rows", "xlsx_read", _DEFAULT_MAX_ROWS)
     if max_rows < 1:
         raise InvalidToolArguments("xlsx_read: `max_rows` must be at least 1")
+    password = opt_password(args, "xlsx_read")
     got = read_input(ctx, path, "xlsx_read")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
+    data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
     try:
         names, sheets = _read_book(data, sheet, cell_range, max_rows)
     except LookupError as exc:
         return failed(f"xlsx_read: {exc.args[0]}")
-    text = f"{rel}: sheets {', '.join(names)}\n" + "\n".join(_sheet_block(s) for s in sheets)
-    shown, cut = bounded(text, ctx.output_cap)
-    return ToolOutcome(output=shown, data=DocumentRead(rel, {"sheets": names, "read": sheets},
-                                                       cut))
+    left_out = _left_out(data)
+    head = f"{rel}: sheets {', '.join(names)}\n"
+    if left_out:
+        head += f"[not read] {', '.join(left_out)}\n"
+    shown, cut = bounded(head + "\n".join(_sheet_block(s) for s in sheets), ctx.output_cap)
+    return ToolOutcome(output=shown, data=DocumentRead(
+        rel, {"sheets": names, "read": sheets, "not_read": left_out}, cut))
 
 
-def sheet_text(data: bytes, sheet: str | None) -> str:
+def sheet_text(data: bytes, sheet: str | None, limits: DocumentLimits | None = None,
+               what: str = "the workbook") -> str:
     """Every cell of `sheet` (default: every sheet) as text, for the document gate."""
+    data = office_bytes(data, "xlsx", limits, what)
     try:
         _, sheets = _read_book(data, sheet, None, 10**7)
     except LookupError as exc:
@@ -237,10 +264,13 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         raise InvalidToolArguments("xlsx_edit: `cells` must map cells such as B2 to values")
     sheet = opt_str(args, "sheet", "xlsx_edit")
     output = opt_str(args, "output", "xlsx_edit") or path
+    password = opt_password(args, "xlsx_edit")
     got = read_input(ctx, path, "xlsx_edit")
     if isinstance(got, ToolOutcome):
         return got
     rel, data = got
+    protected = data[:8] == OLE_MAGIC
+    data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
     keep_vba = rel.lower().endswith(".xlsm")
     book = openpyxl.load_workbook(io.BytesIO(data), keep_vba=keep_vba, keep_links=True,
                                   rich_text=True)
@@ -260,13 +290,27 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         changes.append({"sheet": name, "cell": coord, "old": old, "new": value})
     buffer = io.BytesIO()
     book.save(buffer)
+    _close_vba(book)
     summary = ", ".join(f"{c['sheet']}!{c['cell']}: {c['old']!r} -> {c['new']!r}"
                         for c in changes[:20])
     note = ("; formula results are recomputed when a spreadsheet application next opens it"
             " (until then xlsx_read shows formulas without values)"
             if _has_formulas(book) else "")
-    return write_output(ctx, output, buffer.getvalue(), "xlsx_edit",
+    saved = buffer.getvalue()
+    if protected and password is not None:
+        saved = encrypt(saved, password)
+        note += "; written encrypted with the same password"
+    return write_output(ctx, output, saved, "xlsx_edit",
                         f"set {len(changes)} cell(s) ({summary}){note}", {"cells": changes})
+
+
+def _close_vba(book: Any) -> None:
+    """Close the macro archive openpyxl keeps open for an .xlsm: left to the garbage
+    collector, its ZipFile.__del__ wrote a traceback to stderr after its buffer closed."""
+    archive = getattr(book, "vba_archive", None)
+    if archive is not None:
+        archive.close()
+        book.vba_archive = None
 
 
 def _has_formulas(book: Any) -> bool:

@@ -40,6 +40,10 @@ class ProviderConfig:
         previous_response_id: ``openai-responses`` only: chain turns on the server
             (send the previous response's id and only the new items; the vendor
             stores responses) instead of resending the conversation statelessly.
+        api_key_ref: The `api_key` as written (``${env:NAME}`` or ``${file:PATH}``),
+            not yet resolved: io resolves a provider's key only when it builds the
+            provider (`Config.provider_for_run`), so commands that call no model never
+            need it. `build_provider` refuses a config that still holds one.
     """
 
     kind: str = "scripted"
@@ -56,3 +60,4 @@ class ProviderConfig:
     ca_bundle: Path | None = None
     system_role: str = "system"
     previous_response_id: bool = False
+    api_key_ref: str | None = field(default=None, repr=False)

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness_core.clock import Clock
-from harness_core.errors import ConfigError, ProviderError
+from harness_core.errors import MissingSecret, ProviderError
 from harness_core.messages import Message
 from harness_core.providers._base import (
     CompletionRequest,
@@ -87,9 +87,9 @@ class HttpProvider(ABC):
     ) -> None:
         key = config.api_key or env.get(self.env_var) or ""
         if not key:
-            raise ConfigError(
+            raise MissingSecret(
                 f"{self.name}: no API key: set {self.env_var} or `api_key` in [provider]",
-                hint=f'api_key = "${{env:{self.env_var}}}"',
+                name=self.env_var, hint=f'api_key = "${{env:{self.env_var}}}"',
             )
         self._key = key
         self._redact = Redactor(key)

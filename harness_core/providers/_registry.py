@@ -141,6 +141,10 @@ def build_provider(
             `ca_bundle` that cannot be loaded, or a web declaration a vendor cannot carry.
     """
     chain_configs = (config, *config.fallback)
+    if any(c.api_key_ref is not None for c in chain_configs):
+        raise ConfigError(
+            f"the {config.kind} provider's api_key is still a reference; resolve it first",
+            hint="build from `Config.provider_for_run()`, not `Config.provider`")
     for backup in config.fallback:
         if backup.fallback:
             raise ConfigError(

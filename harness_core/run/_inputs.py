@@ -1,9 +1,15 @@
 """Gate integrity: the files a verification gate's verdict depends on, kept from the agent.
 
 A gate's inputs are the globs `[[contract.verify]] inputs` names or, when it names
-none, what the project's toolchains imply (`harness_core.toolchain.GATE_INPUTS`, per
-marker directory) plus every workspace file or directory the gate's argv names. Unless
-the gate says ``editable = true``, its inputs are protected for the run:
+none, what io infers: what the project's toolchains imply
+(`harness_core.toolchain.GATE_INPUTS`, per marker directory), what the programs the
+command starts read (`harness_core.run._gate_command`: a pytest gate protects its
+configuration, its tests and anything that could stand in for pytest), and every
+workspace file or directory the gate's argv names. A gate whose command starts a
+program io cannot account for, in a workspace with no toolchain marker, has no
+inferred inputs: it is refused with a `ConfigError` naming ``inputs = [...]``, never
+given an empty set. Unless the gate says ``editable = true``, its inputs are protected
+for the run:
 
 - in the policy, as deny-write rules of the layer ``gate`` (`GATE_LAYER`), so file
   tools, shell redirects and the operands of ``mv``/``cp``/``ln``/``rm``/``tee`` … are
@@ -27,9 +33,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness_core.errors import PathEscape, PolicyError, WorkspaceError
+from harness_core.errors import ConfigError, PathEscape, PolicyError, WorkspaceError
 from harness_core.policy import GATE_LAYER, ActKind, Effect, Policy
 from harness_core.policy._patterns import GLOB_CHARS, compile_path
+from harness_core.run._gate_command import command_inputs, literal
 from harness_core.run._spec import RunSpec
 from harness_core.toolchain import GATE_INPUTS, Toolchain, survey
 from harness_core.verification import CriterionKind
@@ -101,8 +108,7 @@ class InputChange:
         return not self.modified if self.checked else None
 
 
-def _literal(path: str) -> str:
-    return "".join("\\" + c if c in GLOB_CHARS else c for c in path)
+_literal = literal
 
 
 def _argv_inputs(command: str, workspace: Workspace) -> list[str]:
@@ -147,10 +153,12 @@ def gate_inputs(spec: RunSpec) -> tuple[GateInputs, ...]:
 
     Raises:
         PolicyError: A gate names an input pattern that is empty, absolute or malformed.
+        ConfigError: A command gate names no ``inputs`` and io cannot infer them: the
+            command starts a program io does not know and no toolchain marker was found.
     """
     inferred_cache: list[str] | None = None
     out: list[GateInputs] = []
-    for criterion in spec.contract.verify:
+    for number, criterion in enumerate(spec.contract.verify, 1):
         label = criterion.command or criterion.kind.value
         if criterion.inputs is not None:
             for pattern in criterion.inputs:
@@ -162,9 +170,25 @@ def gate_inputs(spec: RunSpec) -> tuple[GateInputs, ...]:
             continue
         if inferred_cache is None:
             inferred_cache = _inferred(spec)
-        patterns = [*inferred_cache, *_argv_inputs(criterion.command, spec.workspace)]
+        found = command_inputs(criterion.command, spec.workspace, spec.env.get("PATH", ""))
+        if not found.known and not inferred_cache:
+            raise _cannot_infer(number, criterion.command, found.unknown or "")
+        patterns = [*inferred_cache, *found.patterns,
+                    *_argv_inputs(criterion.command, spec.workspace)]
         out.append(GateInputs(label, tuple(dict.fromkeys(patterns)), True, criterion.editable))
     return tuple(out)
+
+
+def _cannot_infer(number: int, command: str, unknown: str) -> ConfigError:
+    return ConfigError(
+        f"verification gate {number} ({command!r}) names no inputs and io cannot infer"
+        f" them: {unknown!r} is a program io does not know, so what it reads in the"
+        " workspace is unknown, and the workspace has no toolchain marker (pyproject.toml,"
+        " package.json, Cargo.toml, go.mod …); a gate whose inputs are unknown could be"
+        " rigged unseen, so the run does not start",
+        hint="declare them in the gate's [[contract.verify]] table, e.g. "
+             'inputs = ["tests/**", "check.cfg"] (inputs = [] says on purpose that it'
+             " reads nothing the agent may change)")
 
 
 def _inferred(spec: RunSpec) -> list[str]:
@@ -235,18 +259,18 @@ def _union(patterns: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{compile_path(p).pattern})" for p in patterns), re.DOTALL)
 
 
-def _walk(workspace: Workspace) -> Iterator[str]:
-    """Regular files under the root (links not followed), dependency and cache
-    directories pruned, at most `_MAX_FINGERPRINT_FILES`."""
+def _walk(workspace: Workspace, *, links: bool = False) -> Iterator[str]:
+    """Regular files under the root (links not followed, but listed themselves when
+    `links`), dependency and cache directories pruned, at most `_MAX_FINGERPRINT_FILES`."""
     root = str(workspace.root)
     count = 0
     for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _PRUNED
-                         and not os.path.islink(os.path.join(directory, d)))
+        linked = [d for d in dirs if os.path.islink(os.path.join(directory, d))]
+        dirs[:] = sorted(d for d in dirs if d not in _PRUNED and d not in linked)
         rel_dir = os.path.relpath(directory, root)
-        for name in sorted(files):
+        for name in sorted([*files, *linked] if links else files):
             path = os.path.join(directory, name)
-            if os.path.islink(path):
+            if os.path.islink(path) and not links:
                 continue
             count += 1
             if count > _MAX_FINGERPRINT_FILES:
@@ -254,25 +278,33 @@ def _walk(workspace: Workspace) -> Iterator[str]:
             yield name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
 
 
+def _digest(workspace: Workspace, rel: str) -> str:
+    """A short digest of a file's content, or of where a link points (a link planted as
+    ``conftest.py`` or ``pytest`` is a change like any other)."""
+    path = os.path.join(str(workspace.root), rel)
+    if os.path.islink(path):
+        try:
+            return "link:" + hashlib.blake2b(os.fsencode(os.readlink(path)),
+                                             digest_size=8).hexdigest()
+        except OSError:
+            return "unreadable"
+    try:
+        data = workspace.read_bytes(rel)
+    except WorkspaceError:
+        return "unreadable"
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
 def fingerprint_inputs(workspace: Workspace, patterns: Sequence[str]) -> dict[str, str]:
-    """A short content digest of every file matching `patterns` now, by path."""
+    """A short content digest of every file (or link) matching `patterns` now, by path."""
     if not patterns:
         return {}
     try:
         regex = _union(patterns)
     except PolicyError:
         return {}
-    out: dict[str, str] = {}
-    for rel in _walk(workspace):
-        if not regex.fullmatch(rel) or _CACHE.search(rel):
-            continue
-        try:
-            data = workspace.read_bytes(rel)
-        except WorkspaceError:
-            out[rel] = "unreadable"
-            continue
-        out[rel] = hashlib.blake2b(data, digest_size=8).hexdigest()
-    return out
+    return {rel: _digest(workspace, rel) for rel in _walk(workspace, links=True)
+            if regex.fullmatch(rel) and not _CACHE.search(rel)}
 
 
 def baseline_json(workspace: Workspace, inputs: Sequence[GateInputs]) -> list[dict[str, Any]]:

@@ -132,6 +132,9 @@ class _Drive:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
     answer_retries: int = 0
+    pending_pause: Pause | None = None
+    """The pause this drive resumed, until its call takes the operator's decision: a
+    drive that stops before then leaves the run paused, never "outcome unknown"."""
 
 
 class Runner:
@@ -290,6 +293,10 @@ class Runner:
         self.store.record_drive(run_id, seq, os.getpid(), spec.policy.to_json(),
                                 _sandbox_json(launchers))
         self.store.mark_orphaned_handles(run_id)
+        last = self.store.last_checkpoint(run_id)
+        self.store.record_operator_input(
+            run_id, "resume", {"drive": seq, "stored_policy": stored_policy},
+            last.step_index + 1 if last is not None else 0)
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
             "goal": record.goal, "resumed": True, "workspace": record.workspace,
             "sandbox": _sandbox_json(launchers), "parent_run_id": record.parent_run_id,
@@ -327,7 +334,8 @@ class Runner:
             workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
-        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder)
+        ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder,
+                                   documents=spec.documents)
         context = ContextBudget(spec.context_max_tokens)
         context.extend(reload_media(self.store.messages(run_id), spec.workspace))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
@@ -400,8 +408,13 @@ class Runner:
         answer: str | None,
     ) -> RunOutcome:
         step = 0
+        # A resume inside a step (its completion recorded, its calls not all observed,
+        # as when it paused) is not at a step boundary: the queue waits for the next one,
+        # so no message lands between a call and its result.
+        mid_step = False
         if resumed:
             drive.recorded_upto = sys.maxsize
+            drive.pending_pause = pause
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
@@ -409,9 +422,11 @@ class Runner:
                 ended = self._done(drive, last.step_index)
                 if ended is not None:
                     return ended
+            mid_step = self.store.step(drive.run_id, step) is not None
         try:
             while True:
-                self._boundary(drive, step)
+                self._boundary(drive, step, take_inbox=not mid_step)
+                mid_step = False
                 recorded = (self.store.step(drive.run_id, step)
                             if step <= drive.recorded_upto else None)
                 if recorded is None:
@@ -455,13 +470,13 @@ class Runner:
         except _Stop as stop:
             return self._end(drive, stop)
 
-    def _boundary(self, drive: _Drive, step: int) -> None:
+    def _boundary(self, drive: _Drive, step: int, *, take_inbox: bool = True) -> None:
         if self._cancel.is_set():
             raise _Stop(RunStatus.INTERRUPTED, "interrupted by the operator")
         if self._tree is not None and self.store.interrupt_pending(self._tree.root_run_id):
             raise _Stop(RunStatus.INTERRUPTED,
                         "interrupted by the operator (io interrupt of the tree's root)")
-        if not self.store.has_inbox(drive.run_id):
+        if not take_inbox or not self.store.has_inbox(drive.run_id):
             return
         for kind, body in self.store.take_inbox(drive.run_id, step):
             if kind == "interrupt":
@@ -584,6 +599,8 @@ class Runner:
                 end = index
                 while end < len(calls) and calls[end].name == "spawn_agent":
                     end += 1
+                if pause is not None and pause.step == step and index <= pause.call_index < end:
+                    drive.pending_pause = None  # the decision goes to the child that waits
                 held = run_spawns(self, drive, step, list(enumerate(calls))[index:end],
                                   pause=pause, approve=approve, answer=answer)
                 if held is not None:
@@ -623,6 +640,7 @@ class Runner:
                                   ToolOutcome(INTERRUPTED_OBSERVATION, is_error=True))
                 return
             assert pause is not None
+            self._apply_decision(drive, pause, call, approve=approve, answer=answer)
             if pause.kind == "question":
                 self._answered(drive, step, index, call, answer or "")
                 return
@@ -631,6 +649,21 @@ class Runner:
         else:
             self.store.record_intent(drive.run_id, step, index, call)
         self._execute(drive, step, index, call)
+
+    def _apply_decision(self, drive: _Drive, pause: Pause, call: ToolCall, *,
+                        approve: bool | None, answer: str | None) -> None:
+        """Record the operator's decision on the paused call as it applies; from here
+        the call runs (or is answered), so a stop is no longer a pause lost."""
+        drive.pending_pause = None
+        content: dict[str, Any]
+        if pause.kind == "question":
+            kind, content = "answer", {"question": str(call.arguments.get("question", "")),
+                                       "answer": answer or ""}
+        else:
+            kind = "approve" if approve else "deny"
+            content = {"act": pause.act, "target": pause.target or "",
+                       "call_id": pause.call_id}
+        self.store.record_operator_input(drive.run_id, kind, content, pause.step)
 
     def _answered(self, drive: _Drive, step: int, index: int, call: ToolCall, text: str) -> None:
         self.store.answer_question(drive.run_id, step, index, text, "person")
@@ -758,11 +791,15 @@ class Runner:
         contract = drive.spec.contract
         changed = sorted(drive.changed | {e.edit.path for e in self.store.edits(drive.run_id)})
         baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
+        handles = drive.ctx.services.handles  # nothing of the agent's runs past here
+        if handles is not None and handles.end_running():
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": "background handles still running were ended before the gates"}))
         # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
                  for index, c in enumerate(contract.verify)]
         results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed,
-                            clock=self.clock)
+                            clock=self.clock, documents=drive.spec.documents)
         sandbox = drive.launchers.selected.backend.value
         failures: list[str] = []
         for result, inputs in zip(results, fates, strict=True):
@@ -818,6 +855,13 @@ class Runner:
         return tuple(r for r in records if r.step_index == last)
 
     def _end(self, drive: _Drive, stop: _Stop) -> RunOutcome:
+        waiting = drive.pending_pause
+        if waiting is not None and stop.status is not RunStatus.PAUSED:
+            # The drive stopped before the paused call took the operator's decision: the
+            # run still waits for it (nothing ran, so nothing is "outcome unknown").
+            stop = _Stop(RunStatus.PAUSED, f"paused for {waiting.kind} (the resume stopped"
+                         f" before it was applied: {stop.reason})", waiting)
+        self._void_queue(drive.run_id, stop.status)
         now = self.clock.monotonic()
         self.store.add_wall(drive.run_id, now - drive.started)
         drive.started = now
@@ -833,6 +877,18 @@ class Runner:
         self._emit(Event(EventKind.RUN_FINISHED, drive.run_id, {
             "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
+
+
+    def _void_queue(self, run_id: str, status: RunStatus) -> None:
+        """Messages that can no longer land where they were aimed: an interrupt for a run
+        that stopped anyway, and, once it has ended, a steer it will never read."""
+        if status is RunStatus.RUNNING:
+            return
+        self.store.void_inbox(run_id, ["interrupt"],
+                              f"the run {status.value} before its next step boundary")
+        if status.is_terminal:
+            self.store.void_inbox(run_id, ["steer"],
+                                  f"the run {status.value} before its next step boundary")
 
 
 def _verdict(gates: tuple[VerificationRecord, ...]) -> bool | None:

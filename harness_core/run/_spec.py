@@ -18,6 +18,7 @@ from harness_core.store import Pause, RunStatus, VerificationRecord
 from harness_core.templates import Skill
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
@@ -61,6 +62,7 @@ class RunSpec:
         secrets: Every secret value the config loaded (`Config.secrets`; never
             recorded): with `provider_keys`, what the run keeps out of its records.
         git: The `[git]` settings of the git built-ins (author, timeout).
+        documents: The `[documents]` limits: how far a document tool unpacks a file.
         agents: The named agent definitions `spawn_agent` may start (`[agents.NAME]`).
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
@@ -96,6 +98,7 @@ class RunSpec:
     provider_keys: tuple[str, ...] = field(default=(), repr=False)
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     git: GitSettings = field(default_factory=GitSettings)
+    documents: DocumentLimits = field(default_factory=DocumentLimits)
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None

@@ -22,12 +22,18 @@ from harness_core.sandbox._base import (
 
 _LAZY = {
     "Admission": "harness_core.sandbox._proxy",
+    "BackendReport": "harness_core.sandbox._doctor",
+    "Diagnosis": "harness_core.sandbox._doctor",
+    "DoctorCheck": "harness_core.sandbox._doctor",
+    "Health": "harness_core.sandbox._doctor",
+    "HostProbe": "harness_core.sandbox._doctor",
+    "diagnose": "harness_core.sandbox._doctor",
     "EgressProxy": "harness_core.sandbox._proxy",
-    "Swept": "harness_core.sandbox._ledger",
+    "Swept": "harness_core.sandbox._sweep",
     "activate_ledger": "harness_core.sandbox._ledger",
     "exit_fd": "harness_core.sandbox._remote",
     "peek_status": "harness_core.sandbox._remote",
-    "sweep": "harness_core.sandbox._ledger",
+    "sweep": "harness_core.sandbox._sweep",
     "CommandResult": "harness_core.sandbox._run",
     "run_command": "harness_core.sandbox._run",
     "launcher": "harness_core.sandbox._select",
@@ -38,8 +44,13 @@ __all__ = [
     "Admission",
     "Backend",
     "BackendChoice",
+    "BackendReport",
     "CommandResult",
+    "Diagnosis",
+    "DoctorCheck",
     "EgressProxy",
+    "Health",
+    "HostProbe",
     "LaunchRequest",
     "ProcessLauncher",
     "SandboxConfig",
@@ -48,6 +59,7 @@ __all__ = [
     "Selected",
     "Swept",
     "activate_ledger",
+    "diagnose",
     "exit_fd",
     "launcher",
     "peek_status",
@@ -65,8 +77,17 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from harness_core.sandbox._ledger import Swept, activate_ledger, sweep
+    from harness_core.sandbox._doctor import (
+        BackendReport,
+        Diagnosis,
+        DoctorCheck,
+        Health,
+        HostProbe,
+        diagnose,
+    )
+    from harness_core.sandbox._ledger import activate_ledger
     from harness_core.sandbox._proxy import Admission, EgressProxy
     from harness_core.sandbox._remote import exit_fd, peek_status
     from harness_core.sandbox._run import CommandResult, run_command
     from harness_core.sandbox._select import launcher, select
+    from harness_core.sandbox._sweep import Swept, sweep

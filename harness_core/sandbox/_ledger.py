@@ -3,24 +3,16 @@
 A run's commands die with it when `io` ends normally. After `kill -9` of `io` nothing
 runs its clean-up, so every `io` that starts commands keeps a ledger file (one per
 process, in a private per-user directory) naming itself (pid and start time), the runs
-it drove, a random token, and each live command: its pid with start time (the process
-group it leads has the same id) and its cgroup. Every command's environment carries the
-token (`TOKEN_VARIABLE`), which its descendants inherit.
+it drove, a random token, and each live command: its pid with start time (it leads its
+own session and process group, whose ids are its pid) and its cgroup. Every command's
+environment carries the token (`TOKEN_VARIABLE`), which its descendants inherit. A
+descendant seen while its command line runs that left the command's session or group
+(`setsid`, `setpgid`) is added too, with its start time, group and session
+(`note_seen`), so it can be named even after it cleared its environment.
 
-`sweep` (called when an `io` command opens the store) reads the ledgers of `io`
-processes that are gone (pid dead, or alive with another start time) and kills, never
-touching a reused pid:
-
-- every member of each recorded cgroup (only commands of that run were ever put there),
-  then removes the cgroup;
-- each recorded process whose start time still matches, and the members of its process
-  group (a group id is not reused while the group has members);
-- every process of this user whose environment holds the dead owner's token and that
-  started after the owner: a descendant that left the process group (`setsid`), even
-  without a cgroup.
-
-What survives: a descendant that cleared its environment and left its group and has no
-cgroup (the floor on a host without a writable pids cgroup).
+The ledger also names the placeholders the native backend made in a workspace (see
+`_placeholders`). What a later `io` does with a dead owner's ledger is `_sweep`'s job;
+this module only writes and reads the file.
 """
 
 from __future__ import annotations
@@ -30,11 +22,9 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,14 +34,11 @@ import psutil
 from harness_core.sandbox._started import process_started as _started
 from harness_core.sandbox._started import started_between
 
-__all__ = ["TOKEN_VARIABLE", "Ledger", "Swept", "activate_ledger", "current_ledger", "sweep"]
+__all__ = ["TOKEN_VARIABLE", "Ledger", "activate_ledger", "current_ledger", "ledger_folder",
+           "note_escapee", "note_escapees", "read_ledger"]
 
 TOKEN_VARIABLE = "IO_RUN_TOKEN"
 """Set in every command's environment: the token of the `io` process that started it."""
-
-_SLACK = 0.05
-"""Seconds two readings of one process's start time may differ by."""
-
 
 def ledger_folder() -> Path:
     """The per-user directory of ledger files (created 0700 when missing)."""
@@ -79,6 +66,8 @@ class Ledger:
     token: str = field(default_factory=lambda: secrets.token_hex(12))
     runs: list[str] = field(default_factory=lambda: [])
     stores: list[str] = field(default_factory=lambda: [])
+    placeholders: dict[str, dict[str, Any]] = field(default_factory=lambda: {})
+    _seen: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lines: int = 0
@@ -131,7 +120,9 @@ class Ledger:
     def _compact(self) -> None:
         lines = [self._header(), *({"run": r} for r in self.runs),
                  *({"store": s} for s in self.stores),
-                 *({"add": e} for e in self._entries.values())]
+                 *({"placeholder": p} for p in self.placeholders.values()),
+                 *({"add": e} for e in self._entries.values()),
+                 *({"seen": e} for e in self._seen.values())]
         scratch = self.path.with_suffix(".tmp")
         self.close_file()
         with contextlib.suppress(OSError):
@@ -149,21 +140,88 @@ class Ledger:
                 self.stores.append(store)
                 self._append({"store": store})
 
+    def note_placeholder(self, path: Path, identity: tuple[int, int, int]) -> None:
+        """Record a placeholder this process made: its device, inode and change time."""
+        record = {"path": str(path), "device": identity[0], "inode": identity[1],
+                  "changed": identity[2]}
+        with self._lock:
+            self.placeholders[str(path)] = record
+            self._append({"placeholder": record})
+
+    def forget_placeholder(self, path: Path) -> None:
+        """A placeholder was removed (or is no longer io's to remove)."""
+        with self._lock:
+            if self.placeholders.pop(str(path), None) is not None:
+                self._append({"released": str(path)})
+
     def add(self, pid: int, cgroup: Path | None, *,
             spawned: tuple[int | None, int | None] = (None, None)) -> None:
         """Record a command just started (a session leader: its group id is `pid`);
         `spawned` holds `spawn_clock()` read just before and after starting it."""
         entry = {"pid": pid, "started": started_between(pid, *spawned),
-                 "cgroup": str(cgroup) if cgroup else None}
+                 "cgroup": str(cgroup) if cgroup else None, **_group_and_session(pid)}
         with self._lock:
             self._entries[pid] = entry
             self._append({"add": entry})
 
     def remove(self, pid: int) -> None:
-        """Forget a command that was killed and reaped."""
+        """Forget a command that was killed and reaped (and the escapees seen under it)."""
         with self._lock:
+            for seen in [p for p, e in self._seen.items() if e.get("of") == pid]:
+                del self._seen[seen]
             if self._entries.pop(pid, None) is not None:
                 self._append({"remove": pid})
+
+    def note_seen(self, of: int, pid: int, started: float) -> None:
+        """Record a descendant of command `of` seen outside its session or group.
+
+        Args:
+            of: The command (a recorded session leader) it descends from.
+            pid: The descendant.
+            started: Its start time as `psutil.Process.create_time` gave it.
+        """
+        entry = {"pid": pid, "started": started, "of": of, **_group_and_session(pid)}
+        with self._lock:
+            if pid in self._seen or of not in self._entries:
+                return
+            self._seen[pid] = entry
+            self._append({"seen": entry})
+
+
+def note_escapee(of: int, process: psutil.Process) -> None:
+    """Record `process`, a descendant of command `of`, in the active ledger if it left
+    the command's session or group (a sweep reaches the others through the command)."""
+    ledger = current_ledger()
+    if ledger is None:
+        return
+    try:
+        if os.getsid(process.pid) == of and os.getpgid(process.pid) == of:
+            return
+        ledger.note_seen(of, process.pid, process.create_time())
+    except (OSError, psutil.Error):
+        return
+
+
+def note_escapees(of: int, known: set[int]) -> None:
+    """Look at command `of`'s descendants now; record each one not in `known` that left
+    its session or group (`note_escapee`), and add every pid looked at to `known`."""
+    if current_ledger() is None:
+        return
+    try:
+        children = psutil.Process(of).children(recursive=True)
+    except psutil.Error:
+        return
+    for child in children:
+        if child.pid not in known:
+            known.add(child.pid)
+            note_escapee(of, child)
+
+
+def _group_and_session(pid: int) -> dict[str, int | None]:
+    try:
+        return {"pgid": os.getpgid(pid), "sid": os.getsid(pid)}
+    except OSError:
+        return {"pgid": None, "sid": None}
 
 
 _COMPACT_AFTER = 4096
@@ -173,9 +231,8 @@ _COMPACT_AFTER = 4096
 def read_ledger(text: str) -> dict[str, Any] | None:
     """The state a ledger file's lines describe, or None when it has no owner line."""
     data: dict[str, Any] | None = None
-    runs: list[str] = []
-    stores: list[str] = []
-    entries: dict[int, dict[str, Any]] = {}
+    state: dict[str, Any] = {"runs": [], "stores": [], "entries": {}, "placeholders": {},
+                             "seen": {}}
     for line in text.splitlines():
         try:
             record = json.loads(line)
@@ -187,17 +244,33 @@ def read_ledger(text: str) -> dict[str, Any] | None:
             return record  # a whole-file ledger written by an earlier io
         if "owner_pid" in record:
             data = record
-        elif isinstance(record.get("run"), str) and record["run"] not in runs:
-            runs.append(record["run"])
-        elif isinstance(record.get("store"), str) and record["store"] not in stores:
-            stores.append(record["store"])
-        elif isinstance(record.get("add"), dict) and "pid" in record["add"]:
-            entries[int(record["add"]["pid"])] = record["add"]
-        elif isinstance(record.get("remove"), int):
-            entries.pop(record["remove"], None)
+        else:
+            _apply(record, state)
     if data is None:
         return None
-    return {**data, "runs": runs, "stores": stores, "entries": list(entries.values())}
+    return {**data, "runs": state["runs"], "stores": state["stores"],
+            "entries": list(state["entries"].values()),
+            "seen": [e for e in state["seen"].values() if e.get("of") in state["entries"]],
+            "placeholders": list(state["placeholders"].values())}
+
+
+def _apply(record: dict[str, Any], state: dict[str, Any]) -> None:
+    """Fold one line after the owner line into `state`."""
+    for key in ("run", "store"):
+        value = record.get(key)
+        if isinstance(value, str) and value not in state[key + "s"]:
+            state[key + "s"].append(value)
+    added, placeholder, seen = record.get("add"), record.get("placeholder"), record.get("seen")
+    if isinstance(added, dict) and "pid" in added:
+        state["entries"][int(added["pid"])] = added
+    elif isinstance(seen, dict) and "pid" in seen:
+        state["seen"][int(seen["pid"])] = seen
+    elif isinstance(record.get("remove"), int):
+        state["entries"].pop(record["remove"], None)
+    elif isinstance(placeholder, dict) and isinstance(placeholder.get("path"), str):
+        state["placeholders"][placeholder["path"]] = placeholder
+    elif isinstance(record.get("released"), str):
+        state["placeholders"].pop(record["released"], None)
 
 
 _active: Ledger | None = None
@@ -223,180 +296,3 @@ def _discard(ledger: Ledger) -> None:
 def current_ledger() -> Ledger | None:
     """The active ledger, or None when this process keeps none (library use)."""
     return _active
-
-
-@dataclass(frozen=True)
-class Swept:
-    """What one sweep killed for one dead `io` process."""
-
-    owner_pid: int
-    runs: tuple[str, ...]
-    killed: tuple[dict[str, Any], ...]
-
-
-def _same(pid: int, started: float | None) -> psutil.Process | None:
-    try:
-        process = psutil.Process(pid)
-        if started is not None and abs(process.create_time() - started) <= _SLACK:
-            return process
-    except psutil.Error:
-        pass
-    return None
-
-
-def _describe(process: psutil.Process, why: str) -> dict[str, Any]:
-    try:
-        name = process.name()
-    except psutil.Error:
-        name = "?"
-    return {"pid": process.pid, "name": name, "why": why}
-
-
-def _kill(process: psutil.Process, why: str, out: list[dict[str, Any]]) -> None:
-    if any(k["pid"] == process.pid for k in out):
-        return
-    with contextlib.suppress(psutil.Error):
-        process.kill()
-        out.append(_describe(process, why))
-
-
-def _kill_cgroup(path: Path, out: list[dict[str, Any]]) -> None:
-    with contextlib.suppress(OSError):  # a sandbox's cgroup holds its commands' cgroups
-        for inner in path.iterdir():
-            if inner.is_dir():
-                _kill_cgroup(inner, out)
-    procs = path / "cgroup.procs"
-    for _ in range(100):
-        try:
-            pids = [int(x) for x in procs.read_text().split()]
-        except OSError:
-            return
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(psutil.Error):
-                _kill(psutil.Process(pid), f"member of {path.name}", out)
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        path.rmdir()
-
-
-def _group(pgid: int, owner_started: float) -> Iterator[psutil.Process]:
-    for process in psutil.process_iter():
-        with contextlib.suppress(OSError, psutil.Error):
-            if os.getpgid(process.pid) == pgid and process.create_time() >= owner_started:
-                yield process
-
-
-def _tokened(token: str, owner_started: float) -> Iterator[psutil.Process]:
-    needle = f"{TOKEN_VARIABLE}={token}".encode()
-    for process in psutil.process_iter():
-        try:
-            if process.create_time() < owner_started:
-                continue
-            with open(f"/proc/{process.pid}/environ", "rb") as handle:
-                if needle in handle.read().split(b"\0"):
-                    yield process
-        except (OSError, psutil.Error):
-            continue
-
-
-def _sweep_one(data: dict[str, Any]) -> list[dict[str, Any]]:
-    owner_started = float(data.get("owner_started") or 0.0)
-    killed: list[dict[str, Any]] = []
-    for entry in data.get("entries", []):
-        if entry.get("cgroup"):
-            _kill_cgroup(Path(entry["cgroup"]), killed)
-        leader = _same(int(entry["pid"]), entry.get("started"))
-        if leader is not None:
-            _kill(leader, "command", killed)
-        if leader is not None or not psutil.pid_exists(int(entry["pid"])):
-            for member in _group(int(entry["pid"]), owner_started):
-                _kill(member, "process group", killed)
-    token = data.get("token")
-    if isinstance(token, str) and token:
-        for process in _tokened(token, owner_started):
-            _kill(process, f"descendant ({TOKEN_VARIABLE})", killed)
-    return killed
-
-
-def _owner_gone(data: dict[str, Any]) -> bool:
-    pid = int(data.get("owner_pid", 0))
-    if pid == os.getpid():
-        return False
-    return _same(pid, data.get("owner_started")) is None
-
-
-def _stores_gone(stores: list[Any]) -> bool:
-    """Whether every store a ledger names is a SQLite file that no longer exists.
-
-    Such a ledger's leftovers are swept by whichever store is opened next: no later `io`
-    could open its own store to record them, and left alone the file was read by every
-    `io` start on the machine for good (a removed test store's, typically).
-    """
-    return all(isinstance(name, str) and os.path.isabs(name) and not os.path.lexists(name)
-               for name in stores)
-
-
-def _drop_ownerless(path: Path) -> None:
-    """Remove a ledger without an owner line once the pid its name gives is gone.
-
-    Such files were left by processes that appended to a ledger whose first line they
-    had not written (a forked child, or after the file was removed); nothing in one can
-    be matched to its owner's start time, so nothing is killed on its word. Left in
-    place they were read again by every later `io` (hundreds on a test machine: tens of
-    milliseconds of every start-up).
-    """
-    try:
-        pid = int(path.stem.removeprefix("io-"))
-    except ValueError:
-        return
-    if pid != os.getpid() and not psutil.pid_exists(pid):
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-def sweep(
-    folder: Path | None = None,
-    *,
-    store: str | None = None,
-    record: Callable[[Swept], None] | None = None,
-) -> list[Swept]:
-    """Kill what dead `io` processes left running; remove their ledgers.
-
-    Args:
-        folder: The ledger directory (default: this user's).
-        store: Only ledgers of processes that drove runs in this store (or no run at
-            all) are swept; None sweeps every ledger.
-        record: Called with each non-empty result before its ledger is removed.
-
-    Returns:
-        One entry per dead `io` process that had commands left.
-    """
-    folder = folder or ledger_folder()
-    out: list[Swept] = []
-    for path in sorted(folder.glob("io-*.json")):
-        try:
-            data = read_ledger(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-        if data is None:
-            _drop_ownerless(path)
-            continue
-        if not _owner_gone(data):
-            continue
-        stores = data.get("stores") or []
-        if (store is not None and stores and store not in stores and data.get("entries")
-                and not _stores_gone(stores)):
-            continue  # commands of another store's runs: that store records their sweep
-        killed = _sweep_one(data)
-        if killed:
-            swept = Swept(int(data.get("owner_pid", 0)), tuple(data.get("runs", [])),
-                          tuple(killed))
-            if record is not None:
-                record(swept)
-            out.append(swept)
-        with contextlib.suppress(OSError):
-            path.unlink()
-    return out

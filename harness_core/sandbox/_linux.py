@@ -16,12 +16,13 @@ away, so `mv .git x; mkdir -p .git/hooks` does not get around the read-only
 `.git/hooks`. A missing `.git` therefore becomes an empty read-only directory and `git
 init` cannot run inside; that is the price of the guarantee.
 
-A placeholder needs a mount point, and the mount point is created in the real workdir.
-It is removed again when the last sandbox of this process that covers it has ended, if
-it is still empty; one the host filled meanwhile (the git tool's `git init`) is no
-longer treated as a placeholder, so the next command gets a sandbox that binds it.
-Two `io` processes sharing a workspace do not know each other's placeholders; one may
-remove a mount point the other still uses.
+A placeholder needs a mount point, and the mount point is created in the real workdir
+(by io, and recorded in the process ledger: see `_placeholders`). It is removed again
+when the last sandbox of this process that covers it has ended, if it is still empty,
+or after `kill -9` of io by the next sweep; one the host filled meanwhile (the git
+tool's `git init`) is no longer treated as a placeholder, so the next command gets a
+sandbox that binds it. Two `io` processes sharing a workspace do not know each other's
+placeholders; one may remove a mount point the other still uses.
 
 bwrap loads the seccomp program (`_seccomp`) from a pipe just before it executes the
 launcher, and closes the pipe; the launcher and every command inherit the filter. The
@@ -357,27 +358,6 @@ def _probe(path: str, command: Sequence[str], seccomp: bytes | None) -> BwrapInf
         last = output.splitlines()[-1] if output else f"exit status {status}"
         return f"bwrap cannot create the sandbox here: {last}"
     return info
-
-
-_placeholder_users: dict[Path, int] = {}
-_placeholder_lock = threading.Lock()
-
-
-def _release_placeholders(paths: Sequence[Path]) -> None:
-    with _placeholder_lock:
-        for path in paths:
-            users = _placeholder_users.get(path, 0) - 1
-            if users > 0:
-                _placeholder_users[path] = users
-                continue
-            _placeholder_users.pop(path, None)
-            try:
-                if path.is_dir() and not path.is_symlink():
-                    path.rmdir()
-                elif path.is_file() and path.stat().st_size == 0:
-                    path.unlink()
-            except OSError:
-                pass
 
 
 def _toolchains_under_tmp(path_var: str, workdir: Path) -> list[str]:

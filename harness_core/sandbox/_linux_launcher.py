@@ -18,12 +18,14 @@ from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._linux import (
     BwrapInfo,
     ProtectionPlan,
-    _placeholder_lock,
-    _placeholder_users,
     _readable_pipe,
-    _release_placeholders,
     bwrap_arguments,
     plan_protection,
+)
+from harness_core.sandbox._placeholders import (
+    claim_placeholders,
+    pending_placeholders,
+    release_placeholders,
 )
 from harness_core.sandbox._proxy import FORWARDER, SANDBOX_SOCKET
 from harness_core.sandbox._reads import ReadPlan, empty_file, plan_reads
@@ -35,18 +37,6 @@ from harness_core.sandbox._resident import (
 )
 
 __all__ = ["LinuxLauncher"]
-
-
-def _still_placeholder(path: Path) -> bool:
-    """Whether a placeholder this process made is still empty (nothing wrote into it
-    from the host: a `git init` by the git tool makes `.git` real)."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            with os.scandir(path) as listing:
-                return next(listing, None) is None
-        return path.is_file() and path.stat().st_size == 0
-    except OSError:
-        return False
 
 
 def _identity(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
@@ -109,18 +99,14 @@ class LinuxLauncher(ResidentLauncher):
             masked=spec.masked() if spec.masked is not None else (),
             workdir=self._workdir,
         )
-        with _placeholder_lock:
-            pending = [p for p in _placeholder_users if _still_placeholder(p)]
-        plan = plan_protection(spec.workdir, spec.read_only, pending=pending)
+        plan = plan_protection(spec.workdir, spec.read_only, pending=pending_placeholders())
         watched = (*reads.mask_dirs, *reads.mask_files, *plan.read_only, *plan.keep)
         return _Fit(reads, plan, _identity(watched))
 
     def _start(self, key: Hashable) -> ResidentStart:
         assert isinstance(key, _Fit)
         plan = key.plan
-        with _placeholder_lock:
-            for path in plan.placeholders:
-                _placeholder_users[path] = _placeholder_users.get(path, 0) + 1
+        placeholders = claim_placeholders(plan.empty_dirs, plan.empty_files)
         fds: list[int] = []
         try:
             seccomp_fd = _readable_pipe(self._seccomp) if self._seccomp is not None else None
@@ -130,7 +116,7 @@ class LinuxLauncher(ResidentLauncher):
         except OSError:
             for fd in fds:
                 os.close(fd)
-            _release_placeholders(plan.placeholders)
+            release_placeholders(placeholders)
             raise
         env = self._environment()
         # With network = true the egress forwarder runs once per sandbox, as the
@@ -151,12 +137,11 @@ class LinuxLauncher(ResidentLauncher):
             empty=empty_file() if key.reads.mask_files else None,
             egress=self.spec.egress,
         )
-        placeholders = plan.placeholders
         return ResidentStart(
             argv=argv,
             env=env,
             pass_fds=tuple(fds),
             parent_fds=fds,
-            on_close=[lambda: _release_placeholders(placeholders)] if placeholders else [],
+            on_close=[lambda: release_placeholders(placeholders)] if placeholders else [],
             launcher_args=["--proxy-env"] if forwarder else [],
         )

@@ -7,7 +7,10 @@ at the deadline the launcher's `kill_tree` ends the process group, every
 descendant, the pid namespace and the cgroup. When the command's own process
 exits, whatever it left running is killed the same way, so a background
 grandchild cannot keep the pipes open or outlive the command. The deadline is the
-smaller of the caller's timeout and the launcher's `[sandbox] wall_seconds`.
+smaller of the caller's timeout and the launcher's `[sandbox] wall_seconds`. While it
+runs, its descendants are sampled (from 20 ms, the gap doubling to 1 s) and each one
+that left its session or group is written to the process ledger, so a sweep after
+`kill -9` of `io` can name it.
 
 It never raises for the command's own failure: a non-zero exit, a kill by a limit
 and a timeout are all data in `CommandResult`.
@@ -24,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import IO
 
 from harness_core.sandbox._base import LaunchRequest, ProcessLauncher, SandboxSpec
+from harness_core.sandbox._ledger import current_ledger, note_escapees
 from harness_core.sandbox._remote import exit_fd, peek_status
 
 __all__ = ["DEFAULT_MAX_OUTPUT", "CommandResult", "run_command"]
@@ -36,6 +40,10 @@ _DRAIN_SECONDS = 0.5
 kill (possible on the floor without a cgroup) can hold the pipes open longer."""
 _POLL_SECONDS = 0.05
 """Exit check interval where the kernel has no pidfd to wait on."""
+_SAMPLE_FIRST = 0.02
+_SAMPLE_MAX = 1.0
+"""The first and the longest gap between two samples of a command's descendants (a
+sample lists every process: about a millisecond on a host with a few hundred)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +175,10 @@ class _Pump:
         if self._pidfd is not None:
             self._selector.register(self._pidfd, selectors.EVENT_READ, -1)
         self._exited = False
+        self._sampled: set[int] = set()
+        self._gap = _SAMPLE_FIRST
+        self._next_sample: float | None = (
+            time.monotonic() + _SAMPLE_FIRST if current_ledger() is not None else None)
 
     def run(self, deadline: float | None) -> bool:
         """Pump until done; returns whether the deadline killed the command."""
@@ -181,11 +193,22 @@ class _Pump:
                 self._end_tree()
                 drain_until = now + _DRAIN_SECONDS
                 continue
-            self._step(_wait_seconds(now, deadline, drain_until, self._pidfd is None))
+            self._sample(now)
+            upcoming = deadline if self._next_sample is None or self._exited else (
+                self._next_sample if deadline is None else min(deadline, self._next_sample))
+            self._step(_wait_seconds(now, upcoming, drain_until, self._pidfd is None))
             if not self._exited and self._child_exited():
                 self._end_tree()
                 drain_until = time.monotonic() + _DRAIN_SECONDS
         return timed_out
+
+    def _sample(self, now: float) -> None:
+        """Record the command's escaped descendants in the ledger when a sample is due."""
+        if self._next_sample is None or self._exited or now < self._next_sample:
+            return
+        note_escapees(self._process.pid, self._sampled)
+        self._gap = min(self._gap * 2, _SAMPLE_MAX)
+        self._next_sample = now + self._gap
 
     def _readers(self) -> bool:
         return bool(self._streams)

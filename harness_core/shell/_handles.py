@@ -381,6 +381,26 @@ class HandleRegistry:
             self._record_end(live, "exited")
         return self._state(live, "", 0)
 
+    def end_running(self, reason: str = "swept") -> int:
+        """Kill every handle still running, and keep the registry open for later starts.
+
+        The run calls it before it fingerprints the gates' inputs, so no process the
+        agent left running can rewrite a file between that fingerprint and the gates.
+
+        Args:
+            reason: The end reason recorded for each handle killed.
+
+        Returns:
+            How many handles were still running.
+        """
+        running = [h for h in self._live.values() if not h.done.is_set()]
+        for live in running:
+            live.execution.cancel()
+        for live in running:
+            self._join(live)
+            self._record_end(live, reason)
+        return len(running)
+
     def close_all(self, reason: str = "swept") -> int:
         """Kill every live handle (the run is ending) and delete the capture files.
 

@@ -17,7 +17,10 @@ Two mechanisms, because one is not enough without a PID namespace:
 
 A `setsid()` escapee that is born *and* loses its parent between two listings is the
 one case left without a PID namespace; under the native sandbox the namespace's end
-kills it. This module never decides whether a line may run.
+kills it. A descendant seen outside its stage's session or group is also written to the
+process ledger (`harness_core.sandbox._ledger`), so after `kill -9` of `io` the next
+`io` can still name it by pid and start time. This module never decides whether a line
+may run.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import subprocess
 import threading
 
 import psutil
+
+from harness_core.sandbox._ledger import note_escapee
 
 __all__ = ["ProcessTracker"]
 
@@ -49,6 +54,7 @@ class ProcessTracker:
         self._stages: list[subprocess.Popen[bytes]] = []
         self._groups: list[int] = []
         self._seen: dict[int, psutil.Process] = {}
+        self._stage_of: dict[int, int] = {}
         self._killed = False
 
     @property
@@ -60,6 +66,7 @@ class ProcessTracker:
         """Track a stage process just started (killed at once if the line was killed)."""
         with self._lock:
             self._stages.append(process)
+            self._stage_of[process.pid] = process.pid
             try:
                 group = os.getpgid(process.pid)
             except OSError:
@@ -91,23 +98,28 @@ class ProcessTracker:
         """
         with self._lock:
             roots = list(self._seen.values())
-        found: dict[int, psutil.Process] = {}
+        found: dict[int, tuple[psutil.Process, int | None]] = {}
         for root in roots:
             try:
                 # is_running compares the start time: a reused pid is not our process.
                 if not root.is_running() or root.status() == psutil.STATUS_ZOMBIE:
                     continue  # its children, if any, were already handed to another parent
                 for child in root.children(recursive=True):
-                    found.setdefault(child.pid, child)
+                    found.setdefault(child.pid, (child, self._stage_of.get(root.pid)))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-        new = 0
+        new: list[tuple[psutil.Process, int | None]] = []
         with self._lock:
-            for pid, proc in found.items():
+            for pid, (proc, stage) in found.items():
                 if pid not in self._seen:
                     self._seen[pid] = proc
-                    new += 1
-        return new
+                    if stage is not None:
+                        self._stage_of[pid] = stage
+                    new.append((proc, stage))
+        for proc, stage in new:
+            if stage is not None:
+                note_escapee(stage, proc)
+        return len(new)
 
     def kill(self) -> int:
         """SIGKILL every process of the line: groups, then each descendant seen.

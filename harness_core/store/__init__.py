@@ -4,6 +4,7 @@ checkpoint format."""
 from harness_core.store._batches import BatchRecord, BatchTaskRecord
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
 from harness_core.store._migrate import CopyReport, copy_store
+from harness_core.store._operator import OPERATOR_KINDS, OperatorInputRecord
 from harness_core.store._postgres import is_postgres_url, redact_url
 from harness_core.store._records import (
     AttemptRecord,
@@ -37,6 +38,8 @@ __all__ = [
     "EditRecord",
     "InputsFate",
     "LedgerEntry",
+    "OPERATOR_KINDS",
+    "OperatorInputRecord",
     "Pause",
     "PolicyEventRecord",
     "RunRecord",

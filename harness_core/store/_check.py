@@ -246,6 +246,11 @@ def verify_log_owner(conn: sqlite3.Connection, path: Path) -> None:
     alone = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
     try:
         mine = _store_id(alone)
+    except sqlite3.DatabaseError:
+        # The file alone names pages only its log holds: no checkpoint has reached the
+        # file yet (a full disk refused it, or `kill -9` came first). The file has no
+        # store_id of its own to compare, as when its tables are all in the log.
+        mine = None
     finally:
         alone.close()
     logged = _store_id(conn)

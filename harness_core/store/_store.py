@@ -16,6 +16,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +39,8 @@ from harness_core.store._check import (
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._locks import wait_for_flock
+from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
 from harness_core.store._parts import AliveCheck
 from harness_core.store._parts import now as _now
@@ -75,6 +78,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0010_sweeps", SWEEP_SCHEMA_SQL),
     ("0011_batches", BATCH_SCHEMA_SQL),
     ("0012_resume_state", RESUME_STATE_SQL),
+    ("0013_operator_inputs", OPERATOR_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -120,6 +124,11 @@ def check_store(path: str | os.PathLike[str]) -> StoreReport:
     return _check_store(path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
 
 
+def _remaining(deadline: float) -> float:
+    """Seconds left of an open's busy budget (at least 10 ms: SQLite reads 0 as none)."""
+    return max(deadline - time.monotonic(), 0.01)
+
+
 def _is_read_only(path: Path) -> bool:
     # WAL needs the directory writable too (for the -wal and -shm files beside the store).
     return path.exists() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
@@ -156,7 +165,8 @@ class _Redacting:
         return getattr(self._conn, name)
 
 
-class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, HandleQueries,
+class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, OperatorQueries,
+            HandleQueries,
             SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
             SweepQueries,
             TreeQueries):
@@ -183,9 +193,13 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
         self.backend = "sqlite"
         self.location = str(path)
         self.path = Path(path)
+        # One busy budget for the whole open: a store another process holds locked
+        # fails within `_BUSY_TIMEOUT_MS`, not once per connection and statement.
+        deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
         exists = inspect_file(self.path) > 0
         if exists:
-            self._verify()
+            wait_for_flock(self.path, deadline)
+            self._verify(deadline)
         else:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,17 +209,18 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
                 ) from exc
         try:
             self._conn = sqlite3.connect(
-                str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                str(self.path), timeout=_remaining(deadline), isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
             raise _translate(exc, "opening", self.path) from exc
         try:
-            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+            self._conn.execute(f"PRAGMA busy_timeout={int(_remaining(deadline) * 1000)}")
             if not exists:
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
+            self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         except sqlite3.Error as exc:
             self._conn.close()
             raise _translate(exc, "opening", self.path) from exc
@@ -229,11 +244,11 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Handle
             self._conn.close()
             raise
 
-    def _verify(self) -> None:
+    def _verify(self, deadline: float) -> None:
         """The self-check of an existing file, through a connection that cannot write."""
         try:
             conn = sqlite3.connect(readonly_uri(self.path), uri=True,
-                                   timeout=_BUSY_TIMEOUT_MS / 1000)
+                                   timeout=_remaining(deadline))
         except sqlite3.Error as exc:
             raise _translate(exc, "checking", self.path) from exc
         try:

@@ -11,12 +11,14 @@ from harness_core.tools._base import (
     ToolContext,
     ToolOutcome,
 )
+from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._files import measure_edit
 from harness_core.tools._git import GitSettings, GitStatus, StatusEntry
 from harness_core.tools._toolbox import RESERVED_TOOL_NAMES, Toolbox
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",
+    "DocumentLimits",
     "GitSettings",
     "GitStatus",
     "RESERVED_TOOL_NAMES",

@@ -21,6 +21,7 @@ from harness_core.workspace import Workspace
 
 if TYPE_CHECKING:
     from harness_core.shell import HandleRegistry
+    from harness_core.tools._doc_limits import DocumentLimits
     from harness_core.tools._git import GitSettings
     from harness_core.tools._plan_tools import PlanStore, Responder
 
@@ -112,12 +113,14 @@ class RunServices:
         todos: Where `todo_write` keeps the plan (the run's store).
         responder: Who answers `ask_question` (None: the run pauses for an answer).
         git: How the git built-ins run (None: their defaults).
+        documents: How far the document tools inflate a file (None: their defaults).
     """
 
     handles: HandleRegistry | None = None
     todos: PlanStore | None = None
     responder: Responder | None = None
     git: GitSettings | None = None
+    documents: DocumentLimits | None = None
 
 
 @dataclass

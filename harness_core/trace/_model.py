@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from harness_core.store import DriveRecord, PolicyEventRecord, RunRecord, VerificationRecord
+from harness_core.store import (
+    DriveRecord,
+    OperatorInputRecord,
+    PolicyEventRecord,
+    RunRecord,
+    VerificationRecord,
+)
 from harness_core.store._questions import QuestionRecord
 from harness_core.trace._changes import FileChange
 
@@ -170,6 +176,8 @@ class RunTrace:
             not recorded, so `changes` cannot include them.
         drives: Each drive of the run (start, resumes): when and which process.
         children: Run ids of the runs this run spawned.
+        operator_inputs: What the operator told the run (steer, interrupt, resume,
+            approve, deny, answer), when, and where each landed.
     """
 
     run: RunRecord
@@ -185,6 +193,7 @@ class RunTrace:
     orphan_calls: tuple[CallView, ...] = ()
     drives: tuple[DriveRecord, ...] = ()
     children: tuple[str, ...] = field(default=())
+    operator_inputs: tuple[OperatorInputRecord, ...] = ()
 
     @property
     def refusals(self) -> tuple[PolicyEventRecord, ...]:

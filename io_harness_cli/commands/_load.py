@@ -62,8 +62,18 @@ def open_store(config: Config) -> Store:
 
     store = Store(config.store_url or config.store_path)
     for swept in sweep_leftovers(store):
-        names = ", ".join(f"{k['pid']} ({k['name']})" for k in swept.killed)
-        say(f"io: swept what io process {swept.owner_pid} left running after it died: {names}")
+        ended = [k for k in swept.killed if k.get("ended") is not False]
+        if ended:
+            names = ", ".join(f"{k['pid']} ({k['name']})" for k in ended)
+            say(f"io: swept what io process {swept.owner_pid} left running after it died:"
+                f" {names}")
+        if swept.not_ended:
+            names = ", ".join(f"{k['pid']} ({k['name']}: {k.get('error', '?')})"
+                              for k in swept.not_ended)
+            say(f"io: could not end what io process {swept.owner_pid} left running: {names}")
+        if swept.removed:
+            say(f"io: removed the sandbox placeholders io process {swept.owner_pid} left"
+                f" after it died: {', '.join(swept.removed)}")
     return store
 
 

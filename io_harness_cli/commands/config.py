@@ -69,18 +69,30 @@ def _text(value: object) -> str:
 
 
 @app.command("check")
-def check(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
-    """Validate the configuration exactly as `io run` does; exit 2 on the first problem."""
+def check(
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+    for_run: Annotated[bool, typer.Option(
+        "--for-run", help="Also require what `io run` needs: a [provider] and its key set "
+                          "(otherwise a warning).")] = False,
+) -> None:
+    """Validate the configuration as `io run` does; exit 2 on the first problem."""
     from harness_core import check_runnable
     from io_harness_cli.commands._load import environment, load_config, workspace_path
     from io_harness_cli.output import say
 
     ws = workspace_path(workspace)
     cfg = load_config(ws, config, pydantic=True)  # the declaration itself, not its twin
-    spec = check_runnable(cfg, ws, env=environment())  # the same preparation `io run` makes
+    warnings: list[str] = []
+    # The same preparation `io run` makes; without --for-run a missing [provider] or an
+    # unset key is a warning, and the rest is still checked.
+    spec = check_runnable(cfg, ws, env=environment(), for_run=for_run, warn=warnings.append)
+    for warning in warnings:
+        say(f"io: warning: {warning}")
     _print_gate_inputs(spec)
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
-    say(f"io: config ok ({files})")
+    done = "ready to run" if for_run else "config ok"
+    say(f"io: {done} ({files})" + (f"; {len(warnings)} warning(s)" if warnings else ""))
 
 
 def _print_gate_inputs(spec: RunSpec) -> None:
@@ -113,17 +125,37 @@ def init(
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Where to write (default: <workspace>/io.toml).",
         dir_okay=False)] = None,
+    provider: Annotated[str, typer.Option(
+        "--provider", help="The [provider]: anthropic, openai, openrouter or scripted "
+                           "(offline: replays replay.jsonl, written beside it).")]
+    = "anthropic",
 ) -> None:
     """Write a commented starter io.toml for the detected toolchain (never overwrites)."""
-    import os
-
-    from harness_core import UsageError, starter_config
+    from harness_core import STARTER_PROVIDERS, STARTER_SCRIPT, UsageError, starter_config
     from io_harness_cli.commands._load import workspace_path
     from io_harness_cli.output import say
 
+    if provider not in STARTER_PROVIDERS:
+        raise UsageError(f"--provider {provider!r} is not a provider kind io config init"
+                         " writes", hint="use one of: " + ", ".join(STARTER_PROVIDERS))
     ws = workspace_path(workspace)
     target = output if output is not None else ws / "io.toml"
-    text = starter_config(ws)
+    _write_new(target, starter_config(ws, provider))
+    wrote = [str(target)]
+    script = target.parent / "replay.jsonl"
+    if provider == "scripted" and not script.exists():
+        _write_new(script, STARTER_SCRIPT)
+        wrote.append(str(script))
+    say(f"io: wrote {' and '.join(wrote)}; check it with: io config check"
+        + (f" -c {target}" if output is not None else ""))
+
+
+def _write_new(target: Path, text: str) -> None:
+    """Write `text` to a file that must not exist yet."""
+    import os
+
+    from harness_core import UsageError
+
     try:
         # O_EXCL: an existing file (or a link planted there) is never replaced.
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -134,5 +166,3 @@ def init(
         raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
-    say(f"io: wrote {target}; check it with: io config check"
-        + (f" -c {target}" if output is not None else ""))

@@ -39,9 +39,9 @@ def resume(
     reports = Reports(last_message=output_last_message, junit=junit)
 
     def body() -> object:
-        from harness_core import Store, UsageError
+        from harness_core import UsageError
         from io_harness_cli.commands._drive import assemble
-        from io_harness_cli.commands._load import load_config, workspace_path
+        from io_harness_cli.commands._load import load_config, open_store, workspace_path
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other",
@@ -49,7 +49,7 @@ def resume(
         reports.check()
         ws_hint = workspace_path(workspace) if workspace is not None else None
         cfg = load_config(ws_hint or Path("."), config)
-        store = Store(cfg.store_url or cfg.store_path)
+        store = open_store(cfg)  # sweeps what a killed io left: processes, placeholders
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id

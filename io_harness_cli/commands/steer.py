@@ -1,7 +1,10 @@
-"""`io steer RUN_ID TEXT` and `io interrupt RUN_ID`: operator messages to a run in flight.
+"""`io steer RUN_ID TEXT` and `io interrupt RUN_ID`: operator messages to a run.
 
-Both land at the run's next step boundary, never mid tool call. A steer is text for the
-model; it changes no policy, budget or sandbox.
+Both land at a step boundary, never mid tool call. A steer is text for the model; it
+changes no policy, budget or sandbox. An interrupt needs a running run; a steer may also
+wait in a paused, interrupted or errored run for its next `io resume`. A message that
+could never land (an interrupt for a paused run, anything for an ended one) is refused
+with exit 2 and nothing is queued.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from io_harness_cli.commands._options import ConfigOpt, WorkspaceOpt, id_arg
 
 
 def steer(
-    run_id: Annotated[str, typer.Argument(help="The run in flight.", callback=id_arg)],
+    run_id: Annotated[str, typer.Argument(help="The run to steer.", callback=id_arg)],
     text: Annotated[str, typer.Argument(help="The message for the model.")],
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Send TEXT to the run; the model sees it at the next step boundary."""
-    _post(run_id, "steer", {"text": text}, workspace, config)
+    _post(run_id, "steer", text, workspace, config)
 
 
 def interrupt(
@@ -29,12 +32,13 @@ def interrupt(
     config: ConfigOpt = None,
 ) -> None:
     """Stop the run at its next step boundary (it checkpoints; `io resume` continues)."""
-    _post(run_id, "interrupt", {}, workspace, config)
+    _post(run_id, "interrupt", "", workspace, config)
 
 
-def _post(run_id: str, kind: str, body: dict[str, str], workspace: object, config: object) -> None:
+def _post(run_id: str, kind: str, text: str, workspace: object, config: object) -> None:
     from pathlib import Path
 
+    from harness_core import interrupt_run, steer_run
     from io_harness_cli.commands._load import STORE_ONLY, load_config, open_store, workspace_path
     from io_harness_cli.output import say
 
@@ -43,8 +47,9 @@ def _post(run_id: str, kind: str, body: dict[str, str], workspace: object, confi
     cfg = load_config(workspace_path(workspace), config, STORE_ONLY)
     store = open_store(cfg)
     try:
-        record = store.find_run(run_id)
-        store.post_inbox(record.run_id, kind, body)
+        queued = (steer_run(store, run_id, text) if kind == "steer"
+                  else interrupt_run(store, run_id))
     finally:
         store.close()
-    say(f"io: {kind} queued for run {record.run_id}; it lands at the next step boundary")
+    say(f"io: {kind} queued for run {queued.run_id} ({queued.status}); it lands at"
+        f" {queued.lands}")

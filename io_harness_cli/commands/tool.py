@@ -95,6 +95,7 @@ def tool(
                           clock=SystemClock(), output_cap=spec.output_cap,
                           exec_timeout=spec.exec_timeout)
         ctx.services.git = spec.git
+        ctx.services.documents = spec.documents
         store = open_store(cfg) if name.startswith("shell_") else None
         registry = None
         capture = Path(tempfile.mkdtemp(prefix="io-tool-"))

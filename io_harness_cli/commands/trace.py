@@ -69,7 +69,9 @@ def trace(
     from io_harness_cli.render import render_trace
 
     render_trace(data)
+    _print_operator(data["operator"])
     _print_gates(data["gates"])
+    _print_sweeps(data.get("sweeps", []))
     if len(data["tree"]) > 1:
         _print_tree(data["tree"])
     if data["run"]["status"] == "paused":
@@ -93,7 +95,7 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
     } for s in store.steps(run_id)]
     verifications = store.verifications(run_id)
     last_round = verifications[-1].step_index if verifications else None
-    return {
+    data: dict[str, Any] = {
         "run": {
             "run_id": record.run_id, "status": record.status.value, "goal": record.goal,
             "workspace": record.workspace, "created_at": record.created_at,
@@ -111,7 +113,12 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
         "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
+        "operator": [o.to_json() for o in store.operator_inputs(run_id)],
     }
+    sweeps = store.sweeps(run_id)
+    if sweeps:  # only after a crash; a trace without one keeps its bytes
+        data["sweeps"] = sweeps
+    return data
 
 
 def _print_gates(gates: list[dict[str, Any]]) -> None:
@@ -131,6 +138,43 @@ def _print_gates(gates: list[dict[str, Any]]) -> None:
         if g["modified_inputs"]:
             out("    gate inputs were modified by the agent: "
                 + ", ".join(g["modified_inputs"]) + "\n")
+
+
+def _print_operator(inputs: list[dict[str, Any]]) -> None:
+    """What the operator told the run, in the order given, and where each landed."""
+    import sys
+
+    from harness_core import OperatorInputRecord
+    from io_harness_cli.render.lines import brief
+
+    if not inputs:
+        return
+    out = sys.stdout.write
+    out("\noperator input:\n")
+    for item in inputs:
+        record = OperatorInputRecord(item["kind"], item["created_at"], item["content"],
+                                     item["step"], item["void_reason"])
+        where = {"landed": f"landed at step {record.step}",
+                 "pending": "waiting for a step boundary",
+                 "void": f"never landed: {record.void_reason}"}[record.state]
+        out(f"  {record.created_at[:19]}Z  {brief(record.describe(), 80)}  ({where})\n")
+
+
+def _print_sweeps(sweeps: list[dict[str, Any]]) -> None:
+    """What later io processes ended (or could not end) after this run's io died."""
+    out = sys.stdout.write
+    for sweep in sweeps:
+        killed = sweep["killed"]
+        ended = [k for k in killed if k.get("ended") is not False]
+        failed = [k for k in killed if k.get("ended") is False]
+        out(f"\nafter io process {sweep['owner_pid']} died, a later io ({sweep['at']}):\n")
+        if ended:
+            out("  ended: " + ", ".join(f"{k['pid']} {k['name']} ({k['why']})"
+                                        for k in ended) + "\n")
+        if failed:
+            out("  could not end: " + ", ".join(
+                f"{k['pid']} {k['name']} ({k['why']}): {k.get('error', '?')}"
+                for k in failed) + "\n")
 
 
 def _tree(store: Any, run_id: str) -> list[dict[str, Any]]:

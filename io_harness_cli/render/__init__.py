@@ -94,11 +94,34 @@ def render_trace(data: dict[str, Any]) -> None:
             by = f"{by}, by {ev['decided_by']}]" if by else f"[by {ev['decided_by']}]"
             out(f"  step {_shown(ev['step_index'])}: {ev['verdict']} {ev['target']} —"
                 f" {ev['reason']} {by}\n")
-    if data["verifications"]:
-        out("\nverification:\n")
-        for v in data["verifications"]:
-            out(f"  step {v['step_index']}: {v['criterion']} →"
-                f" {'passed' if v['passed'] else 'failed'} (exit {_shown(v['exit_status'])})\n")
+    _render_verifications(data["verifications"])
+
+
+_GATE_TAIL = 20
+"""Lines of a failed gate's output the readable trace shows (its end, where the
+failure usually is); `io trace --json` and `--html` carry the whole of it."""
+
+
+def _render_verifications(verifications: list[dict[str, Any]]) -> None:
+    """Every gate round; a failed gate with the end of what it printed."""
+    if not verifications:
+        return
+    out = sys.stdout.write
+    out("\nverification:\n")
+    for v in verifications:
+        out(f"  step {v['step_index']}: {v['criterion']} →"
+            f" {'passed' if v['passed'] else 'failed'} (exit {_shown(v['exit_status'])})\n")
+        if not v["passed"]:
+            out(_gate_output(str(v.get("output") or "")))
+
+
+def _gate_output(output: str) -> str:
+    lines = output.rstrip("\n").splitlines()
+    if not lines:
+        return "    (the gate printed nothing)\n"
+    cut = len(lines) - _GATE_TAIL
+    head = f"    … {cut} earlier lines (io trace --json has them)\n" if cut > 0 else ""
+    return head + "".join(f"    │ {line}\n" for line in lines[-_GATE_TAIL:])
 
 
 def render_plan(items: list[dict[str, Any]]) -> None:

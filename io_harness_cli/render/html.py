@@ -192,13 +192,16 @@ def _timeline(trace: RunTrace) -> str:
     plans = _by_step(trace.plan)
     questions = _by_step(trace.questions)
     gates = _by_step(trace.gates)
+    operator = _by_step(trace.operator_inputs)
     longest = max((s.latency_ms or 0.0 for s in trace.steps), default=0.0) or 1.0
     sandbox = str((trace.run.sandbox or {}).get("backend", ""))
     out = ['<ol class="timeline">']
     loose = [_policy_row(p) for p in policy.pop(None, [])]
+    loose += [_operator_row(o) for o in operator.pop(None, [])]
     for step in trace.steps:
         n = step.step
-        rows = [_call_row(c) for c in step.calls]
+        rows = [_operator_row(o) for o in operator.pop(n, [])]
+        rows += [_call_row(c) for c in step.calls]
         rows += [_policy_row(p) for p in policy.pop(n, [])]
         rows += [_plan_row(p) for p in plans.pop(n, [])]
         rows += [_question_row(q) for q in questions.pop(n, [])]
@@ -206,8 +209,8 @@ def _timeline(trace: RunTrace) -> str:
         out.append(f'<li class="step" data-step="{n}">{_step_head(step, longest)}'
                    f'{"".join(rows)}</li>')
     rest = [*(_call_row(c) for c in trace.orphan_calls)]
-    for mapping, make in ((policy, _policy_row), (plans, _plan_row),
-                          (questions, _question_row)):
+    for mapping, make in ((operator, _operator_row), (policy, _policy_row),
+                          (plans, _plan_row), (questions, _question_row)):
         rest += [make(item) for items in mapping.values() for item in items]
     rest += [_gate_row(g, sandbox) for items in gates.values() for g in items]
     out.append("</ol>")
@@ -284,6 +287,23 @@ def _policy_row(event: Any) -> str:
             f' — {e(event.reason)} <span class="metric">[rule <code class="rule">'
             f'{e(event.rule or "—")}</code>, layer <code>{e(event.layer or "—")}</code>,'
             f" decided by {e(event.decided_by)}]</span></div>")
+
+
+_OPERATOR_MARK = {"steer": "💬", "interrupt": "⏹", "resume": "▶", "approve": "✅",
+                  "deny": "🚫", "answer": "🗨"}
+
+
+def _operator_row(item: Any) -> str:
+    """One thing the operator told the run: when, what, and where it landed."""
+    state = item.state
+    where = {"landed": f"landed at step {item.step}", "pending": "waiting for a step boundary",
+             "void": f"never landed: {item.void_reason}"}[state]
+    cls = "warn" if state == "void" else "metric"
+    return (f'<div class="row ev operator"{_attrs(kind="operator", operator=item.kind)}>'
+            f'{_OPERATOR_MARK.get(item.kind, "•")} operator {e(item.describe())}'
+            f' <span class="{cls}">({e(where)})</span>'
+            f' <span class="metric" title="{e(item.created_at)}">{e(item.created_at[11:19])}'
+            "</span></div>")
 
 
 def _plan_items(items: Iterable[dict[str, str]]) -> str:

@@ -69,10 +69,15 @@ def test_every_read_only_command_the_page_names_runs_without_the_provider_key(
     session_id = str(json_lines(session.stdout)[-1].get("session_id")
                      or json_lines(session.stdout)[-1].get("id"))
     for argv in (["session", "show", session_id], ["session", "list"],
-                 ["steer", run_id, "look again"], ["interrupt", run_id],
                  ["runs"], ["trace", run_id], ["spend"]):
         result = run_io([*argv, "-w", str(ws)])
         assert result.returncode == 0, (argv, result.stderr)
+        assert "IO_TEST_UNSET_KEY" not in result.stderr
+    # The run has finished: steer and interrupt refuse it (exit 2, #23), and say why,
+    # which is the run's state, never the provider key.
+    for argv in (["steer", run_id, "look again"], ["interrupt", run_id]):
+        result = run_io([*argv, "-w", str(ws)])
+        assert result.returncode == 2 and "has ended" in result.stderr, (argv, result.stderr)
         assert "IO_TEST_UNSET_KEY" not in result.stderr
     run = run_io(["run", "go", "-w", str(ws)])
     assert run.returncode == 2 and "IO_TEST_UNSET_KEY" in run.stderr

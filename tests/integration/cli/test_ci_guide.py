@@ -2,8 +2,7 @@
 order, job by job, with bash, in a workspace whose scripted model pauses for an approval,
 the way GitHub Actions would (`${{ ... }}` expressions, `GITHUB_OUTPUT`,
 `GITHUB_STEP_SUMMARY`, `needs.*.outputs`). Steps that install io (`pip install`) are
-skipped: io is already installed here. `io doctor` is run when this io has it (it is
-being added by another change; until then its step is skipped)."""
+skipped: io is already installed here. `io doctor` runs like every other step."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import REPO, run_io
+from tests.conftest import REPO
 from tests.integration.cli.helpers import make_workspace, replay_line
 
 GUIDE = REPO / "docs" / "guide" / "ci.md"
@@ -42,18 +41,12 @@ def _io_shim(bin_dir: Path) -> None:
     shim.chmod(0o755)
 
 
-def _has_doctor() -> bool:
-    return run_io(["doctor", "--help"]).returncode == 0
-
-
 def _run_job(job: dict[str, Any], ws: Path, env: dict[str, str], context: dict[str, str],
              outputs: Path) -> list[tuple[str, int, str]]:
     ran = []
     for step in job["steps"]:
         script = step.get("run")
         if script is None or script.startswith("pip install"):
-            continue
-        if script.strip() == "io doctor" and not _has_doctor():
             continue
         step_env = dict(env)
         for key, value in (step.get("env") or {}).items():

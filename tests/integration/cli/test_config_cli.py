@@ -22,11 +22,11 @@ def test_check_and_run_both_refuse_max_cost_without_prices(tmp_path: Path) -> No
     assert "config ok" not in check.stderr
 
 
-def test_check_and_run_both_refuse_a_config_without_provider(tmp_path: Path) -> None:
+def test_check_for_run_and_run_both_refuse_a_config_without_provider(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "io.toml").write_text('[contract]\ngoal = "g"\n')
-    check = run_io(["config", "check", "-w", str(ws)])
+    check = run_io(["config", "check", "-w", str(ws), "--for-run"])
     run = run_io(["run", "-w", str(ws), "--json"])
     assert check.returncode == run.returncode == 2
     assert "no [provider] is configured" in check.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_core.config import load
+from harness_core.config import Config, load
 from harness_core.errors import ConfigError
 
 SECRET = "s3cr3t-value-that-must-not-leak"
@@ -20,9 +20,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def _load_project(tmp_path: Path, text: str, **env: str) -> None:
+def _load_project(tmp_path: Path, text: str, **env: str) -> Config:
     (tmp_path / "io.toml").write_text(text, encoding="utf-8")
-    load(tmp_path, env=_env(tmp_path, **env))
+    return load(tmp_path, env=_env(tmp_path, **env))
 
 
 def _error(tmp_path: Path, text: str, **env: str) -> str:
@@ -95,9 +95,12 @@ def test_file_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
 
 
 def test_unset_env_names_variable_key_scope_and_file(tmp_path: Path) -> None:
-    message = _error(
-        tmp_path, '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${env:NOPE_KEY}"\n'
-    )
+    # A provider key is resolved when the provider is built, not at load (#23).
+    config = _load_project(
+        tmp_path, '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${env:NOPE_KEY}"\n')
+    with pytest.raises(ConfigError) as info:
+        config.provider_for_run()
+    message = str(info.value)
     assert "'provider.api_key'" in message
     assert f"project scope ({tmp_path / 'io.toml'})" in message
     assert "NOPE_KEY is not set" in message
@@ -124,7 +127,9 @@ def test_file_substitution_of_a_directory_is_unreadable(tmp_path: Path) -> None:
 def test_file_holding_only_a_newline_is_empty(tmp_path: Path) -> None:
     (tmp_path / "key.txt").write_text("\n", encoding="utf-8")
     text = '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${file:key.txt}"\n'
-    assert "${file:key.txt} resolves to an empty value" in _error(tmp_path, text)
+    config = _load_project(tmp_path, text)
+    with pytest.raises(ConfigError, match=r"\$\{file:key.txt\} resolves to an empty value"):
+        config.provider_for_run()
 
 
 def test_file_substitution_that_is_not_utf8_does_not_echo_bytes(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_example_loads_cleanly_as_the_project_scope(tmp_path: Path) -> None:
     }
     config = load(tmp_path, env=env)
     assert config.provider is not None
-    assert config.provider.api_key == "sk-ant-example"
+    assert config.provider_for_run().api_key == "sk-ant-example"
     assert config.prices is not None
 
 

@@ -112,6 +112,12 @@ author_email = "agent@example.com"
 timeout_seconds = 30
 history_depth = 50
 
+[documents]
+max_member_bytes = 1048576
+max_total_bytes = 4194304
+max_ratio = 50
+max_members = 500
+
 [prices]
 as_of = "2026-11-01"
 [prices.models."model.one"]
@@ -198,7 +204,7 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
     return {
         "provider.kind": (lambda c: _prov(c).kind, "scripted"),
         "provider.model": (lambda c: _prov(c).model, "m-primary"),
-        "provider.api_key": (lambda c: _prov(c).api_key, "primary-secret-key"),
+        "provider.api_key": (lambda c: c.provider_for_run().api_key, "primary-secret-key"),
         "provider.base_url": (lambda c: _prov(c).base_url, "http://127.0.0.1:9/v1"),
         "provider.max_tokens": (lambda c: _prov(c).max_tokens, 111),
         "provider.script": (lambda c: _prov(c).script, ws / "replay.jsonl"),
@@ -270,6 +276,10 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "git.author_email": (lambda c: c.git.author_email, "agent@example.com"),
         "git.timeout_seconds": (lambda c: c.git.timeout_seconds, 30.0),
         "git.history_depth": (lambda c: c.git.history_depth, 50),
+        "documents.max_member_bytes": (lambda c: c.documents.max_member_bytes, 1 << 20),
+        "documents.max_total_bytes": (lambda c: c.documents.max_total_bytes, 1 << 22),
+        "documents.max_ratio": (lambda c: c.documents.max_ratio, 50.0),
+        "documents.max_members": (lambda c: c.documents.max_members, 500),
         "prices.as_of": (lambda c: c.prices and c.prices.as_of, dt.date(2026, 11, 1)),
         "prices.models.*.input_per_mtok": (lambda c: _price(c, "input_per_mtok"), 1.0),
         "prices.models.*.output_per_mtok": (lambda c: _price(c, "output_per_mtok"), 2.5),
@@ -368,7 +378,7 @@ def test_relative_paths_resolve_against_the_file_that_names_them(tmp_path: Path)
     config = load(ws, env=_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "xdg")))
     provider = _prov(config)
     assert provider.script == tmp_path / "xdg" / "replays" / "r.jsonl"
-    assert provider.api_key == "user-file-secret"
+    assert config.provider_for_run().api_key == "user-file-secret"
     assert provider.model == "scripted"
 
 

@@ -53,9 +53,10 @@ def test_secrets_are_redacted_in_show(tmp_path: Path) -> None:
 
 def test_resolved_values_are_kept_for_the_caller(tmp_path: Path) -> None:
     config = _load(tmp_path, TEXT, KEY=KEY, TOKEN=TOKEN, HOSTNAME_SECRET="internal-gw")
-    assert config.provider is not None and config.provider.api_key == KEY
+    assert config.provider is not None and config.provider_for_run().api_key == KEY
     assert config.mcp[0].env["GITHUB_TOKEN"] == TOKEN
-    assert {KEY, TOKEN, "internal-gw", "literal-credential"} <= config.secrets
+    assert {TOKEN, "internal-gw", "literal-credential"} <= config.secrets
+    assert config.redact(KEY) == "***"  # resolved when the provider is (#23), still a secret
 
 
 def test_redact_removes_every_secret_from_free_text(tmp_path: Path) -> None:

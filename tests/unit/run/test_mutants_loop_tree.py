@@ -194,8 +194,10 @@ def test_a_stored_policy_keeps_what_a_changed_definition_would_now_allow(
             "wrote 1", "refused"]
 
 
-def test_an_interrupt_pending_while_a_child_pauses_is_kept_for_the_resume(
+def test_an_interrupt_pending_while_a_child_pauses_is_void_not_kept_for_the_resume(
         tmp_path: Path) -> None:
+    """The tree stopped (paused) before the interrupt's step boundary: the interrupt is
+    void, with why, so the resume that answers is not stopped by it (#23)."""
     script = [line("delegate", spawn("ask")),
               line("child asks", ("ask_question", {"question": "which?"})),
               line("child: done"), line("all done")]
@@ -209,7 +211,10 @@ def test_an_interrupt_pending_while_a_child_pauses_is_kept_for_the_resume(
         outcome = run_tree(store, provider(tmp_path, script), spec(_ws(tmp_path)),
                            clock=ManualClock(), on_event=interrupt)
         assert outcome.status is RunStatus.PAUSED
-        assert store.interrupt_pending(outcome.run_id) is True
+        assert store.interrupt_pending(outcome.run_id) is False
+        [void] = store.operator_inputs(outcome.run_id)
+        assert (void.kind, void.state) == ("interrupt", "void")
+        assert void.void_reason == "the run paused before its next step boundary"
 
 
 def test_an_approval_a_child_waits_for_is_given_through_the_root(tmp_path: Path) -> None:

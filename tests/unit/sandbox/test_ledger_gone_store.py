@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psutil
 
-from harness_core.sandbox._ledger import Ledger, read_ledger, sweep
+from harness_core.sandbox._ledger import Ledger, read_ledger
+from harness_core.sandbox._sweep import sweep
 
 
 def _dead_owner_with_a_command(folder: Path, store: str) -> tuple[int, Path]:

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness_core.sandbox._ledger import Ledger, read_ledger, sweep
+from harness_core.sandbox._ledger import Ledger, read_ledger
+from harness_core.sandbox._sweep import sweep
 
 
 def test_a_ledger_whose_file_was_removed_starts_again_with_its_owner_line(

@@ -1,0 +1,442 @@
+"""What a gate's command line reads, worked out from the command itself.
+
+A gate command is split like a shell word list and started without a shell. This
+module follows it the way it will run: through wrappers (``env``, ``timeout``,
+``uv run`` …), interpreters (``python -m``, ``sh -c``, a script in the workspace),
+``make`` recipes and ``npm`` scripts, down to the programs that judge, and collects
+the path patterns (`harness_core.toolchain.RUNNER_INPUTS`) of what each of them reads
+beyond the code under test. A program file in the workspace that the gate runs is an
+input too.
+
+Each program is *known* (a runner io has a table for, or a plain program such as
+``true``, ``test`` or ``grep`` whose only workspace reads are its operands) or not. A
+command with an unknown program cannot be accounted for: the caller refuses it unless
+the workspace's toolchain markers or an explicit ``inputs = [...]`` say what it reads.
+This module only reads the workspace; it never runs anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness_core.errors import PathEscape, WorkspaceError
+from harness_core.policy._patterns import GLOB_CHARS
+from harness_core.run._gate_shell import after_options, recipe, simple_commands
+from harness_core.toolchain import RUNNER_INPUTS
+from harness_core.workspace import Workspace
+
+__all__ = ["CommandInputs", "command_inputs"]
+
+_PLAIN = frozenset({
+    "true", "false", ":", "exit", "echo", "printf", "test", "[", "sleep", "seq", "yes",
+    "date", "pwd", "basename", "dirname", "expr", "grep", "egrep", "fgrep", "cat", "head",
+    "tail", "wc", "diff", "cmp", "ls", "stat", "file", "jq", "sha256sum", "sha1sum",
+    "md5sum", "cksum", "sort", "uniq", "cut", "tr", "sed", "find", "set", "export",
+    "unset", "shopt", "return", "cd",
+})
+"""Programs and shell builtins whose only workspace reads are the operands they name
+(``awk`` is not one: its ``system()`` starts anything)."""
+_STARTS_PROGRAMS = {"find": {"-exec", "-execdir", "-ok", "-okdir"}, "cd": set(),
+                    "env": {"-C", "--chdir"}}
+"""Options with which a plain program starts another one, or moves where the rest runs
+(``cd`` anywhere but ``.``): what follows is not followed, so it is unknown."""
+_WRAPPERS = {"env": {"-u", "--unset", "-C", "--chdir", "-S"}, "timeout": {"-s", "--signal",
+             "-k", "--kill-after"}, "nice": {"-n", "--adjustment"}, "nohup": set(),
+             "time": set(), "command": set(), "exec": set(), "stdbuf": set()}
+"""Programs that start the rest of their argv, with their options that take a value."""
+_RUNNERS_WITH_RUN = frozenset({"uv", "poetry", "pdm", "pipenv", "hatch", "rye"})
+_RUN_OPTIONS = frozenset({"--with", "--python", "-p", "--extra", "--group", "--package",
+                          "--env", "-e", "--directory", "--project", "--index"})
+_PYTHON_MODULES = {"pytest": "pytest", "py.test": "pytest", "unittest": "unittest",
+                   "tox": "tox", "nox": "nox", "mypy": "mypy", "ruff": "ruff",
+                   "flake8": "flake8", "black": "black", "pylint": "pylint"}
+_PROGRAMS = {**_PYTHON_MODULES, "pyright": "pyright", "eslint": "eslint", "tsc": "tsc",
+             "prettier": "prettier", "jest": "node", "vitest": "node", "mocha": "node",
+             "cargo": "cargo", "go": "go"}
+_PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)?)?$")
+_PYTHON_VALUED = frozenset({"-W", "-X", "-Q"})
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+_NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "npx"})
+_MAX_DEPTH = 4
+"""Scripts, recipes and package scripts followed into at most this deep."""
+_MAX_SCRIPT = 256 * 1024
+_PLUGIN = re.compile(r"-p\s*([A-Za-z_][\w.]*)")
+_PLUGINS_LIST = re.compile(r"pytest_plugins\s*=\s*[\[(]?([^\n\])]*)")
+_NAME = re.compile(r"['\"]([A-Za-z_][\w.]*)['\"]")
+
+
+@dataclass(frozen=True)
+class CommandInputs:
+    """What following a gate command found.
+
+    Attributes:
+        patterns: Path patterns of what it reads (policy dialect, relative to the root).
+        unknown: The first program io could not account for (None: every one known).
+    """
+
+    patterns: tuple[str, ...]
+    unknown: str | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether every program the command starts is accounted for."""
+        return self.unknown is None
+
+
+def literal(path: str) -> str:
+    """`path` as a pattern matching only itself."""
+    return "".join("\\" + c if c in GLOB_CHARS else c for c in path)
+
+
+@dataclass
+class _Follow:
+    workspace: Workspace
+    path_env: str
+    found: list[str] = field(default_factory=list)
+    unknown: str | None = None
+    seen: set[str] = field(default_factory=set)
+
+    def runner(self, name: str) -> None:
+        self.found.extend(RUNNER_INPUTS[name])
+
+    def fail(self, what: str) -> None:
+        if self.unknown is None:
+            self.unknown = what
+
+    # -- where a program lives ------------------------------------------------------
+
+    def local(self, word: str) -> str | None:
+        """The workspace path `word` names (relative to the root), or None."""
+        try:
+            rel = self.workspace.resolve(word)
+        except (PathEscape, WorkspaceError, ValueError):
+            return None
+        return rel or None
+
+    def program(self, word: str) -> str | None:
+        """The workspace path of a program: `word` resolved, or, when it is a link that
+        leads out of the workspace (a virtual environment's ``bin/python``), the link."""
+        rel = self.local(word)
+        if rel is not None or "/" not in word.rstrip("/"):
+            return rel
+        head, _, name = word.rstrip("/").rpartition("/")
+        parent = self.local(head) if head else None
+        return f"{parent}/{name}" if parent is not None and name not in ("", ".", "..") \
+            else None
+
+    def on_path(self, name: str) -> str | None:
+        """The workspace file a bare program name resolves to on PATH, if it is one."""
+        root = Path(self.workspace.root)
+        for entry in self.path_env.split(os.pathsep):
+            base = Path(entry) if os.path.isabs(entry) else root / (entry or ".")
+            candidate = base / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return self.program(str(candidate))
+        return None
+
+    def program_file(self, rel: str) -> None:
+        """A program in the workspace: it is an input, and so is the environment it is in."""
+        self.found.append(literal(rel))
+        parts = rel.split("/")
+        for depth in range(len(parts) - 1, 0, -1):
+            if self.is_file("/".join(parts[:depth]) + "/pyvenv.cfg"):
+                self.found.append(literal("/".join(parts[:depth])) + "/**")
+                break
+
+    def is_file(self, rel: str) -> bool:
+        try:
+            return self.workspace.is_file(rel)
+        except (PathEscape, WorkspaceError):
+            return False
+
+    def text(self, rel: str) -> str:
+        try:
+            return self.workspace.read_bytes(rel)[:_MAX_SCRIPT].decode("utf-8", "replace")
+        except (WorkspaceError, PathEscape):
+            return ""
+
+    # -- argv -------------------------------------------------------------------------
+
+    def argv(self, words: list[str], depth: int) -> None:
+        if not words:
+            return
+        if depth > _MAX_DEPTH:
+            self.fail(words[0])
+            return
+        program, args = words[0], words[1:]
+        rel = self.program(program) if "/" in program else self.on_path(program)
+        name = os.path.basename(program)
+        if rel is None:
+            self.named(name, args, depth)
+        elif _is_known(name):
+            self.program_file(rel)
+            self.named(name, args, depth)
+        else:
+            self.script(rel, depth)
+
+    def named(self, name: str, args: list[str], depth: int) -> None:
+        """A program by name (not a file in the workspace): follow it or judge it."""
+        if _starts_or_moves(name, args):
+            self.fail(" ".join([name, *args]))
+        elif name in _WRAPPERS:
+            self.argv(after_options(args, _WRAPPERS[name], assignments=name == "env",
+                                     counts=name == "timeout"), depth)
+        elif name in _RUNNERS_WITH_RUN or name == "coverage":
+            self.project_runner(name, args, depth)
+        elif _PYTHON_NAME.match(name):
+            self.python(args, depth)
+        elif name in _SHELLS:
+            self.shell(args, depth)
+        elif name in _NODE_MANAGERS:
+            self.node_manager(name, args, depth)
+        elif name in ("node", "make", "gmake"):
+            (self.node if name == "node" else self.make)(args, depth)
+        elif name in _PROGRAMS:
+            self.runner(_PROGRAMS[name])
+            self.plugins(name, args)
+        elif name not in _PLAIN:
+            self.fail(name)
+
+    def project_runner(self, name: str, args: list[str], depth: int) -> None:
+        """``uv run …``, ``poetry run …``, ``coverage run …``: the project's files (or
+        coverage's), then what runs."""
+        self.runner(name)
+        if name == "coverage":
+            if args[:1] == ["run"]:
+                self.python(args[1:], depth)
+        elif args[:1] == ["run"] and (rest := after_options(args[1:], _RUN_OPTIONS)):
+            self.argv(rest, depth)
+        elif name == "hatch" and args[:1] == ["test"]:
+            self.runner("pytest")
+        else:
+            self.fail(" ".join([name, *args[:1]]))
+
+    def python(self, args: list[str], depth: int) -> None:
+        self.runner("python")
+        i = 0
+        while i < len(args) and args[i].startswith("-") and args[i] not in ("-m", "-c", "-"):
+            i += 2 if args[i] in _PYTHON_VALUED else 1
+        if i >= len(args) or args[i] in ("-c", "-"):
+            return
+        if args[i] == "-m":
+            module = args[i + 1] if i + 1 < len(args) else ""
+            rest = args[i + 2:]
+            runner = _PYTHON_MODULES.get(module)
+            if runner is not None:
+                self.runner(runner)
+                self.plugins(runner, rest)
+            elif module == "coverage":
+                self.named("coverage", rest, depth)
+            elif (rel := self.module_file(module)) is not None:
+                self.found.append(literal(rel))
+            else:
+                self.fail(f"python -m {module}")
+            return
+        rel = self.local(args[i])
+        if rel is not None and self.is_file(rel):
+            self.found.append(literal(rel))
+
+    def module_file(self, module: str) -> str | None:
+        base = module.replace(".", "/")
+        for rel in (f"{base}.py", f"{base}/__main__.py"):
+            if module and self.is_file(rel):
+                return base + ("/**" if rel.endswith("__main__.py") else ".py")
+        return None
+
+    def plugins(self, runner: str, args: list[str]) -> None:
+        """pytest plugins named by ``-p`` here or in the configuration files."""
+        if runner not in ("pytest", "tox", "nox"):
+            return
+        names: list[str] = []
+        for i, word in enumerate(args):
+            if word == "-p" and i + 1 < len(args):
+                names.append(args[i + 1])
+            elif word.startswith("-p") and len(word) > 2:
+                names.append(word[2:])
+        for config in ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"):
+            names += _PLUGIN.findall(self.text(config)) if self.is_file(config) else []
+        for conftest in ("conftest.py", "tests/conftest.py"):
+            if self.is_file(conftest):
+                for listed in _PLUGINS_LIST.findall(self.text(conftest)):
+                    names += _NAME.findall(listed)
+        for name in names:
+            if name and not name.startswith("no:"):
+                base = literal(name.replace(".", "/"))
+                self.found.extend((base + ".py", base + "/**"))
+
+    # -- scripts and shells -------------------------------------------------------------
+
+    def script(self, rel: str, depth: int) -> None:
+        """A program file in the workspace, run directly: its ``#!`` line says how."""
+        if not self.is_file(rel):
+            self.fail(rel)
+            return
+        self.program_file(rel)
+        if rel in self.seen:
+            return
+        self.seen.add(rel)
+        first = self.text(rel).split("\n", 1)[0]
+        interpreter = shlex.split(first[2:]) if first.startswith("#!") else []
+        if interpreter and os.path.basename(interpreter[0]) == "env":
+            interpreter = [w for w in interpreter[1:] if not w.startswith("-")]
+        name = os.path.basename(interpreter[0]) if interpreter else ""
+        if name in _SHELLS:
+            self.shell_text(self.text(rel), depth + 1)
+        elif _PYTHON_NAME.match(name):
+            self.runner("python")
+        elif name == "node":
+            self.runner("node")
+        else:
+            self.fail(rel)
+
+    def shell(self, args: list[str], depth: int) -> None:
+        self.runner("shell")
+        i = 0
+        while i < len(args) and args[i].startswith(("-", "+")) and args[i] != "-c":
+            i += 2 if args[i] in ("-o", "+o") else 1
+        if i < len(args) and args[i] == "-c":
+            if i + 1 < len(args):
+                self.shell_text(args[i + 1], depth + 1)
+            return
+        if i < len(args) and (rel := self.local(args[i])) is not None:
+            self.script_text(rel, depth)
+        elif i < len(args):
+            self.fail(args[i])
+
+    def script_text(self, rel: str, depth: int) -> None:
+        if not self.is_file(rel):
+            self.fail(rel)
+            return
+        self.found.append(literal(rel))
+        if rel not in self.seen:
+            self.seen.add(rel)
+            self.shell_text(self.text(rel), depth + 1)
+
+    def shell_text(self, text: str, depth: int) -> None:
+        for line in text.replace("\\\n", " ").split("\n"):
+            for command in simple_commands(line):
+                if command is None:
+                    self.fail(line.strip())
+                    return
+                self.simple(command, depth)
+
+    def simple(self, words: list[str], depth: int) -> None:
+        while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
+            words = words[1:]
+        if not words:
+            return
+        if any(c in words[0] for c in "$`*?"):
+            self.fail(" ".join(words))
+        elif words[0] in (".", "source") and len(words) > 1:
+            rel = self.local(words[1])
+            self.script_text(rel, depth) if rel is not None else self.fail(words[1])
+        else:
+            self.argv(words, depth)
+
+    # -- node and make ------------------------------------------------------------------
+
+    def node_manager(self, name: str, args: list[str], depth: int) -> None:
+        self.runner("node")
+        if name == "npx" or args[:1] in (["exec"], ["dlx"], ["x"]):
+            rest = args[1:] if name != "npx" else args
+            rest = [a for a in rest if not a.startswith("-")]
+            if rest and rest[0] in _PROGRAMS:
+                self.runner(_PROGRAMS[rest[0]])
+            elif rest:
+                self.fail(f"{name} {rest[0]}")
+            return
+        script = args[1] if args[:1] in (["run"], ["run-script"]) and len(args) > 1 else \
+            "test" if args[:1] in (["test"], ["t"], []) and name != "bun" else None
+        if script is None:
+            if name == "bun" and args[:1] == ["test"]:
+                return
+            if name == "yarn" and args and not args[0].startswith("-"):
+                script = args[0]
+            else:
+                self.fail(" ".join([name, *args[:1]]))
+                return
+        self.package_script(script, depth)
+
+    def package_script(self, script: str, depth: int) -> None:
+        try:
+            data = json.loads(self.text("package.json") or "{}")
+        except ValueError:
+            data = {}
+        scripts = data.get("scripts") if isinstance(data, dict) else None
+        if not isinstance(scripts, dict):
+            return  # no script: the gate fails (and a package.json written later is an input)
+        for name in (f"pre{script}", script, f"post{script}"):
+            line = scripts.get(name)
+            if isinstance(line, str):
+                self.shell_text(line, depth + 1)
+
+    def node(self, args: list[str], depth: int) -> None:
+        self.runner("node")
+        operands = [a for a in args if not a.startswith("-")]
+        if operands and (rel := self.local(operands[0])) is not None \
+                and self.is_file(rel):
+            self.found.append(literal(rel))
+
+    def make(self, args: list[str], depth: int) -> None:
+        makefile, targets, i = None, [], 0
+        while i < len(args):
+            if args[i] in ("-f", "--file", "--makefile") and i + 1 < len(args):
+                makefile, i = args[i + 1], i + 2
+                continue
+            if args[i] in ("-C", "--directory"):
+                self.fail("make -C")
+                return
+            if not args[i].startswith("-") and "=" not in args[i]:
+                targets.append(args[i])
+            i += 1
+        names = [makefile] if makefile else ["GNUmakefile", "makefile", "Makefile"]
+        rel = next((r for n in names if (r := self.local(n)) and self.is_file(r)), None)
+        if rel is None:
+            self.fail("make (no Makefile)")
+            return
+        self.runner("make")
+        self.found.append(literal(rel))
+        text = self.text(rel)
+        for include in re.findall(r"^-?s?include\s+(.+)$", text, re.M):
+            self.found.extend(literal(w) for w in include.split() if "$" not in w)
+        for line in recipe(text, targets):
+            self.shell_text(line.lstrip("@-+ \t"), depth + 1)
+
+
+def _starts_or_moves(name: str, args: list[str]) -> bool:
+    if name == "cd":
+        return args[:1] not in ([], ["."], ["./"])
+    options = _STARTS_PROGRAMS.get(name, set())
+    return any(a.split("=", 1)[0] in options for a in args)
+
+
+def _is_known(name: str) -> bool:
+    return bool(_PYTHON_NAME.match(name)) or name in _PROGRAMS or name in _SHELLS \
+        or name in _NODE_MANAGERS or name in _RUNNERS_WITH_RUN or name in ("node", "make")
+
+
+def command_inputs(command: str, workspace: Workspace, path_env: str = "") -> CommandInputs:
+    """Follow `command` (a gate's command line) to the programs it starts.
+
+    Args:
+        command: The command line, split with shell-like quoting.
+        workspace: The workspace it runs in.
+        path_env: The PATH it runs with (a program found in the workspace is an input).
+
+    Returns:
+        The patterns of what it reads, and the first program io could not account for.
+    """
+    follow = _Follow(workspace, path_env)
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return CommandInputs((), command)
+    if not words:
+        return CommandInputs((), command or "(empty command)")
+    follow.argv(words, 0)
+    return CommandInputs(tuple(dict.fromkeys(follow.found)), follow.unknown)

@@ -1,0 +1,117 @@
+"""Operator input as part of the run: steer, interrupt, resume, approve, deny, answer.
+
+Every input an operator gives a run is one row of `run_inbox`, with when it was given,
+what it said, and where it landed. A steer or an interrupt waits there (`consumed_step`
+NULL) until the run's next step boundary takes it (`OversightQueries.take_inbox`); a
+resume, an approval, a denial or an answer is written as it applies, already landed,
+so the boundary never takes it. An input that will never land (an interrupt queued
+just before the run paused, a steer left when the run ended) is marked void with the
+reason, never deleted: the trace shows what the operator said and what became of it.
+
+`OperatorQueries` is a mixin of `Store`; it records, it decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from harness_core.store._codec import dumps, loads
+from harness_core.store._parts import StoreParts
+from harness_core.store._parts import now as _now
+
+__all__ = ["OPERATOR_KINDS", "OPERATOR_SCHEMA_SQL", "OperatorInputRecord", "OperatorQueries"]
+
+OPERATOR_KINDS: tuple[str, ...] = ("steer", "interrupt", "resume", "approve", "deny", "answer")
+"""Every kind of operator input a run records. May grow."""
+
+OPERATOR_SCHEMA_SQL = "ALTER TABLE run_inbox ADD COLUMN void_reason TEXT"
+"""Why a queued input never landed (NULL: it landed, or still waits)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorInputRecord:
+    """One thing the operator told a run.
+
+    Attributes:
+        kind: One of `OPERATOR_KINDS`.
+        created_at: When the operator gave it (ISO 8601, UTC).
+        content: What it said: ``text`` for a steer; ``target`` (and ``act``) for an
+            approval or a denial; ``question`` and ``answer`` for an answer; ``drive`` and
+            ``stored_policy`` for a resume.
+        step: The step at which it landed (a steer or an interrupt: the boundary that
+            took it; the others: the step they applied to); None while it waits or when void.
+        void_reason: Why it never landed; None when it landed or still waits.
+    """
+
+    kind: str
+    created_at: str
+    content: dict[str, Any]
+    step: int | None
+    void_reason: str | None = None
+
+    @property
+    def state(self) -> str:
+        """``landed``, ``pending`` or ``void``."""
+        if self.void_reason is not None:
+            return "void"
+        return "pending" if self.step is None else "landed"
+
+    def describe(self) -> str:
+        """One line for a reader: what was said (never a secret: the operator's words)."""
+        c = self.content
+        if self.kind == "steer":
+            return f"steer: {c.get('text', '')}"
+        if self.kind in ("approve", "deny"):
+            verb = "approved" if self.kind == "approve" else "denied"
+            return f"{verb}: {c.get('target', '')}"
+        if self.kind == "answer":
+            return f"answered: {c.get('answer', '')}"
+        if self.kind == "resume":
+            flags = " under the stored policy" if c.get("stored_policy") else ""
+            return f"resumed (drive {c.get('drive', '?')}){flags}"
+        return self.kind
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as `io trace --json` writes it."""
+        return {"kind": self.kind, "created_at": self.created_at, "content": self.content,
+                "step": self.step, "state": self.state, "void_reason": self.void_reason}
+
+
+class OperatorQueries(StoreParts):
+    """The operator's inputs to each run, queued or applied."""
+
+    def record_operator_input(self, run_id: str, kind: str, content: dict[str, Any],
+                              step: int) -> None:
+        """Record an input that applies now, at `step` (a resume, approval, denial or
+        answer): landed as it is written, so no step boundary takes it."""
+        with self._tx() as conn:
+            conn.execute(
+                "INSERT INTO run_inbox(run_id, kind, body, created_at, consumed_step)"
+                " VALUES (?,?,?,?,?)", (run_id, kind, dumps(content), _now(), step))
+
+    def void_inbox(self, run_id: str, kinds: Iterable[str], reason: str) -> None:
+        """Mark `run_id`'s waiting inputs of `kinds` as never to land, with `reason`."""
+        wanted = tuple(kinds)
+        if not wanted:
+            return
+        marks = ",".join("?" * len(wanted))
+        sql = ("UPDATE run_inbox SET void_reason = ?, consumed_step = -1 WHERE run_id = ?"  # noqa: S608
+               f" AND consumed_step IS NULL AND kind IN ({marks})")  # only '?' marks
+        with self._tx() as conn:
+            conn.execute(sql, (reason, run_id, *wanted))
+
+    def operator_inputs(self, run_id: str) -> list[OperatorInputRecord]:
+        """Every input the operator gave `run_id`, in the order given."""
+        rows = self._query(
+            "SELECT kind, created_at, body, consumed_step, void_reason FROM run_inbox"
+            " WHERE run_id = ? ORDER BY id", (run_id,))
+        out: list[OperatorInputRecord] = []
+        for kind, created_at, body, step, void in rows:
+            content = loads(body)
+            out.append(OperatorInputRecord(
+                str(kind), str(created_at), content if isinstance(content, dict) else {},
+                None if void is not None or step is None else int(step),
+                None if void is None else str(void)))
+        return out
