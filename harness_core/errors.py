@@ -5,6 +5,7 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     HarnessError
     ├── ConfigError            operator mistake in io.toml or a flag          → exit 2
     │   ├── UsageError         a bad argument on the command line             → exit 2
+    │   │   ├── WorkspaceChanged   io rewind/undo refused: files changed outside io
     │   │   ├── AmbiguousId    a shortened id that matches more than one run or session
     │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
     │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
@@ -64,6 +65,7 @@ __all__ = [
     "StateError",
     "ToolError",
     "UsageError",
+    "WorkspaceChanged",
     "WorkspaceError",
 ]
 
@@ -93,6 +95,21 @@ class UsageError(ConfigError):
     """A command-line argument is wrong (missing workspace, malformed JSON, …)."""
 
 
+class WorkspaceChanged(UsageError):
+    """`io rewind` / `io undo` refused: files changed outside io since the last state io
+    recorded for the run, and restoring would throw that work away.
+
+    Attributes:
+        paths: The workspace paths that changed, sorted.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        shown = ", ".join(paths[:20]) + (f" (and {len(paths) - 20} more)" if len(paths) > 20
+                                         else "")
+        super().__init__(
+            f"files changed outside io since the run's last recorded state: {shown}",
+            hint="commit, move or revert those changes, then run the command again")
+        self.paths = tuple(paths)
 class AmbiguousId(UsageError):
     """A shortened id that starts more than one run's (or session's) id.
 

@@ -51,9 +51,16 @@ class EventKind(Enum):
     """The stall detector saw repetition (data: call)."""
     WARNING = "warning"
     """Something the operator should know that did not stop the run (data: mcp, text)."""
+    HOOK = "hook"
+    """A configured hook answered with something to say (data: event, hook, step, act,
+    target, verdict, reason, rule, layer, context); a refused call is a `refusal`."""
     SPAWN = "spawn"
     """A child run started or ended (data: child_run_id, agent, depth, step, call_index,
     status on the end)."""
+    COMPACTION = "compaction"
+    """The history was summarised (data: step, phase "started" (size, threshold) then
+    "done" (seq, size_before, size_after, threshold, summarised_messages, model, usage,
+    latency_ms))."""
     RUN_FINISHED = "run_finished"
     """The run ended, however it ended (data: status, reason, steps). The loop emits it
     once per drive; the CLI's `--json` stream writes its own closing line instead, with

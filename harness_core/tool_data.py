@@ -90,7 +90,8 @@ class Refusal:
 
     Attributes:
         reason: Why.
-        act: The act kind (``read``, ``write``, ``exec``, ``net``), when an act was refused.
+        act: The act kind (``read``, ``write``, ``exec``, ``net``), when an act was refused;
+            ``tool`` when a hook refused the whole call.
         target: The path, argv or host refused.
         construct: The shell construct refused, when a construct was.
         column: The construct's column.

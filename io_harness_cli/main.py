@@ -43,6 +43,10 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "Send TEXT to the run; the model sees it at the next step boundary."),
     "interrupt": ("steer", "interrupt", "Stop the run at its next step boundary (it "
                   "checkpoints; `io resume` continues)."),
+    "rewind": ("rewind", "rewind", "Restore RUN_ID's files to when step --to began and "
+               "continue it from there as a new run."),
+    "undo": ("rewind", "undo", "Revert the files of RUN_ID's last step that changed files "
+             "(again: the one before)."),
     "doctor": ("doctor", "doctor", "Say which sandbox backends run here, why not, and what `auto` would pick."),
 }
 """Command name -> (module under `io_harness_cli.commands`, function, the first paragraph

@@ -16,15 +16,20 @@ from harness_core.config._assemble import (
     check_runnable,
     secret_redactor,
 )
-from harness_core.config._config import Config, RunSettings
+from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._load import json_schema, load, schema_keys
+from harness_core.config._restore import rewind_run, undo_run
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
 from harness_core.config._toml import STARTER_PROVIDERS, STARTER_SCRIPT, starter_config
+from harness_core.run._rewind import Restored
 
 __all__ = [
     "Config",
     "ConfigFile",
+    "ContextSettings",
+    "Restored",
+    "RewindSettings",
     "RunAssembly",
     "RunSettings",
     "Scope",
@@ -36,9 +41,11 @@ __all__ = [
     "json_schema",
     "load",
     "render",
+    "rewind_run",
     "schema_keys",
     "secret_redactor",
     "starter_config",
+    "undo_run",
     "STARTER_PROVIDERS",
     "STARTER_SCRIPT",
 ]

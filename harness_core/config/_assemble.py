@@ -14,18 +14,22 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
+from harness_core.config._restore import snapshot_root
 from harness_core.errors import ConfigError, MissingSecret
 from harness_core.events import EventSink
+from harness_core.hooks import hook_files
 from harness_core.messages import Usage
 from harness_core.policy import Approver, Policy
 from harness_core.providers import Provider, build_provider
 from harness_core.redaction import SecretRedactor
 from harness_core.run import Runner, RunSpec
+from harness_core.run._windows import context_window_of
 from harness_core.store import Store
-from harness_core.templates import discover_skills
+from harness_core.templates import Templates, discover_skills
 from harness_core.toolchain import survey as survey_toolchain
 from harness_core.tools._plan_tools import Responder
 from harness_core.workspace import Workspace
@@ -82,6 +86,12 @@ def _store_paths(config: Config, workspace: Path) -> tuple[str, ...]:
     return tuple(store + suffix for suffix in ("", "-wal", "-shm"))
 
 
+def _hook_paths(config: Config, workspace: Path) -> tuple[str, ...]:
+    """The workspace files hooks name, absolute: read-only to sandboxed commands."""
+    root = os.path.realpath(workspace)
+    return tuple(os.path.join(root, rel) for rel in hook_files(workspace, config.hooks))
+
+
 def build_run_spec(
     config: Config, workspace: Path, goal: str, *, env: Mapping[str, str]
 ) -> RunSpec:
@@ -117,7 +127,7 @@ def build_run_spec(
         toolchain=survey_toolchain(ws, config.toolchain).effective,
         env=dict(env),
         web=config.web,
-        protected_paths=_store_paths(config, workspace),
+        protected_paths=_store_paths(config, workspace) + _hook_paths(config, workspace),
         mcp=tuple(config.mcp),
         cost_of=_cost_function(config),
         store_path=config.store_path.resolve(),
@@ -128,7 +138,31 @@ def build_run_spec(
         agents=config.agents,
         agent_limits=config.agent_limits,
         skills=discover_skills(workspace),
+        **_long_task_settings(config, goal),
+        hooks=config.hooks,
     )
+
+
+def _long_task_settings(config: Config, goal: str) -> dict[str, Any]:
+    """The `[context]` compaction keys and the `[rewind]` table, as `RunSpec` fields."""
+    context = config.context
+    model = config.provider.model if config.provider is not None else ""
+    if context.strategy == "compact" and context.window is None and (
+            context_window_of(model) is None):
+        raise ConfigError(
+            f'[context] strategy = "compact" needs the context window of model {model!r},'
+            " which io does not know", hint="set [context] window = TOKENS")
+    prompt = None
+    if context.compact_template is not None:
+        prompt = Templates(config.template_dirs).render(context.compact_template,
+                                                        {"goal": goal})
+    return {
+        "context_strategy": context.strategy, "compact_threshold": context.threshold,
+        "context_window": context.window, "compact_keep_steps": context.keep_steps,
+        "compact_prompt": prompt,
+        "snapshot_dir": snapshot_root(config),
+        "snapshot_max_bytes": config.rewind.max_bytes,
+    }
 
 
 PROVIDER_KEY_VARIABLES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY")

@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
 from harness_core.errors import ConfigError, MissingSecret
+from harness_core.hooks import HookConfig
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import Policy
 from harness_core.providers import ProviderConfig, WebAccess
@@ -29,7 +30,7 @@ from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
 from harness_core.verification import TaskContract
 
-__all__ = ["Config", "RunSettings"]
+__all__ = ["Config", "ContextSettings", "RewindSettings", "RunSettings"]
 
 _RUN_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RunSpec)}
 """`RunSpec`'s own defaults: the `[run]` table declares none of its own."""
@@ -56,6 +57,38 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class ContextSettings:
+    """The `[context]` table beyond `max_tokens` (see `RunSpec` for each meaning).
+
+    Attributes:
+        strategy: ``elide`` or ``compact``.
+        threshold: The share of the context window that triggers a compaction.
+        window: The model's context window (None: io's table of known models).
+        keep_steps: The newest steps kept whole after a compaction.
+        compact_template: A template name replacing io's summary instruction.
+    """
+
+    strategy: Literal["elide", "compact"] = _RUN_DEFAULTS["context_strategy"]
+    threshold: float = _RUN_DEFAULTS["compact_threshold"]
+    window: int | None = None
+    keep_steps: int = _RUN_DEFAULTS["compact_keep_steps"]
+    compact_template: str | None = None
+
+
+@dataclass(frozen=True)
+class RewindSettings:
+    """The `[rewind]` table.
+
+    Attributes:
+        enabled: Keep workspace snapshots for `io rewind` / `io undo`.
+        max_bytes: Blob bytes one run's snapshots may hold.
+    """
+
+    enabled: bool = True
+    max_bytes: int = _RUN_DEFAULTS["snapshot_max_bytes"]
+
+
+@dataclass(frozen=True)
 class Config:
     """A loaded, validated io.toml (four scopes merged), projected onto typed objects.
 
@@ -75,6 +108,7 @@ class Config:
         context_max_tokens: `[context] max_tokens`: what the model sees at most.
         web: The `[web]` table; None when absent.
         mcp: The `[[mcp]]` servers, in file order.
+        hooks: The `[[hooks]]` of every scope, lowest scope first, each with its scope.
         agents: The `[agents.NAME]` definitions by name.
         agent_limits: `[agents] max_depth`, `max_children` and `parallel`.
         templates_dir: `[templates] dir`, or None for `.io/templates/` in the workspace.
@@ -89,6 +123,9 @@ class Config:
             variables); None when export is off.
         git: The `[git]` table: who the git built-ins commit as, how long git may take.
         documents: The `[documents]` table: how far the document tools unpack a file.
+        context: The rest of the `[context]` table (strategy, threshold, window,
+            keep_steps, compact_template).
+        rewind: The `[rewind]` table.
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes (with the provider keys
             `provider_for_run` resolved since).
@@ -105,6 +142,7 @@ class Config:
     context_max_tokens: int | None = None  # set to DEFAULT_CONTEXT_TOKENS when loaded
     web: WebAccess | None = None
     mcp: tuple[McpServerConfig, ...] = ()
+    hooks: tuple[HookConfig, ...] = ()
     agents: Mapping[str, AgentDef] = field(default_factory=lambda: {})
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     templates_dir: Path | None = None
@@ -115,6 +153,8 @@ class Config:
     telemetry: TelemetryConfig | None = None
     git: GitSettings = field(default_factory=GitSettings)
     documents: DocumentLimits = field(default_factory=DocumentLimits)
+    context: ContextSettings = field(default_factory=lambda: ContextSettings())
+    rewind: RewindSettings = field(default_factory=lambda: RewindSettings())
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)

@@ -5,9 +5,11 @@ file (and scope) at fault; the first problem found stops the load. Merging: tabl
 merge key by key and the higher scope wins a scalar or a plain array; an array of
 tables (`[[contract.verify]]`, `[[mcp]]`, `[[provider.fallback]]`) is replaced
 wholesale by the highest scope that sets it; the `[policy]` rule lists are not merged
-at all, every scope keeps its own. `load` checks with the plain validator generated from
-the pydantic models (`_plain`) and asks pydantic only when that does not accept
-something, so a normal start imports no pydantic. This module never writes anything and
+at all, every scope keeps its own; `[[hooks]]` of every scope are kept, lowest scope
+first (a higher scope cannot remove a hook: hooks only narrow). `load` checks with the
+plain validator generated from the pydantic models (`_plain`) and asks pydantic only
+when that does not accept something, so a normal start imports no pydantic. This module
+never writes anything and
 reads the environment only from the mapping passed in.
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Literal
 from harness_core.config._config import Config
 from harness_core.config._scopes import ConfigFile, discover
 from harness_core.config._substitute import Substituter
-from harness_core.config._tree import RULE_KEYS, Node
+from harness_core.config._tree import RULE_KEYS, Node, Sourced
 from harness_core.errors import ConfigError
 
 __all__ = ["json_schema", "load", "merge", "parse_file", "schema_keys"]
@@ -136,6 +138,7 @@ def _read(
     None when `check` hands a file over."""
     merged: dict[str, Node] = {}
     rule_sets: list[tuple[ConfigFile, dict[str, Node]]] = []
+    hooks: list[Node] = []
     for cf in files:
         tree = check(parse_file(cf), cf, subst, tables)
         if tree is None:
@@ -146,6 +149,10 @@ def _read(
             if rules:
                 rule_sets.append((cf, rules))
         merged = merge(merged, tree)
+        found = tree.get("hooks")
+        if isinstance(found, Sourced):
+            hooks += found.value
+            merged["hooks"] = Sourced(list(hooks), cf)
     return merged, rule_sets
 
 

@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 from harness_core.agents import AgentLimits
 from harness_core.config import _checks
 from harness_core.config._tree import RULE_KEYS
+from harness_core.hooks import HookConfig
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
@@ -320,7 +321,33 @@ class ContextTable(Table):
 
     max_tokens: _Int1 = DEFAULT_CONTEXT_TOKENS
     """Tokens the model sees at most: old observations are elided from its view, never
-    from the store."""
+    from the store (strategy "elide")."""
+    strategy: Literal["elide", "compact"] = _default(RunSpec, "context_strategy")
+    """elide: old observations give way to markers past max_tokens | compact: past
+    `threshold` of the model's context window the model summarises the older turns
+    (a recorded step; the store keeps everything)."""
+    threshold: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = _default(
+        RunSpec, "compact_threshold")
+    """strategy = "compact": the share of the context window that triggers a compaction."""
+    window: _Int1 | None = None
+    """The model's context window in tokens (default: io's table of known models; needed
+    for any other model with strategy = "compact")."""
+    keep_steps: _Int1 = _default(RunSpec, "compact_keep_steps")
+    """strategy = "compact": the newest steps kept whole after a compaction."""
+    compact_template: str | None = None
+    """A template (NAME of NAME.md in the template directories) replacing io's summary
+    instruction; `{{goal}}` is the run's goal."""
+
+
+class RewindTable(Table):
+    """Workspace snapshots for `io rewind` and `io undo`."""
+
+    enabled: bool = True
+    """Snapshot the workspace's files (what .gitignore does not ignore) before and after
+    every step that changes them, outside the workspace beside the store."""
+    max_bytes: _Int1 = _default(RunSpec, "snapshot_max_bytes")
+    """Bytes of file contents one run's snapshots may hold; past it io stops taking them
+    for the run and says so (rewind and undo then refuse)."""
 
 
 class ToolchainTable(Table):
@@ -416,6 +443,28 @@ class McpTable(Table):
     """Extra environment for it; values are secrets (shown as ***, never recorded)."""
     cwd: PathValue | None = None
     """Its working directory, relative to the file that names it (default: the workspace)."""
+
+
+HookEventName = Literal["run_start", "pre_tool", "post_tool", "pre_compact", "stop",
+                        "child_stop"]
+
+
+class HookTable(Table):
+    """A program run at one point of every run; it can only narrow (deny, ask, add
+    context), never allow what the policy refuses. Hooks of every scope apply."""
+
+    event: HookEventName | None = None
+    """When it runs: run_start | pre_tool | post_tool | pre_compact | stop | child_stop
+    (required)."""
+    command: list[str] | None = None
+    """The program and its arguments, no shell (required). Relative paths are resolved
+    in the workspace; the files it names there are protected from the agent."""
+    matcher: str = "*"
+    """pre_tool / post_tool: a glob on the tool name (an MCP tool is also server/tool)."""
+    timeout_s: _Seconds = _default(HookConfig, "timeout_s")
+    """Seconds before it is killed; a pre_tool hook that times out refuses the call."""
+    name: str | None = None
+    """Its name in the trace (default: <scope>.hooks[<index>])."""
 
 
 class AgentTable(Table):
@@ -528,6 +577,8 @@ class IoToml(Table):
     """Provider-executed web access."""
     mcp: list[McpTable] = []
     """stdio MCP servers."""
+    hooks: list[HookTable] = []
+    """Programs run at points of a run (every scope's hooks apply)."""
     agents: AgentsTable = AgentsTable()
     """Agent trees and named agent definitions."""
     templates: TemplatesTable = TemplatesTable()
@@ -538,3 +589,5 @@ class IoToml(Table):
     """OpenTelemetry export."""
     run: RunTable = RunTable()
     """Loop mechanics."""
+    rewind: RewindTable = RewindTable()
+    """Workspace snapshots for io rewind and io undo."""

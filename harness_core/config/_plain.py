@@ -288,10 +288,15 @@ class ContractTable(_Plain):
 class ContextTable(_Plain):
     """What the model sees. (plain twin of `_model.ContextTable`)."""
 
-    __slots__ = ('max_tokens',)
-    model_fields: ClassVar[tuple[str, ...]] = ('max_tokens',)
-    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'max_tokens': ('LEAF', False, False)}
+    __slots__ = ('max_tokens', 'strategy', 'threshold', 'window', 'keep_steps', 'compact_template')
+    model_fields: ClassVar[tuple[str, ...]] = ('max_tokens', 'strategy', 'threshold', 'window', 'keep_steps', 'compact_template')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'max_tokens': ('LEAF', False, False), 'strategy': ('LEAF', False, False), 'threshold': ('LEAF', False, False), 'window': ('LEAF', False, False), 'keep_steps': ('LEAF', False, False), 'compact_template': ('LEAF', False, False)}
     max_tokens: int
+    strategy: Literal['elide', 'compact']
+    threshold: float
+    window: int | None
+    keep_steps: int
+    compact_template: str | None
 
 
 class ToolchainTable(_Plain):
@@ -378,6 +383,19 @@ class McpTable(_Plain):
     cwd: Path | None
 
 
+class HookTable(_Plain):
+    """A program run at one point of every run; it can only narrow (deny, ask, add (plain twin of `_model.HookTable`)."""
+
+    __slots__ = ('event', 'command', 'matcher', 'timeout_s', 'name')
+    model_fields: ClassVar[tuple[str, ...]] = ('event', 'command', 'matcher', 'timeout_s', 'name')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'event': ('LEAF', False, False), 'command': ('LEAF', False, False), 'matcher': ('LEAF', False, False), 'timeout_s': ('LEAF', False, False), 'name': ('LEAF', False, False)}
+    event: Literal['run_start', 'pre_tool', 'post_tool', 'pre_compact', 'stop', 'child_stop'] | None
+    command: list[str] | None
+    matcher: str
+    timeout_s: float
+    name: str | None
+
+
 class AgentsTable(_Plain):
     """Agent trees: how deep and wide they may grow, and the named agent definitions (plain twin of `_model.AgentsTable`)."""
 
@@ -444,12 +462,22 @@ class RunTable(_Plain):
     stall_window: int
 
 
+class RewindTable(_Plain):
+    """Workspace snapshots for `io rewind` and `io undo`. (plain twin of `_model.RewindTable`)."""
+
+    __slots__ = ('enabled', 'max_bytes')
+    model_fields: ClassVar[tuple[str, ...]] = ('enabled', 'max_bytes')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'enabled': ('LEAF', False, False), 'max_bytes': ('LEAF', False, False)}
+    enabled: bool
+    max_bytes: int
+
+
 class IoToml(_Plain):
     """io.toml: what an agent run may do, and how it is run. Four scopes merge into it (plain twin of `_model.IoToml`)."""
 
-    __slots__ = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'agents', 'templates', 'store', 'telemetry', 'run')
-    model_fields: ClassVar[tuple[str, ...]] = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'agents', 'templates', 'store', 'telemetry', 'run')
-    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'provider': ('TABLE', False, False), 'policy': ('TABLE', False, False), 'sandbox': ('TABLE', False, False), 'budget': ('TABLE', False, False), 'contract': ('TABLE', False, False), 'context': ('TABLE', False, False), 'toolchain': ('TABLE', False, False), 'git': ('TABLE', False, False), 'documents': ('TABLE', False, False), 'prices': ('TABLE', False, False), 'web': ('TABLE', False, False), 'mcp': ('TABLES', False, False), 'agents': ('TABLE', False, False), 'templates': ('TABLE', False, False), 'store': ('TABLE', False, False), 'telemetry': ('TABLE', False, False), 'run': ('TABLE', False, False)}
+    __slots__ = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'hooks', 'agents', 'templates', 'store', 'telemetry', 'run', 'rewind')
+    model_fields: ClassVar[tuple[str, ...]] = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'hooks', 'agents', 'templates', 'store', 'telemetry', 'run', 'rewind')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'provider': ('TABLE', False, False), 'policy': ('TABLE', False, False), 'sandbox': ('TABLE', False, False), 'budget': ('TABLE', False, False), 'contract': ('TABLE', False, False), 'context': ('TABLE', False, False), 'toolchain': ('TABLE', False, False), 'git': ('TABLE', False, False), 'documents': ('TABLE', False, False), 'prices': ('TABLE', False, False), 'web': ('TABLE', False, False), 'mcp': ('TABLES', False, False), 'hooks': ('TABLES', False, False), 'agents': ('TABLE', False, False), 'templates': ('TABLE', False, False), 'store': ('TABLE', False, False), 'telemetry': ('TABLE', False, False), 'run': ('TABLE', False, False), 'rewind': ('TABLE', False, False)}
     provider: ProviderTable | None
     policy: PolicyTable
     sandbox: SandboxTable
@@ -462,11 +490,13 @@ class IoToml(_Plain):
     prices: PricesTable | None
     web: WebTable | None
     mcp: list[McpTable]
+    hooks: list[HookTable]
     agents: AgentsTable
     templates: TemplatesTable
     store: StoreTable
     telemetry: TelemetryTable
     run: RunTable
+    rewind: RewindTable
 
 
 def _t0(v: Any, c: _Ctx) -> Any:
@@ -694,6 +724,27 @@ def _t26(v: Any, c: _Ctx) -> Any:
 def _t27(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
+    return _literal(v, ('elide', 'compact'))
+
+
+def _t28(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    if not (type(v) is float or type(v) is int):
+        raise _No
+    v = float(v)
+    if not math.isfinite(v):
+        raise _No
+    if not (v > 0):
+        raise _No
+    if not (v <= 1):
+        raise _No
+    return v
+
+
+def _t29(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
     if not (type(v) is int):
         raise _No
     v = v
@@ -704,7 +755,7 @@ def _t27(v: Any, c: _Ctx) -> Any:
     return v
 
 
-def _t28(v: Any, c: _Ctx) -> Any:
+def _t30(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is float or type(v) is int):
@@ -719,13 +770,13 @@ def _t28(v: Any, c: _Ctx) -> Any:
     return v
 
 
-def _t29(v: Any, c: _Ctx) -> Any:
+def _t31(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_t20, _t1,))
 
 
-def _t30(v: Any, c: _Ctx) -> Any:
+def _t32(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is dt.date):
@@ -734,21 +785,21 @@ def _t30(v: Any, c: _Ctx) -> Any:
     return v
 
 
-def _t31(v: Any, c: _Ctx) -> Any:
+def _t33(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     v = _run(iso_date, v, c)
-    v = _t30(v, c)
+    v = _t32(v, c)
     return v
 
 
-def _t32(v: Any, c: _Ctx) -> Any:
+def _t34(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t31, _t1,))
+    return _first(v, c, (_t33, _t1,))
 
 
-def _t33(v: Any, c: _Ctx) -> Any:
+def _t35(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not dict:
@@ -756,7 +807,7 @@ def _t33(v: Any, c: _Ctx) -> Any:
     return {_t3(k, c): _m_ModelPriceTable(x, c) for k, x in v.items()}
 
 
-def _t34(v: Any, c: _Ctx) -> Any:
+def _t36(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not dict:
@@ -764,7 +815,19 @@ def _t34(v: Any, c: _Ctx) -> Any:
     return {_t3(k, c): _t3(x, c) for k, x in v.items()}
 
 
-def _t35(v: Any, c: _Ctx) -> Any:
+def _t37(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return _literal(v, ('run_start', 'pre_tool', 'post_tool', 'pre_compact', 'stop', 'child_stop'))
+
+
+def _t38(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return _first(v, c, (_t37, _t1,))
+
+
+def _t39(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
@@ -777,30 +840,38 @@ def _t35(v: Any, c: _Ctx) -> Any:
     return v
 
 
-def _t36(v: Any, c: _Ctx) -> Any:
+def _t40(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_m_ProviderTable, _t1,))
 
 
-def _t37(v: Any, c: _Ctx) -> Any:
+def _t41(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_m_PricesTable, _t1,))
 
 
-def _t38(v: Any, c: _Ctx) -> Any:
+def _t42(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return _first(v, c, (_m_WebTable, _t1,))
 
 
-def _t39(v: Any, c: _Ctx) -> Any:
+def _t43(v: Any, c: _Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
         raise _No
     return [_m_McpTable(x, c) for x in v]
+
+
+def _t44(v: Any, c: _Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    if type(v) is not list:
+        raise _No
+    return [_m_HookTable(x, c) for x in v]
 
 
 _F_ProviderEntry: _Fields = (
@@ -924,6 +995,11 @@ def _m_ContractTable(v: Any, c: _Ctx) -> Any:
 
 _F_ContextTable: _Fields = (
     ('max_tokens', 'max_tokens', _t5, lambda: 120000),
+    ('strategy', 'strategy', _t27, lambda: 'elide'),
+    ('threshold', 'threshold', _t28, lambda: 0.8),
+    ('window', 'window', _t25, lambda: None),
+    ('keep_steps', 'keep_steps', _t5, lambda: 2),
+    ('compact_template', 'compact_template', _t4, lambda: None),
 )
 
 
@@ -956,9 +1032,9 @@ def _m_GitTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_DocumentsTable: _Fields = (
-    ('max_member_bytes', 'max_member_bytes', _t27, lambda: 268435456),
-    ('max_total_bytes', 'max_total_bytes', _t27, lambda: 1073741824),
-    ('max_ratio', 'max_ratio', _t28, lambda: 100.0),
+    ('max_member_bytes', 'max_member_bytes', _t29, lambda: 268435456),
+    ('max_total_bytes', 'max_total_bytes', _t29, lambda: 1073741824),
+    ('max_ratio', 'max_ratio', _t30, lambda: 100.0),
     ('max_members', 'max_members', _t5, lambda: 10000),
 )
 
@@ -968,10 +1044,10 @@ def _m_DocumentsTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_ModelPriceTable: _Fields = (
-    ('input_per_mtok', 'input_per_mtok', _t29, lambda: None),
-    ('output_per_mtok', 'output_per_mtok', _t29, lambda: None),
-    ('cache_read_per_mtok', 'cache_read_per_mtok', _t29, lambda: None),
-    ('cache_write_per_mtok', 'cache_write_per_mtok', _t29, lambda: None),
+    ('input_per_mtok', 'input_per_mtok', _t31, lambda: None),
+    ('output_per_mtok', 'output_per_mtok', _t31, lambda: None),
+    ('cache_read_per_mtok', 'cache_read_per_mtok', _t31, lambda: None),
+    ('cache_write_per_mtok', 'cache_write_per_mtok', _t31, lambda: None),
 )
 
 
@@ -980,8 +1056,8 @@ def _m_ModelPriceTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_PricesTable: _Fields = (
-    ('as_of', 'as_of', _t32, lambda: None),
-    ('models', 'models', _t33, lambda: {}),
+    ('as_of', 'as_of', _t34, lambda: None),
+    ('models', 'models', _t35, lambda: {}),
 )
 
 
@@ -1006,13 +1082,26 @@ _F_McpTable: _Fields = (
     ('name', 'name', _t4, lambda: None),
     ('command', 'command', _t4, lambda: None),
     ('args', 'args', _t16, lambda: []),
-    ('env', 'env', _t34, lambda: {}),
+    ('env', 'env', _t36, lambda: {}),
     ('cwd', 'cwd', _t8, lambda: None),
 )
 
 
 def _m_McpTable(v: Any, c: _Ctx) -> Any:
     return _build(McpTable, _F_McpTable, 'forbid', None, v, c)
+
+
+_F_HookTable: _Fields = (
+    ('event', 'event', _t38, lambda: None),
+    ('command', 'command', _t24, lambda: None),
+    ('matcher', 'matcher', _t3, lambda: '*'),
+    ('timeout_s', 'timeout_s', _t10, lambda: 30.0),
+    ('name', 'name', _t4, lambda: None),
+)
+
+
+def _m_HookTable(v: Any, c: _Ctx) -> Any:
+    return _build(HookTable, _F_HookTable, 'forbid', None, v, c)
 
 
 _F_AgentTable: _Fields = (
@@ -1060,7 +1149,7 @@ def _m_StoreTable(v: Any, c: _Ctx) -> Any:
 _F_TelemetryTable: _Fields = (
     ('otlp_endpoint', 'otlp_endpoint', _t4, lambda: None),
     ('include_content', 'include_content', _t9, lambda: False),
-    ('headers', 'headers', _t34, lambda: {}),
+    ('headers', 'headers', _t36, lambda: {}),
     ('service_name', 'service_name', _t3, lambda: 'io'),
     ('timeout_seconds', 'timeout_seconds', _t10, lambda: 10.0),
 )
@@ -1071,9 +1160,9 @@ def _m_TelemetryTable(v: Any, c: _Ctx) -> Any:
 
 
 _F_RunTable: _Fields = (
-    ('output_cap_bytes', 'output_cap_bytes', _t27, lambda: 16384),
+    ('output_cap_bytes', 'output_cap_bytes', _t29, lambda: 16384),
     ('exec_timeout_seconds', 'exec_timeout_seconds', _t10, lambda: 120.0),
-    ('stall_window', 'stall_window', _t35, lambda: 4),
+    ('stall_window', 'stall_window', _t39, lambda: 4),
 )
 
 
@@ -1081,24 +1170,36 @@ def _m_RunTable(v: Any, c: _Ctx) -> Any:
     return _build(RunTable, _F_RunTable, 'forbid', None, v, c)
 
 
+_F_RewindTable: _Fields = (
+    ('enabled', 'enabled', _t9, lambda: True),
+    ('max_bytes', 'max_bytes', _t5, lambda: 268435456),
+)
+
+
+def _m_RewindTable(v: Any, c: _Ctx) -> Any:
+    return _build(RewindTable, _F_RewindTable, 'forbid', None, v, c)
+
+
 _F_IoToml: _Fields = (
-    ('provider', 'provider', _t36, lambda: None),
+    ('provider', 'provider', _t40, lambda: None),
     ('policy', 'policy', _m_PolicyTable, lambda: _make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[])),
     ('sandbox', 'sandbox', _m_SandboxTable, lambda: _make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
     ('budget', 'budget', _m_BudgetTable, lambda: _make(BudgetTable, [], None, max_steps=50, max_tokens=False, max_cost_usd=False, wall_seconds=1800.0, cache_read_weight=0.1)),
     ('contract', 'contract', _m_ContractTable, lambda: _make(ContractTable, [], None, goal='', constraints=[], verify=[])),
-    ('context', 'context', _m_ContextTable, lambda: _make(ContextTable, [], None, max_tokens=120000)),
+    ('context', 'context', _m_ContextTable, lambda: _make(ContextTable, [], None, max_tokens=120000, strategy='elide', threshold=0.8, window=None, keep_steps=2, compact_template=None)),
     ('toolchain', 'toolchain', _m_ToolchainTable, lambda: _make(ToolchainTable, [], None, test=None, build=None, lint=None)),
     ('git', 'git', _m_GitTable, lambda: _make(GitTable, [], None, author_name=None, author_email=None, author=None, timeout_seconds=60.0, history_depth=200)),
     ('documents', 'documents', _m_DocumentsTable, lambda: _make(DocumentsTable, [], None, max_member_bytes=268435456, max_total_bytes=1073741824, max_ratio=100.0, max_members=10000)),
-    ('prices', 'prices', _t37, lambda: None),
-    ('web', 'web', _t38, lambda: None),
-    ('mcp', 'mcp', _t39, lambda: []),
+    ('prices', 'prices', _t41, lambda: None),
+    ('web', 'web', _t42, lambda: None),
+    ('mcp', 'mcp', _t43, lambda: []),
+    ('hooks', 'hooks', _t44, lambda: []),
     ('agents', 'agents', _m_AgentsTable, lambda: _make(AgentsTable, [], {}, max_depth=3, max_children=16, parallel=4)),
     ('templates', 'templates', _m_TemplatesTable, lambda: _make(TemplatesTable, [], None, dir=None)),
     ('store', 'store', _m_StoreTable, lambda: _make(StoreTable, [], None, path=None, url=None)),
     ('telemetry', 'telemetry', _m_TelemetryTable, lambda: _make(TelemetryTable, [], None, otlp_endpoint=None, include_content=False, headers={}, service_name='io', timeout_seconds=10.0)),
     ('run', 'run', _m_RunTable, lambda: _make(RunTable, [], None, output_cap_bytes=16384, exec_timeout_seconds=120.0, stall_window=4)),
+    ('rewind', 'rewind', _m_RewindTable, lambda: _make(RewindTable, [], None, enabled=True, max_bytes=268435456)),
 )
 
 

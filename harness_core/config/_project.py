@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config import _plain
-from harness_core.config._config import Config, RunSettings
+from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
 from harness_core.config._tree import RULE_KEYS, Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
+from harness_core.hooks import HookConfig, HookEvent, hook_files
 from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
 from harness_core.policy._patterns import compile_path
@@ -319,6 +320,36 @@ def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Require
     return tuple(servers)
 
 
+def _hooks(model: IoToml, tree: Mapping[str, Node], required: _Required
+           ) -> tuple[HookConfig, ...]:
+    """Every scope's `[[hooks]]`, lowest scope first, each tagged with its scope."""
+    node = tree.get("hooks")
+    items = node.value if isinstance(node, Sourced) else []
+    out: list[HookConfig] = []
+    seen: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for position, (item, table) in enumerate(zip(items, model.hooks, strict=True)):
+        path = ("hooks", position)
+        origin = _origin(item)
+        scope = origin.scope.value if origin else "project"
+        where = f" in {origin.describe()}" if origin else ""
+        index, counts[scope] = counts.get(scope, 0), counts.get(scope, 0) + 1
+        name = table.name if table.name is not None else f"{scope}.hooks[{index}]"
+        if name in seen:
+            raise ConfigError(f"two hooks are named {name!r} ({seen[name]} and{where})",
+                              hint="give each [[hooks]] entry its own `name`")
+        seen[name] = where.strip() or "?"
+        event = required(table.event, path, "event")
+        command = required(table.command, path, "command")
+        try:
+            out.append(HookConfig(event=HookEvent(event), command=tuple(command), name=name,
+                                  scope=scope, matcher=table.matcher,
+                                  timeout_s=float(table.timeout_s)))
+        except ConfigError as exc:
+            raise ConfigError(f"'{dotted(path)}'{where}: {exc.message}") from exc
+    return tuple(out)
+
+
 def _template_dirs(
     workspace: Path, configured: Path | None, env: Mapping[str, str]
 ) -> tuple[Path, ...]:
@@ -427,9 +458,11 @@ def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
     )
 
 
-def _protected(workspace: Path, store: Path, files: Sequence[ConfigFile]) -> tuple[str, ...]:
+def _protected(workspace: Path, store: Path, files: Sequence[ConfigFile],
+               hooks: Sequence[HookConfig] = ()) -> tuple[str, ...]:
     root = workspace.resolve()
-    out: list[str] = []
+    # A hook's own files: the agent must not rewrite what a hook runs (or reads).
+    out: list[str] = list(hook_files(workspace, hooks))
     inside = store.resolve()
     if inside.is_relative_to(root):
         rel = inside.relative_to(root).as_posix()
@@ -512,7 +545,8 @@ def project(
     web = _web(model.web)
     store = store_path(model.store.path, env)
     url = store_url(model.store.url, env)
-    protected = _protected(workspace, store, files)
+    hooks = _hooks(model, merged, required)
+    protected = _protected(workspace, store, files, hooks)
     toolchain = model.toolchain
     return Config(
         files=files,
@@ -526,6 +560,7 @@ def project(
         context_max_tokens=model.context.max_tokens,
         web=web,
         mcp=_mcp(model.mcp, merged, required),
+        hooks=hooks,
         agents=_agents(model.agents.__pydantic_extra__ or {}, required),
         agent_limits=_agent_limits(model.agents),
         templates_dir=model.templates.dir,
@@ -540,6 +575,10 @@ def project(
             max_total_bytes=model.documents.max_total_bytes,
             max_ratio=float(model.documents.max_ratio),
             max_members=model.documents.max_members),
+        context=ContextSettings(model.context.strategy, model.context.threshold,
+                                model.context.window, model.context.keep_steps,
+                                model.context.compact_template),
+        rewind=RewindSettings(model.rewind.enabled, model.rewind.max_bytes),
         secrets=secrets,
         _shown=_shown(merged, rule_sets, secrets),
         _merged=merged,

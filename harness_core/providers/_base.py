@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from harness_core.messages import Message, ToolCall, ToolSpec, Usage
 from harness_core.records import Citation, ProviderAttempt, ServerToolCall
@@ -60,6 +60,10 @@ class CompletionRequest:
         tools: The tools it may call.
         max_tokens: Ceiling on output tokens.
         web: Provider-executed web access, when declared.
+        purpose: ``step`` (a step of the run) or ``compact`` (a summary of the history
+            that replaces its older turns; `[context] strategy = "compact"`). Providers
+            send both alike; the scripted one answers a ``compact`` request from the
+            replay's `summary` lines.
     """
 
     model: str
@@ -67,6 +71,7 @@ class CompletionRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 4096
     web: WebAccess | None = None
+    purpose: Literal["step", "compact"] = "step"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,10 @@ resumed run continues at the right line. Each line is an object with optional
 `text`, `tool_calls` (each `{"name", "arguments", "id"?}`), `usage` and `model`.
 A line with no tool calls ends the run. Asking past the last line is an error.
 
+A line with a `summary` key (and optional `usage`, `model`) is not a step: it answers
+the compaction io asks for before the step of the next line (`[context] strategy =
+"compact"`), so the step count of every other line is unchanged.
+
 One file serves a whole tree of runs (`plan_tree`), in depth-first request order: the
 order the requests would come in if the children of one completion ran one after
 another. After a line, each of its `spawn_agent` calls that starts a child (in call
@@ -113,6 +117,7 @@ class ScriptedProvider:
             if not isinstance(value, dict):
                 raise ConfigError(f"{self._path}:{number}: each line must be a JSON object")
             self._lines.append(value)
+        self._lines = _attach_summaries(self._lines)
         self._all = self._lines
         self._tree: _Transcript | None = None
 
@@ -144,6 +149,8 @@ class ScriptedProvider:
     def complete(
         self, request: CompletionRequest, *, step: int, on_token: TokenCallback | None = None
     ) -> CompletionResponse:
+        if request.purpose == "compact":
+            return self._summary(request, step, on_token)
         if step >= len(self._lines):
             raise ScriptExhausted(
                 f"the scripted replay {self._path.name} has {len(self._lines)} completions;"
@@ -181,5 +188,47 @@ class ScriptedProvider:
             attempts=(ProviderAttempt(self.name, request.model, True),),
         )
 
+    def _summary(self, request: CompletionRequest, step: int,
+                 on_token: TokenCallback | None) -> CompletionResponse:
+        line = self._lines[step] if step < len(self._lines) else {}
+        summaries = line.get(_SUMMARIES) or []
+        if not summaries:
+            raise ScriptExhausted(
+                f"the scripted replay {self._path.name} has no summary line before step"
+                f" {step + 1}, and io asked for a compaction there",
+                hint='put a line {"summary": "..."} before the line of that step')
+        summary = summaries[0]
+        text = str(summary.get("summary", ""))
+        if text and on_token is not None:
+            on_token(text)
+        return CompletionResponse(
+            text=text, tool_calls=(), usage=Usage.from_json(summary.get("usage") or {}),
+            model=str(summary.get("model") or self._model), provider=self.name,
+            stop_reason="end_turn", attempts=(ProviderAttempt(self.name, request.model, True),),
+        )
+
     def close(self) -> None:
         return None
+
+
+_SUMMARIES = "__summaries__"
+
+
+def _attach_summaries(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The step lines, each holding the `summary` lines just before it.
+
+    Raises:
+        ConfigError: Summary lines after the last step line (no step follows them).
+    """
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []
+    for line in lines:
+        if "summary" in line:
+            pending.append(line)
+            continue
+        out.append({**line, _SUMMARIES: pending} if pending else line)
+        pending = []
+    if pending:
+        raise ConfigError("a scripted replay ends with a summary line: each summary line"
+                          " answers the compaction before the step of the line after it")
+    return out

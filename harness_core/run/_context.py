@@ -52,6 +52,12 @@ class ContextBudget:
         self._sizes.append(size)
         self._total += size
 
+    def reset(self, messages: list[Message]) -> None:
+        """Start over from `messages` (a compaction replaced the older turns)."""
+        self._messages, self._shown, self._sizes = [], [], []
+        self._total, self._elided, self._next_candidate = 0, set(), 0
+        self.extend(messages)
+
     @property
     def messages(self) -> list[Message]:
         return self._messages

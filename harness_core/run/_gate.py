@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from harness_core.events import Event, EventKind
+from harness_core.hooks import recorded_act
 from harness_core.policy import (
     BUILTIN_LAYER,
     TIER_LAYER,
@@ -35,7 +36,7 @@ class ApprovalPending(PauseRequested):
 
     def __init__(self, act: Act, decision: Decision) -> None:
         super().__init__("approval", {
-            "act": act.kind.value, "target": act.describe(), "reason": decision.reason,
+            "act": recorded_act(act), "target": act.describe(), "reason": decision.reason,
             "rule": decision.rule, "layer": decision.layer,
         })
         self.act = act
@@ -77,13 +78,13 @@ class Gate:
         store = store or self._store
         if store is not None and self._run_id:
             store.record_policy_event(
-                self._run_id, self.step, act=act.kind.value, target=act.describe(),
+                self._run_id, self.step, act=recorded_act(act), target=act.describe(),
                 verdict=decision.verdict.value, reason=decision.reason, rule=decision.rule,
                 layer=decision.layer, decided_by=by,
             )
         kind = EventKind.REFUSAL if decision.verdict is Verdict.DENY else EventKind.APPROVAL
         self._emit(Event(kind, self._run_id, {
-            "act": act.kind.value, "target": act.describe(), "verdict": decision.verdict.value,
+            "act": recorded_act(act), "target": act.describe(), "verdict": decision.verdict.value,
             "reason": decision.reason, "rule": decision.rule, "layer": decision.layer,
             "decided_by": by,
         }))
@@ -129,6 +130,11 @@ class Gate:
         if decision.verdict is Verdict.DENY:
             self._record(act, decision, "policy")
             return decision
+        return self._ask(act, decision)
+
+    def ask(self, act: Act, decision: Decision) -> Decision:
+        """Put `act` to the approval flow although the policy did not ask (a hook did):
+        an operator's preset answer, else the approver, else a pause."""
         return self._ask(act, decision)
 
     def _ask(self, act: Act, decision: Decision) -> Decision:

@@ -25,6 +25,7 @@ from harness_core.clock import Clock, SystemClock
 from harness_core.documents import default_toolbox, reload_media
 from harness_core.errors import HarnessError, ProviderError, ToolError, UsageError
 from harness_core.events import Event, EventKind, EventSink
+from harness_core.hooks import HookRunner
 from harness_core.messages import Message, ToolCall, ToolResult, Usage, escape_surrogates
 from harness_core.policy import Approver, Policy
 from harness_core.providers import (
@@ -35,8 +36,10 @@ from harness_core.providers import (
 )
 from harness_core.redaction import RedactingSink, SecretRedactor
 from harness_core.run._answer import ANSWER_RETRIES, answer_problem
+from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._gate import Gate
+from harness_core.run._hooks import hook_runner, refused_stop, start_messages
 from harness_core.run._inputs import (
     baseline_json,
     gate_inputs,
@@ -47,6 +50,7 @@ from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._resume import restore_state
+from harness_core.run._snapshots import SnapshotKeeper
 from harness_core.run._spawn import plan_tree, run_spawns
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext, root_tree, with_spawn
@@ -137,6 +141,9 @@ class _Drive:
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
     step_end: _StepEnd | None = None
+    compactor: Compactor | None = None
+    snapshots: SnapshotKeeper | None = None
+    hooks: HookRunner = field(init=False)
     answer_retries: int = 0
     pending_pause: Pause | None = None
     """The pause this drive resumed, until its call takes the operator's decision: a
@@ -342,19 +349,29 @@ class Runner:
         )
         ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder,
                                    documents=spec.documents)
-        context = ContextBudget(spec.context_max_tokens)
-        context.extend(reload_media(self.store.messages(run_id), spec.workspace))
+        context = ContextBudget(spec.context_max_tokens if spec.context_strategy == "elide"
+                                else None)
+        compactor = Compactor(self.store, self.provider, run_id, spec, self._emit)
+        compactor.open(context, reload_media(self.store.messages(run_id), spec.workspace),
+                       self.store.opening_count(run_id))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,
                                        cancel=self._cancel)
         drive = _Drive(run_id, spec, gate, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
-                       self.clock.monotonic(), wall_before, tokens_before, tree)
+                       self.clock.monotonic(), wall_before, tokens_before, tree,
+                       compactor=compactor)
+        if self._tree is None:  # a tree's children change the root's files: its steps'
+            drive.snapshots = SnapshotKeeper(
+                self.store, run_id, spec.workspace.root, spec.snapshot_dir,
+                spec.snapshot_max_bytes, frozenset(spec.protected_paths), self._emit)
+        drive.hooks = hook_runner(spec, launchers, self.store, run_id, gate, self._emit)
+        compactor.hooks = drive.hooks
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
         # What closes with the drive: its handles, the caller's extras (whatever their
         # names), its MCP session. A list, so an extra named "handles" hides nothing.
-        closing: list[Any] = []
+        closing: list[Any] = [drive.hooks]
         capture_dir = Path(tempfile.mkdtemp(prefix=f"io-{run_id}-"))
         try:
             registry = HandleRegistry(
@@ -413,7 +430,7 @@ class Runner:
         approve: bool | None,
         answer: str | None,
     ) -> RunOutcome:
-        step = 0
+        step, last = 0, None
         # A resume inside a step (its completion recorded, its calls not all observed,
         # as when it paused) is not at a step boundary: the queue waits for the next one,
         # so no message lands between a call and its result.
@@ -424,11 +441,18 @@ class Runner:
             last = self.store.last_checkpoint(drive.run_id)
             step = last.step_index + 1 if last is not None else 0
             self._prior_cost(drive, step)
+        try:
+            self._start_hooks(drive, step, resumed=resumed)
+        except _Stop as stop:
+            return self._end(drive, stop)
+        if resumed:
             if last is not None and last.state.done and last.state.verified is None:
                 ended = self._done(drive, last.step_index)
                 if ended is not None:
                     return ended
             mid_step = self.store.step(drive.run_id, step) is not None
+        if drive.snapshots is not None:
+            drive.snapshots.start(step)
         try:
             while True:
                 self._boundary(drive, step, take_inbox=not mid_step)
@@ -437,6 +461,7 @@ class Runner:
                             if step <= drive.recorded_upto else None)
                 if recorded is None:
                     self._check_budget(drive, step)
+                    self._compact(drive, step)
                     response = self._complete(drive, step)
                     calls = response.tool_calls
                     tokens = response.usage.billed_tokens(drive.spec.budget.cache_read_weight)
@@ -449,9 +474,12 @@ class Runner:
                     drive.tree.budget.add(steps=1)
                     self._draw_cost(drive, recorded.model_served or drive.spec.model,
                                     recorded.usage)
+                assert drive.compactor is not None
+                tokens += drive.compactor.billed(step, drive.spec.budget.cache_read_weight)
                 drive.gate.step = step
                 drive.step_end = _StepEnd(step, tokens) if calls else None
-                self._run_calls(drive, step, calls, pause=pause, approve=approve, answer=answer)
+                self._run_calls_kept(drive, step, calls, pause=pause, approve=approve,
+                                     answer=answer)
                 pause, approve, answer = None, None, None
                 done = not calls
                 end, drive.step_end = drive.step_end, None
@@ -475,6 +503,13 @@ class Runner:
                 step += 1
         except _Stop as stop:
             return self._end(drive, stop)
+
+    def _start_hooks(self, drive: _Drive, step: int, *, resumed: bool) -> None:
+        refused, messages = start_messages(drive.hooks, self.store, drive.run_id, step,
+                                           goal=drive.spec.contract.goal, resumed=resumed)
+        if refused is not None:
+            raise _Stop(RunStatus.ERRORED, f"a run_start hook refused the run: {refused}")
+        drive.context.extend(messages)
 
     def _boundary(self, drive: _Drive, step: int, *, take_inbox: bool = True) -> None:
         if self._cancel.is_set():
@@ -517,6 +552,20 @@ class Runner:
             if record.step_index < before_step:
                 self._draw_cost(drive, record.model_served or drive.spec.model,
                                 record.usage)
+        for summary in drive.compactor.records if drive.compactor else ():
+            if summary.step_index < before_step:
+                self._draw_cost(drive, summary.model_served, summary.usage)
+
+    def _compact(self, drive: _Drive, step: int) -> None:
+        """Summarise the history first when this step's request would pass the
+        `compact` strategy's threshold (a recorded step of its own; `_compact`)."""
+        assert drive.compactor is not None
+        try:
+            made = drive.compactor.before_request(step, drive.context)
+        except ProviderError as exc:
+            raise _Stop(RunStatus.ERRORED, f"provider (compaction): {exc}") from exc
+        if made is not None:
+            self._draw_cost(drive, made.model_served, made.usage, fresh=True)
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
@@ -579,6 +628,8 @@ class Runner:
             server_tool_calls=response.server_tool_calls, carry=response.carry,
         )
         drive.context.append(Message.assistant(response.text, response.tool_calls))
+        if drive.compactor is not None:
+            drive.compactor.counted(response.usage, len(request.messages))
         self._emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
             "provider": response.provider or self.provider.name, "request_model": spec.model,
@@ -586,6 +637,19 @@ class Runner:
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))
         return response
+
+    def _run_calls_kept(self, drive: _Drive, step: int, calls: tuple[ToolCall, ...],
+                        **resume: Any) -> None:
+        """`_run_calls` between the workspace snapshots of `io rewind` and `io undo`."""
+        keeper = drive.snapshots if calls else None
+        if keeper is None:
+            self._run_calls(drive, step, calls, **resume)
+            return
+        keeper.before(step)
+        try:
+            self._run_calls(drive, step, calls, **resume)
+        finally:
+            keeper.after(step)
 
     def _run_calls(
         self,
@@ -687,7 +751,9 @@ class Runner:
         }))
         drive.ctx.call_ref = f"{drive.run_id}/{step}/{index}"
         try:
-            outcome = drive.toolbox.call(call, drive.ctx, resumed=resumed)
+            outcome = (drive.hooks.pre_tool(step, index, call)
+                       or drive.hooks.post_tool(step, index, call, drive.toolbox.call(
+                           call, drive.ctx, resumed=resumed)))
         except PauseRequested as pause:
             if pause.kind == "question":
                 self.store.record_question(drive.run_id, step, index, call.id,
@@ -759,7 +825,13 @@ class Runner:
 
     def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
         """The model says it is done: run the gates. A root that fails one goes on (the
-        failure is its next observation); a child ends, and its parent sees the verdict."""
+        failure is its next observation); a child ends, and its parent sees the verdict.
+        A stop hook that refuses the end sends the run on before the answer and the gates
+        are checked."""
+        going_on = refused_stop(drive.hooks, self.store, drive.run_id, step)
+        if going_on is not None:
+            drive.context.append(going_on)
+            return None
         schema = drive.spec.answer_schema
         if schema is not None and self._tree is None:
             problem = answer_problem(self._last_text(drive.run_id), schema)

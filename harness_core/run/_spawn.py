@@ -5,7 +5,8 @@ intent commits first; then the child's `runs` row is created (keyed by the paren
 step and call index) before the child does anything. A resumed parent that finds the
 row continues that child from its own checkpoint and never starts a second one; a
 parent that finds only the intent knows the child never started and starts it. The
-child's outcome becomes the call's observation when the child ends.
+child's outcome, with what the `child_stop` hooks add to it, becomes the call's observation
+when the child ends.
 
 Consecutive `spawn_agent` calls of one completion run at the same time (up to
 `[agents] parallel`), each child in its own thread with its own store connection. A
@@ -106,6 +107,9 @@ def run_spawns(
         args = call.arguments if call.raw_arguments is None else None
         refusal = spawn_refusal(args, roster=drive.spec.agents, limits=drive.spec.agent_limits,
                                 depth=drive.tree.depth + 1, spawned=spawned)
+        if refusal is None:  # io's own limits first; then the pre_tool hooks may narrow
+            hooked = drive.hooks.pre_tool(step, index, call, can_ask=False)
+            refusal = hooked.output if hooked is not None else None
         if refusal is None:
             spawned += 1
             job = _fresh(runner, drive, step, index, call)
@@ -280,8 +284,11 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
             "call_index": job.index, "status": outcome.status.value, "steps": outcome.steps,
             "verified": outcome.verified}))
         reason, mark = _watch(drive, job.call) if held is None else (None, None)
-        runner._observe(drive, step, job.index, job.call,
-                        child_observation(outcome, job.agent, job.final), progress=mark)
+        seen = drive.hooks.child_stop(step, job.index, {
+            "run_id": job.child_id, "agent": job.agent, "status": outcome.status.value,
+            "reason": outcome.reason, "steps": outcome.steps, "verified": outcome.verified,
+            "final": job.final}, child_observation(outcome, job.agent, job.final))
+        runner._observe(drive, step, job.index, job.call, seen, progress=mark)
         held = held or _stalled(runner, drive, job.call, reason)
     if interrupted:
         return Held(RunStatus.INTERRUPTED, "interrupted while children ran")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.hooks import HookConfig
 from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
@@ -67,6 +68,19 @@ class RunSpec:
         agent_limits: Depth, children and parallelism limits of the run's tree.
         role: Role text for the system prompt (a child's agent definition), or None.
         skills: The skills catalogue (names and descriptions); shared by a whole tree.
+        context_strategy: ``elide`` (old observations give way to markers past
+            `context_max_tokens`) or ``compact`` (past `compact_threshold` of the
+            context window, the model summarises the older turns; `_compact`).
+        compact_threshold: The share of the context window that triggers a compaction.
+        context_window: The model's context window in tokens (None: io's table of known
+            models, `context_window_of`).
+        compact_prompt: The instruction the summary is asked under (None: io's own).
+        compact_keep_steps: The newest steps kept whole after a compaction.
+        snapshot_dir: Where the workspace snapshots of `io rewind` / `io undo` go (one
+            folder per store and run); None keeps none.
+        snapshot_max_bytes: The blob bytes one run's snapshots may hold; past it io
+            stops taking snapshots for the run (and says so).
+        hooks: The `[[hooks]]` of every scope (a child runs under its parent's).
         answer_schema: A JSON Schema the root run's final answer must validate against
             (`io run --output-schema`): an answer that does not is sent back to the
             model with the reason, up to `ANSWER_RETRIES` times, then the run fails.
@@ -103,6 +117,14 @@ class RunSpec:
     agent_limits: AgentLimits = field(default_factory=AgentLimits)
     role: str | None = None
     skills: tuple[Skill, ...] = ()
+    context_strategy: Literal["elide", "compact"] = "elide"
+    compact_threshold: float = 0.8
+    context_window: int | None = None
+    compact_prompt: str | None = None
+    compact_keep_steps: int = 2
+    snapshot_dir: Path | None = None
+    snapshot_max_bytes: int = 256 * 1024 * 1024
+    hooks: tuple[HookConfig, ...] = ()
     answer_schema: Mapping[str, Any] | None = None
 
     def settings_json(self) -> dict[str, Any]:
@@ -120,11 +142,13 @@ class RunSpec:
                             "editable": c.editable} for c in self.contract.verify],
             },
             "context_max_tokens": self.context_max_tokens,
+            "context_strategy": self.context_strategy,
             "output_cap": self.output_cap,
             "exec_timeout": self.exec_timeout,
             "stall_window": self.stall_window,
             "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
             "role": self.role,
+            **({"hooks": [h.to_json() for h in self.hooks]} if self.hooks else {}),
         }
 
 

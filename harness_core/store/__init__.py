@@ -3,6 +3,7 @@ checkpoint format."""
 
 from harness_core.store._batches import BatchRecord, BatchTaskRecord
 from harness_core.store._check import QUICK_CHECK_SECONDS, StoreReport
+from harness_core.store._compactions import CompactionRecord
 from harness_core.store._migrate import CopyReport, copy_store
 from harness_core.store._operator import OPERATOR_KINDS, OperatorInputRecord
 from harness_core.store._postgres import is_postgres_url, redact_url
@@ -22,6 +23,7 @@ from harness_core.store._records import (
     VerificationRecord,
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
+from harness_core.store._snapshots import SnapshotRecord
 from harness_core.store._spend import SpendRow
 from harness_core.store._store import AliveCheck, Store, check_store
 
@@ -33,6 +35,7 @@ __all__ = [
     "AttemptRecord",
     "CheckpointRecord",
     "CheckpointState",
+    "CompactionRecord",
     "CopyReport",
     "DriveRecord",
     "EditRecord",
@@ -44,6 +47,7 @@ __all__ = [
     "PolicyEventRecord",
     "RunRecord",
     "RunStatus",
+    "SnapshotRecord",
     "SpendRow",
     "StepRecord",
     "QUICK_CHECK_SECONDS",

@@ -65,7 +65,8 @@ class Pause:
         call_id: That call's id.
         tool: That call's tool.
         question: The question (``question``).
-        act: The act kind waiting for approval (``read``, ``write``, ``exec``, ``net``).
+        act: The act kind waiting for approval (``read``, ``write``, ``exec``, ``net``;
+            ``tool`` for a whole call a `pre_tool` hook sent to approval).
         target: The act, described (``approval``).
         reason: Why it needs approval.
         rule: The rule that asked, if one did.

@@ -1,4 +1,5 @@
-"""Spend queries: one row per completion with the numbers as reported."""
+"""Spend queries: one row per completion (a step's, or a compaction's summary) with the
+numbers as reported."""
 
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ class SpendQueries:
     _conn: sqlite3.Connection
 
     def spend_rows(self, since: str | None = None, until: str | None = None) -> list[SpendRow]:
-        """One `SpendRow` per completion, oldest first: the run and session, provider, the
+        """One `SpendRow` per completion (compaction summaries included), oldest first: the run and session, provider, the
         model served and the one requested, when (timezone-aware UTC), the counts (None
         when not reported), the root of the run's tree (the run itself when not a child)
         and the runner (the hostname that made the call; None before it was recorded).
@@ -127,7 +128,14 @@ class SpendQueries:
             " c.created_at, c.prompt_tokens, c.completion_tokens, c.total_tokens,"
             " c.cache_read_tokens, c.cache_write_tokens, c.reasoning_tokens,"
             " c.server_tool_requests, COALESCE(r.root_run_id, c.run_id), c.host"
-            " FROM completions c LEFT JOIN runs r ON r.run_id = c.run_id"
+            " FROM (SELECT run_id, provider, model_served, model_requested, created_at,"
+            " prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
+            " cache_write_tokens, reasoning_tokens, server_tool_requests, host"
+            " FROM completions UNION ALL"
+            " SELECT run_id, provider, model_served, model_requested, created_at,"
+            " prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
+            " cache_write_tokens, reasoning_tokens, NULL, host FROM compactions) c"
+            " LEFT JOIN runs r ON r.run_id = c.run_id"
             " WHERE 1 = 1"
         )
         params: list[Any] = []

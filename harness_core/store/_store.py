@@ -1,6 +1,7 @@
 """`Store`: opening, checking, migrating and closing the store; the queries live in
 mixins by concern (`_runs`, `_steps`, `_checkpoints`, `_oversight`, `_handles`,
-`_sessions`, `_todos`, `_questions`, `_spend`, `_sweeps`, `_tree`), over one SQLite file in
+`_sessions`, `_todos`, `_questions`, `_spend`, `_sweeps`, `_tree`, `_compactions`,
+`_snapshots`, `_hooks`), over one SQLite file in
 WAL mode (or PostgreSQL).
 
 Nothing outside `store/` writes SQL. Every statement is parameterised; every payload
@@ -38,7 +39,9 @@ from harness_core.store._check import (
 )
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
+from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
+from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
 from harness_core.store._locks import wait_for_flock
 from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
@@ -55,6 +58,7 @@ from harness_core.store._schema import (
     VERIFICATION_REPORT_SQL,
 )
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
+from harness_core.store._snapshots import SNAPSHOT_SCHEMA_SQL, SnapshotQueries
 from harness_core.store._spend import SpendQueries
 from harness_core.store._steps import StepQueries
 from harness_core.store._sweeps import SWEEP_SCHEMA_SQL, SweepQueries
@@ -79,6 +83,9 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0011_batches", BATCH_SCHEMA_SQL),
     ("0012_resume_state", RESUME_STATE_SQL),
     ("0013_operator_inputs", OPERATOR_SCHEMA_SQL),
+    ("0014_compactions", COMPACTION_SCHEMA_SQL),
+    ("0015_snapshots", SNAPSHOT_SCHEMA_SQL),
+    ("0016_hooks", HOOK_SCHEMA_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -168,7 +175,7 @@ class _Redacting:
 class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, OperatorQueries,
             HandleQueries,
             SpendQueries, SessionQueries, PlanQueries, QuestionQueries, BatchQueries,
-            SweepQueries,
+            SweepQueries, CompactionQueries, SnapshotQueries, HookQueries,
             TreeQueries):
     """The run store.
 

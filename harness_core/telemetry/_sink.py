@@ -282,7 +282,7 @@ def _policy(sink: TelemetrySink, event: Event, now: int) -> None:
     if d.get("pending"):
         name = "io.approval.pending"
     else:
-        name = "io.refusal" if event.kind.value == "refusal" else "io.approval"
+        name = {"refusal": "io.refusal", "hook": "io.hook"}.get(event.kind.value, "io.approval")
     attrs = {"io.policy.act": d.get("act"), "io.policy.verdict": d.get("verdict"),
              "io.policy.rule": d.get("rule"), "io.policy.layer": d.get("layer"),
              "io.policy.decided_by": d.get("decided_by")}
@@ -352,6 +352,7 @@ _HANDLERS: dict[str, Callable[[TelemetrySink, Event, int], None]] = {
     "tool_result": _tool_result,
     "refusal": _policy,
     "approval": _policy,
+    "hook": _policy,
     "checkpoint": _checkpoint,
     "verification": _verification,
     "question": _note,

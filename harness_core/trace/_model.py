@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 from harness_core.store import (
+    CompactionRecord,
     DriveRecord,
     OperatorInputRecord,
     PolicyEventRecord,
@@ -176,6 +177,8 @@ class RunTrace:
             not recorded, so `changes` cannot include them.
         drives: Each drive of the run (start, resumes): when and which process.
         children: Run ids of the runs this run spawned.
+        compactions: Each compaction (`[context] strategy = "compact"`): before which
+            step, the history's size against the threshold, the summary and its usage.
         operator_inputs: What the operator told the run (steer, interrupt, resume,
             approve, deny, answer), when, and where each landed.
     """
@@ -193,6 +196,7 @@ class RunTrace:
     orphan_calls: tuple[CallView, ...] = ()
     drives: tuple[DriveRecord, ...] = ()
     children: tuple[str, ...] = field(default=())
+    compactions: tuple[CompactionRecord, ...] = ()
     operator_inputs: tuple[OperatorInputRecord, ...] = ()
 
     @property

@@ -133,6 +133,7 @@ def load_trace(store: Store, run_id: str, *, prices: PriceTable | None = None,
         orphan_calls=tuple(c for rest in calls.values() for c in rest),
         drives=tuple(store.drives(run_id)),
         children=tuple(c.run_id for c in store.child_runs(run_id)),
+        compactions=tuple(store.compactions(run_id)),
         operator_inputs=tuple(store.operator_inputs(run_id)),
     )
 

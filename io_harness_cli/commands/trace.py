@@ -69,6 +69,7 @@ def trace(
     from io_harness_cli.render import render_trace
 
     render_trace(data)
+    _print_compactions(data["compactions"])
     _print_operator(data["operator"])
     _print_gates(data["gates"])
     _print_sweeps(data.get("sweeps", []))
@@ -113,12 +114,27 @@ def _collect(store: Any, run_id: str) -> dict[str, Any]:
         "edits": [e.to_json() for e in store.edits(run_id)],
         "attempts": [a.to_json() for a in store.provider_attempts(run_id)],
         "drives": [d.to_json(policy=False) for d in store.drives(run_id)],
+        "compactions": [c.to_json() for c in store.compactions(run_id)],
+        "snapshots": [s.to_json() for s in store.snapshots(run_id)],
         "operator": [o.to_json() for o in store.operator_inputs(run_id)],
     }
     sweeps = store.sweeps(run_id)
     if sweeps:  # only after a crash; a trace without one keeps its bytes
         data["sweeps"] = sweeps
     return data
+
+
+def _print_compactions(compactions: list[dict[str, Any]]) -> None:
+    """Each compaction: before which step, what it cut, and what its summary cost."""
+    if not compactions:
+        return
+    out = sys.stdout.write
+    out("\ncompactions:\n")
+    for c in compactions:
+        usage = c["usage"]
+        out(f"  before step {c['step']}: history {c['size_before']} tokens > threshold"
+            f" {c['threshold']}; summary by {c['model']}: prompt {usage['prompt_tokens']}"
+            f" + completion {usage['completion_tokens']} tokens\n")
 
 
 def _print_gates(gates: list[dict[str, Any]]) -> None:

@@ -116,6 +116,20 @@ def _tree_nav(traces: Sequence[RunTrace]) -> str:
             f'<p class="note">the whole tree: {len(traces)} runs, {e(total)}</p></nav>')
 
 
+def _compactions(trace: RunTrace) -> str:
+    """Each compaction: before which step, the size that decided it, the summary's cost."""
+    if not trace.compactions:
+        return ""
+    rows = "".join(
+        f"<tr><td>{c.step_index}</td><td>{c.size_before:,} &gt; {c.threshold:,}</td>"
+        f"<td>{e(c.model_served)}</td><td>{c.usage.prompt_tokens or 0:,} +"
+        f" {c.usage.completion_tokens or 0:,}</td><td><pre>{e(_cut(c.summary, 4000))}</pre></td></tr>"
+        for c in trace.compactions)
+    return ('<h3>Compactions</h3><table class="compactions"><tr><th>before step</th>'
+            "<th>history tokens &gt; threshold</th><th>model</th><th>prompt + completion"
+            f"</th><th>summary</th></tr>{rows}</table>")
+
+
 def _run(trace: RunTrace) -> str:
     run = trace.run
     sandbox = run.sandbox or {}
@@ -145,6 +159,7 @@ def _run(trace: RunTrace) -> str:
         f'<section class="run" id="run-{e(run.run_id)}" data-depth="{trace.depth}">',
         f"<h2>Run <code>{e(run.run_id)}</code></h2><dl class=\"facts\">{dl}</dl>",
         _cost(trace),
+        _compactions(trace),
         "<h3>Timeline</h3>",
         _timeline(trace),
         _plan_section(trace),

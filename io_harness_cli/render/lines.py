@@ -100,6 +100,9 @@ _FORMATS: dict[str, Callable[[dict[str, Any], str], list[Line]]] = {
                                f" {decided_by(d.get('rule'), d.get('layer'))}", STYLE_BAD)],
     "approval": _approval,
     "verification": _verification,
+    "hook": lambda d, _r: [(f"    hook {d.get('hook')} ({d.get('event')}): {d.get('verdict')}"
+                            f" — {d.get('reason')}",
+                            STYLE_BAD if d.get("verdict") in ("deny", "error") else STYLE_DIM)],
     "steer": lambda d, _r: [(f"  steer: {brief(d)}", "")],
     "question": lambda d, _r: [(f"  question: {brief(d)}", STYLE_ASK)],
     "plan": lambda d, _r: [(f"  plan: {brief(d)}", "")],

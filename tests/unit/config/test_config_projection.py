@@ -99,6 +99,15 @@ sheet = "Summary"
 
 [context]
 max_tokens = 12000
+strategy = "compact"
+threshold = 0.7
+window = 50000
+keep_steps = 3
+compact_template = "summary"
+
+[rewind]
+enabled = false
+max_bytes = 4096
 
 [toolchain]
 test = "t"
@@ -139,6 +148,13 @@ command = "server-bin"
 args = ["--a", "b"]
 env = { TOKEN = "${env:MCP_TOKEN}", MODE = "x" }
 cwd = "tools"
+
+[[hooks]]
+event = "pre_tool"
+command = ["python3", "hooks/guard.py"]
+matcher = "shell"
+timeout_s = 7
+name = "guard"
 
 [agents]
 max_depth = 2
@@ -268,6 +284,13 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
                                    ("tests/**", "pyproject.toml")),
         "contract.verify.editable": (lambda c: c.contract.verify[0].editable, True),
         "context.max_tokens": (lambda c: c.context_max_tokens, 12000),
+        "context.strategy": (lambda c: c.context.strategy, "compact"),
+        "context.threshold": (lambda c: c.context.threshold, 0.7),
+        "context.window": (lambda c: c.context.window, 50000),
+        "context.keep_steps": (lambda c: c.context.keep_steps, 3),
+        "context.compact_template": (lambda c: c.context.compact_template, "summary"),
+        "rewind.enabled": (lambda c: c.rewind.enabled, False),
+        "rewind.max_bytes": (lambda c: c.rewind.max_bytes, 4096),
         "toolchain.test": (lambda c: c.toolchain.test, "t"),
         "toolchain.build": (lambda c: c.toolchain.build, "b"),
         "toolchain.lint": (lambda c: c.toolchain.lint, "l"),
@@ -295,6 +318,11 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.args": (lambda c: c.mcp[0].args, ("--a", "b")),
         "mcp.env": (lambda c: dict(c.mcp[0].env), {"TOKEN": "mcp-token-value", "MODE": "x"}),
         "mcp.cwd": (lambda c: c.mcp[0].cwd, ws / "tools"),
+        "hooks.event": (lambda c: c.hooks[0].event.value, "pre_tool"),
+        "hooks.command": (lambda c: c.hooks[0].command, ("python3", "hooks/guard.py")),
+        "hooks.matcher": (lambda c: c.hooks[0].matcher, "shell"),
+        "hooks.timeout_s": (lambda c: c.hooks[0].timeout_s, 7.0),
+        "hooks.name": (lambda c: c.hooks[0].name, "guard"),
         "agents.max_depth": (lambda c: c.agent_limits.max_depth, 2),
         "agents.max_children": (lambda c: c.agent_limits.max_children, 5),
         "agents.parallel": (lambda c: c.agent_limits.parallel, 3),

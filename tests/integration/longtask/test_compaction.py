@@ -1,0 +1,191 @@
+"""Compaction (#26): the examples/compaction replay forces two summaries; each is a
+recorded step that spend and the trace count; a kill -9 after one was recorded resumes
+without asking for it again; configurations that cannot compact are refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import REPO, io_cmd, run_io
+from tests.integration.cli.helpers import json_lines
+
+
+def _example(tmp_path: Path) -> Path:
+    ws = tmp_path / "compaction"
+    shutil.copytree(REPO / "examples" / "compaction", ws)
+    return ws
+
+
+def _store() -> Path:
+    return Path(os.environ["IO_STORE"])
+
+
+def test_example_compacts_twice_and_counts_both_summaries(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    compactions = [e for e in events if e["kind"] == "compaction" and e["phase"] == "done"]
+    assert [(c["step"], c["seq"]) for c in compactions] == [(3, 0), (6, 1)]
+    assert all(c["size_after"] < c["threshold"] < c["size_before"] for c in compactions)
+    run_id = str(events[-1]["run_id"])
+    assert (ws / "notes" / "index.md").read_text().count(".md") == 3
+    # The store keeps the whole conversation: every step's messages, none replaced.
+    with sqlite3.connect(_store()) as db:
+        steps = {r[0] for r in db.execute("SELECT DISTINCT step_index FROM messages"
+                                          " WHERE run_id = ?", (run_id,))}
+    assert steps == {-1, *range(8)}
+    spend = json.loads(run_io(["spend", "--by", "run", "--json"]).stdout)
+    group = next(g for g in spend["groups"] if g["key"] == run_id)
+    assert group["calls"] == 8 + 2
+    assert group["completion_tokens"] == 90 + 80 + 120 + 60 + 70 + 60 + 90 + 50 + 60 + 30
+    trace = json.loads(run_io(["trace", run_id, "--json"]).stdout)
+    assert [c["usage"]["prompt_tokens"] for c in trace["compactions"]] == [5100, 5200]
+    text = run_io(["trace", run_id]).stdout
+    assert "before step 3: history 5030 tokens > threshold 5000" in text
+    page = run_io(["trace", run_id, "--html", "-o", "-"]).stdout
+    assert "Compactions" in page and "notes/index.md listing the three" in page
+
+
+def test_elide_strategy_never_asks_for_a_summary(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    toml = (ws / "io.toml").read_text().replace('strategy = "compact"', 'strategy = "elide"')
+    (ws / "io.toml").write_text(toml)
+    # The summary lines are not steps: with nothing asking for them the steps still line up.
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    assert not [e for e in json_lines(done.stdout) if e["kind"] == "compaction"]
+
+
+def test_compact_without_a_known_window_is_refused(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    toml = (ws / "io.toml").read_text().replace("window = 10000", "")
+    (ws / "io.toml").write_text(toml)
+    refused = run_io(["run", "-w", str(ws)])
+    assert refused.returncode == 2, refused.stderr
+    assert "context window of model 'scripted-replay'" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_threshold_outside_zero_to_one_is_refused(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    toml = (ws / "io.toml").read_text().replace("threshold = 0.5", "threshold = 1.5")
+    (ws / "io.toml").write_text(toml)
+    refused = run_io(["run", "-w", str(ws)])
+    assert refused.returncode == 2
+    assert "threshold" in refused.stderr
+
+
+def test_a_replay_without_the_summary_line_stops_the_run_clearly(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    lines = (ws / "replay.jsonl").read_text().splitlines()
+    (ws / "replay.jsonl").write_text("\n".join(
+        line for line in lines if not (line.startswith('{"summary"') and "harbour" in line))
+        + "\n")
+    failed = run_io(["run", "-w", str(ws), "--json"])
+    assert failed.returncode == 1, failed.stderr
+    last = json_lines(failed.stdout)[-1]
+    assert "no summary line before step 4" in last["reason"]
+
+
+def _wait_for(query: str, deadline: float = 60.0) -> None:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        try:
+            with sqlite3.connect(_store()) as db:
+                if db.execute(query).fetchone()[0]:
+                    return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"not reached: {query}")
+
+
+def test_kill_after_a_recorded_compaction_resumes_without_a_second_summary(
+        tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    toml = (ws / "io.toml").read_text().replace(
+        'approval = "deny"', 'approval = "deny"\nallow_exec = ["sleep*"]')
+    (ws / "io.toml").write_text(toml)
+    lines = (ws / "replay.jsonl").read_text().splitlines()
+    # Step 3 (the first after the first compaction) blocks, so the kill lands after the
+    # compaction was recorded and before the step finished.
+    lines[5] = json.dumps({"text": "waiting", "tool_calls": [
+        {"name": "exec", "arguments": {"argv": ["sleep", "300"]}}],
+        "usage": {"prompt_tokens": 1500, "completion_tokens": 70}})
+    (ws / "replay.jsonl").write_text("\n".join(lines) + "\n")
+    proc = subprocess.Popen([*io_cmd(), "run", "-w", str(ws), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _wait_for("SELECT COUNT(*) FROM ledger WHERE step_index = 3 AND observation IS NULL")
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.communicate()
+    with sqlite3.connect(_store()) as db:
+        run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+        assert db.execute("SELECT COUNT(*) FROM compactions").fetchone()[0] == 1
+    resumed = run_io(["resume", run_id, "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    events = json_lines(resumed.stdout)
+    assert [e["step"] for e in events if e["kind"] == "compaction" and e["phase"] == "done"] \
+        == [6]
+    with sqlite3.connect(_store()) as db:
+        assert [r[0] for r in db.execute("SELECT step_index FROM compactions ORDER BY seq")] \
+            == [3, 6]
+
+
+def _user_hook(home: Path, log: Path, answer: str) -> None:
+    """A user-scope `pre_compact` hook (on the host) that logs its stdin and answers."""
+    script = home / "pre_compact.py"
+    script.write_text(
+        "import json, sys\n"
+        f"open({str(log)!r}, 'a').write(sys.stdin.read().strip() + '\\n')\n"
+        f"{answer}\n")
+    cfg = Path(os.environ["XDG_CONFIG_HOME"]) / "io" / "io.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(f'[[hooks]]\nname = "compact-guard"\nevent = "pre_compact"\n'
+                   f'command = [{json.dumps(str(__import__("sys").executable))},'
+                   f' {json.dumps(str(script))}]\n')
+
+
+def test_a_pre_compact_hook_is_asked_before_each_summary_and_adds_its_context(
+        tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    log = tmp_path / "hook.log"
+    _user_hook(tmp_path, log, "print(json.dumps({'context': 'KEEP-CHAPTER-NAMES'}))")
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    asked = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [a["event"] for a in asked] == ["pre_compact", "pre_compact"]
+    assert [a["step"] for a in asked] == [3, 6] and all(a["tokens"] > 5000 for a in asked)
+    events = json_lines(done.stdout)
+    assert len([e for e in events if e["kind"] == "compaction" and e["phase"] == "done"]) == 2
+    # The hook's answer is a policy event named by the hook (layer "hook").
+    run_id = str(events[-1]["run_id"])
+    trace = json.loads(run_io(["trace", run_id, "--json"]).stdout)
+    assert any(r.get("layer") == "hook" and r.get("rule") == "compact-guard"
+               for r in trace["refusals"]), trace["refusals"]
+
+
+def test_a_pre_compact_hook_that_refuses_skips_the_compaction(tmp_path: Path) -> None:
+    ws = _example(tmp_path)
+    log = tmp_path / "hook.log"
+    _user_hook(tmp_path, log, "sys.stderr.write('no summaries here'); sys.exit(2)")
+    done = run_io(["run", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    phases = [e["phase"] for e in events if e["kind"] == "compaction"]
+    assert "done" not in phases and phases.count("refused") >= 2
+    refused = [e for e in events if e["kind"] == "compaction" and e["phase"] == "refused"]
+    assert "no summaries here" in refused[0]["reason"]
+    run_id = str(events[-1]["run_id"])
+    assert json.loads(run_io(["trace", run_id, "--json"]).stdout)["compactions"] == []

@@ -1,0 +1,167 @@
+"""`io undo` and `io rewind` (#26): workspace snapshots taken around each step that
+changes files, restored on request, refused when files changed outside io, surviving a
+kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import io_cmd, run_io
+from tests.integration.cli.helpers import json_lines
+
+_TOML = """\
+[provider]
+kind = "scripted"
+script = "replay.jsonl"
+[policy]
+tier = "workspace-write"
+approval = "deny"
+allow_exec = ["sleep*"]
+"""
+
+
+def _write(call_path: str, content: str) -> dict[str, object]:
+    return {"name": "write_file", "arguments": {"path": call_path, "content": content}}
+
+
+def _workspace(tmp_path: Path, steps: list[dict[str, object]]) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "io.toml").write_text(_TOML)
+    (ws / "a.txt").write_text("v0\n")
+    (ws / ".gitignore").write_text("build/\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.bin").write_text("cache\n")
+    (ws / "replay.jsonl").write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+    return ws
+
+
+_STEPS: list[dict[str, object]] = [
+    {"text": "edit a", "tool_calls": [_write("a.txt", "v1\n")]},
+    {"text": "add b", "tool_calls": [_write("b.txt", "new\n")]},
+    {"text": "done"},
+]
+
+
+def _run(ws: Path) -> str:
+    done = run_io(["run", "do it", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    return str(json_lines(done.stdout)[-1]["run_id"])
+
+
+def test_undo_reverts_the_last_changing_step_then_the_one_before(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    run_id = _run(ws)
+    first = run_io(["undo", run_id, "--json"])
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"run_id": run_id, "undone_step": 1, "written": [],
+                                        "removed": ["b.txt"]}
+    assert not (ws / "b.txt").exists() and (ws / "a.txt").read_text() == "v1\n"
+    (ws / "build" / "out.bin").write_text("rebuilt\n")  # ignored by .gitignore: no refusal
+    second = run_io(["undo", run_id, "--json"])
+    assert second.returncode == 0, second.stderr
+    assert (ws / "a.txt").read_text() == "v0\n"
+    third = run_io(["undo", run_id])
+    assert third.returncode == 2
+    assert "no step left to undo" in third.stderr
+
+
+def test_undo_refuses_when_files_changed_outside_io(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    run_id = _run(ws)
+    (ws / "a.txt").write_text("edited by hand\n")
+    (ws / "c.txt").write_text("new by hand\n")
+    refused = run_io(["undo", run_id])
+    assert refused.returncode == 2
+    assert "changed outside io" in refused.stderr
+    assert "a.txt, c.txt" in refused.stderr
+    assert (ws / "b.txt").exists()  # nothing was restored
+    assert "Traceback" not in refused.stderr
+
+
+def test_rewind_restores_the_files_and_continues_as_a_branch(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    run_id = _run(ws)
+    (ws / "b.txt").unlink()  # make the branch's own step 1 visible: it writes b.txt again
+    (ws / "b.txt").write_text("new\n")
+    rewound = run_io(["rewind", run_id, "--to", "1", "--json"])
+    assert rewound.returncode == 0, rewound.stderr
+    branch = str(json_lines(rewound.stdout)[-1]["run_id"])
+    assert branch != run_id
+    assert (ws / "a.txt").read_text() == "v1\n" and (ws / "b.txt").read_text() == "new\n"
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        parent, settings = db.execute("SELECT parent_run_id, settings FROM runs"
+                                      " WHERE run_id = ?", (branch,)).fetchone()
+    assert parent == run_id
+    assert json.loads(settings)["rewound_from"] == {"run_id": run_id, "step": 1}
+    back = run_io(["rewind", run_id, "--to", "0", "--json"])
+    assert back.returncode == 0, back.stderr
+    assert (ws / "a.txt").read_text() == "v1\n"  # the branch replayed step 0 again
+
+
+def test_rewind_refuses_changed_files_and_a_step_past_the_end(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    run_id = _run(ws)
+    far = run_io(["rewind", run_id, "--to", "9"])
+    assert far.returncode == 2 and "no step 9" in far.stderr
+    (ws / "a.txt").write_text("mine\n")
+    refused = run_io(["rewind", run_id, "--to", "0"])
+    assert refused.returncode == 2
+    assert "changed outside io since the run's last recorded state: a.txt" in refused.stderr
+    assert (ws / "a.txt").read_text() == "mine\n"
+
+
+def _wait_for(query: str) -> None:
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        try:
+            with sqlite3.connect(os.environ["IO_STORE"]) as db:
+                if db.execute(query).fetchone()[0]:
+                    return
+        except sqlite3.Error:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"not reached: {query}")
+
+
+def _kill_when(args: list[str], query: str) -> None:
+    proc = subprocess.Popen([*io_cmd(), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _wait_for(query)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+        proc.communicate()
+
+
+def test_snapshots_survive_a_kill_and_undo_then_rewind_resume(tmp_path: Path) -> None:
+    sleep = {"text": "wait", "tool_calls": [
+        {"name": "exec", "arguments": {"argv": ["sleep", "300"]}}]}
+    ws = _workspace(tmp_path, [_STEPS[0], sleep, _STEPS[1], _STEPS[2]])
+    _kill_when(["run", "do it", "-w", str(ws), "--json"],
+               "SELECT COUNT(*) FROM ledger WHERE step_index = 1 AND observation IS NULL")
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+    assert (ws / "a.txt").read_text() == "v1\n"
+    undone = run_io(["undo", run_id, "--json"])
+    assert undone.returncode == 0, undone.stderr
+    assert json.loads(undone.stdout)["undone_step"] == 0
+    assert (ws / "a.txt").read_text() == "v0\n"
+    # A rewind whose branch is killed mid-step: resuming the branch finishes it.
+    _kill_when(["rewind", run_id, "--to", "1", "--json"],
+               "SELECT COUNT(*) FROM ledger l JOIN runs r ON r.run_id = l.run_id"
+               " WHERE r.parent_run_id IS NOT NULL AND l.observation IS NULL")
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        branch, = db.execute("SELECT run_id FROM runs WHERE parent_run_id = ?",
+                             (run_id,)).fetchone()
+    assert (ws / "a.txt").read_text() == "v1\n"
+    resumed = run_io(["resume", branch, "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert (ws / "b.txt").read_text() == "new\n"
