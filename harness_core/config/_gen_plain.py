@@ -101,7 +101,7 @@ class _Writer:
             return self._memo[key]
         name = f"_t{len(self._memo)}"
         self._memo[key] = name
-        lines = [f"def {name}(v: Any, c: _Ctx) -> Any:",
+        lines = [f"def {name}(v: Any, c: Ctx) -> Any:",
                  "    if c.pre and type(v) is str and '${' in v:",
                  "        return v", *(f"    {line}" for line in body)]
         self.functions.append("\n".join(lines))
@@ -122,9 +122,9 @@ class _Writer:
         calls = [self._plain_check(f, where) for f in (*reversed(meta.before), *meta.after)]
         if None in calls:
             return self._hand_over(where, "a validator with no entry in _model.PLAIN_CHECKS")
-        body = [f"v = _run({calls[i]}, v, c)" for i in range(len(meta.before))]
+        body = [f"v = run_check({calls[i]}, v, c)" for i in range(len(meta.before))]
         body += [f"v = {core}(v, c)"]
-        body += [f"v = _run({name}, v, c)" for name in calls[len(meta.before):]]
+        body += [f"v = run_check({name}, v, c)" for name in calls[len(meta.before):]]
         return self.function([*body, "return v"])
 
     def _plain_check(self, func: Callable[..., Any], where: str) -> str | None:
@@ -135,27 +135,27 @@ class _Writer:
 
     def _hand_over(self, where: str, why: str) -> str:
         self.handed_over.append(f"{where}: {why}")
-        return self.function(["raise _No"])
+        return self.function(["raise No"])
 
     def _core(self, tp: Any, meta: _Meta, where: str) -> str:
         strict = True if meta.strict is None else meta.strict
         origin = get_origin(tp)
         if tp is type(None):
-            return self.function(["if v is None:", "    return None", "raise _No"])
+            return self.function(["if v is None:", "    return None", "raise No"])
         if origin in (Union, types.UnionType):
             branches = [self.check(arg, None, where) for arg in get_args(tp)]
-            return self.function([f"return _first(v, c, ({', '.join(branches)},))"])
+            return self.function([f"return first(v, c, ({', '.join(branches)},))"])
         if origin is Literal:
-            return self.function([f"return _literal(v, {get_args(tp)!r})"])
+            return self.function([f"return literal(v, {get_args(tp)!r})"])
         if origin is list:
             item = self.check(get_args(tp)[0], None, f"{where}[]")
             if meta.bounds or meta.finite:
                 return self._hand_over(where, "bounds on an array")
-            return self.function(["if type(v) is not list:", "    raise _No",
+            return self.function(["if type(v) is not list:", "    raise No",
                                   f"return [{item}(x, c) for x in v]"])
         if origin is dict:
             key, value = (self.check(a, None, f"{where}{{}}") for a in get_args(tp))
-            return self.function(["if type(v) is not dict:", "    raise _No",
+            return self.function(["if type(v) is not dict:", "    raise No",
                                   f"return {{{key}(k, c): {value}(x, c) for k, x in v.items()}}"])
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return self.model(tp)
@@ -164,11 +164,11 @@ class _Writer:
     def _scalar(self, tp: Any, meta: _Meta, strict: bool, where: str) -> str:
         if isinstance(tp, type) and issubclass(tp, Enum):
             name = self.need(tp.__module__, tp.__name__)
-            return self.function([f"return _enum({name}, v, {strict})"])
+            return self.function([f"return enum_value({name}, v, {strict})"])
         if tp is Any:
             return self.function(["return v"])
         if tp is Path and not (meta.bounds or meta.finite):
-            return self.function([f"return _path(v, {strict})"])
+            return self.function([f"return path_value(v, {strict})"])
         tests = {bool: "type(v) is bool", int: "type(v) is int", str: "type(v) is str",
                  float: "type(v) is float or type(v) is int", dt.date: "type(v) is dt.date"}
         if tp not in tests or not strict:
@@ -176,11 +176,11 @@ class _Writer:
         if tp is bool and meta.bounds:
             return self._hand_over(where, "bounds on a boolean")
         value = "float(v)" if tp is float else "v"
-        body = [f"if not ({tests[tp]}):", "    raise _No", f"v = {value}"]
+        body = [f"if not ({tests[tp]}):", "    raise No", f"v = {value}"]
         if meta.finite:
-            body += ["if not math.isfinite(v):", "    raise _No"]
+            body += ["if not math.isfinite(v):", "    raise No"]
         for op, bound in meta.bounds:
-            body += [f"if not (v {op} {_literal(bound)}):", "    raise _No"]
+            body += [f"if not (v {op} {_literal(bound)}):", "    raise No"]
         return self.function([*body, "return v"])
 
     def model(self, model: type[BaseModel]) -> str:
@@ -206,9 +206,9 @@ class _Writer:
             extra_check = self.check(args[1] if len(args) == 2 else Any, None,
                                      f"{model.__name__}.*")
         self.builders.append("\n".join([
-            f"_F_{model.__name__}: _Fields = (", *rows, ")", "", "",
-            f"def {builder}(v: Any, c: _Ctx) -> Any:",
-            f"    return _build({model.__name__}, _F_{model.__name__}, {extra!r}, {extra_check},"
+            f"_F_{model.__name__}: Fields = (", *rows, ")", "", "",
+            f"def {builder}(v: Any, c: Ctx) -> Any:",
+            f"    return build({model.__name__}, _F_{model.__name__}, {extra!r}, {extra_check},"
             " v, c)",
         ]))
         return builder
@@ -224,7 +224,7 @@ class _Writer:
             self.model(type(value))
             parts = ", ".join(f"{k}={self.value(getattr(value, k))}" for k in type(value).model_fields)
             extra = self.value(value.__pydantic_extra__)
-            return (f"_make({type(value).__name__}, {sorted(value.model_fields_set)!r}, "
+            return (f"make({type(value).__name__}, {sorted(value.model_fields_set)!r}, "
                     f"{extra}, {parts})")
         if isinstance(value, Enum):
             return f"{self.need(type(value).__module__, type(value).__name__)}.{value.name}"
@@ -242,7 +242,7 @@ class _Writer:
         hints = {n: self.annotation(i.annotation) for n, i in model.model_fields.items()}
         table = {n: (s.kind.name, s.secret, s.ceiling) for n, s in specs(model).items()}
         doc = ((model.__doc__ or "").strip().splitlines() or [model.__name__])[0]
-        lines = [f"class {model.__name__}(_Plain):",
+        lines = [f"class {model.__name__}(Plain):",
                  f'    """{doc} (plain twin of `_model.{model.__name__}`)."""', "",
                  f"    __slots__ = {tuple(names)!r}",
                  f"    model_fields: ClassVar[tuple[str, ...]] = {tuple(names)!r}",
@@ -283,147 +283,6 @@ def _literal(value: Any) -> str:
     raise TypeError(f"{COMMAND}: cannot write the default {value!r} as source")
 
 
-_RUNTIME = '''
-class _No(Exception):
-    """The plain validator cannot accept a value: pydantic decides instead."""
-
-
-class _Ctx:
-    __slots__ = ("context", "pre")
-
-    def __init__(self, context: dict[str, Any] | None, pre: bool) -> None:
-        self.context = context
-        self.pre = pre
-
-
-class _Plain:
-    """Base of the plain twins: compared, hashed and printed by their fields."""
-
-    __slots__ = ("__pydantic_extra__", "model_fields_set")
-    model_fields: ClassVar[tuple[str, ...]] = ()
-    __pydantic_extra__: dict[str, Any] | None
-    model_fields_set: set[str]
-
-    def _items(self) -> tuple[Any, ...]:
-        return (*(getattr(self, n) for n in self.model_fields), self.__pydantic_extra__)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Plain) and type(other) is type(self) and (
-            self._items() == other._items())
-
-    def __hash__(self) -> int:
-        return hash(repr(self._items()))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.model_fields)
-        return f"{type(self).__name__}({fields})"
-
-
-_Fields = tuple[tuple[str, str, Callable[[Any, _Ctx], Any], Callable[[], Any]], ...]
-
-
-def _build(cls: type[_Plain], fields: _Fields, extra: str,
-           extra_check: Callable[[Any, _Ctx], Any] | None, v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and "${" in v:
-        return v
-    if type(v) is not dict:
-        raise _No
-    obj = object.__new__(cls)
-    seen: set[str] = set()
-    used = 0
-    for name, alias, check, default in fields:
-        if alias in v:
-            object.__setattr__(obj, name, check(v[alias], c))
-            seen.add(name)
-            used += 1
-        else:
-            object.__setattr__(obj, name, default())
-    others: dict[str, Any] | None = None
-    if used != len(v):
-        if extra == "forbid" and not _all_unresolved(v, fields, c):
-            raise _No
-        if extra == "allow":
-            aliases = {alias for _n, alias, _c, _d in fields}
-            others = {k: extra_check(x, c) if extra_check else x
-                      for k, x in v.items() if k not in aliases}
-            seen.update(others)
-    if extra == "allow" and others is None:
-        others = {}
-    object.__setattr__(obj, "__pydantic_extra__", others)
-    object.__setattr__(obj, "model_fields_set", seen)
-    return obj
-
-
-def _all_unresolved(v: dict[str, Any], fields: _Fields, c: _Ctx) -> bool:
-    # Before substitution, pydantic's verdict ignores an unknown key holding `${...}`.
-    aliases = {alias for _n, alias, _c, _d in fields}
-    return c.pre and all(type(x) is str and "${" in x for k, x in v.items() if k not in aliases)
-
-
-def _make(cls: type[_Plain], fields_set: list[str], extra: dict[str, Any] | None,
-          **values: Any) -> Any:
-    obj = object.__new__(cls)
-    for name, value in values.items():
-        object.__setattr__(obj, name, value)
-    object.__setattr__(obj, "__pydantic_extra__", extra)
-    object.__setattr__(obj, "model_fields_set", set(fields_set))
-    return obj
-
-
-def _run(check: Callable[[Any, Mapping[str, Any] | None], Any], v: Any, c: _Ctx) -> Any:
-    try:
-        return check(v, c.context)
-    except Exception:
-        raise _No from None
-
-
-def _first(v: Any, c: _Ctx, branches: tuple[Callable[[Any, _Ctx], Any], ...]) -> Any:
-    for branch in branches:
-        try:
-            return branch(v, c)
-        except _No:
-            continue
-    raise _No
-
-
-def _literal(v: Any, choices: tuple[Any, ...]) -> Any:
-    for choice in choices:
-        if type(v) is type(choice) and v == choice:
-            return choice
-    raise _No
-
-
-def _enum(cls: type[Enum], v: Any, strict: bool) -> Any:
-    if isinstance(v, cls):
-        return v
-    if strict or type(v) not in {type(m.value) for m in cls}:
-        raise _No
-    try:
-        return cls(v)
-    except ValueError:
-        raise _No from None
-
-
-def _path(v: Any, strict: bool) -> Path:
-    if isinstance(v, Path):
-        return v
-    if strict or type(v) is not str:
-        raise _No
-    return Path(v)
-
-
-def validate(data: Any, context: dict[str, Any] | None = None, *, pre: bool = False) -> Any:
-    """`data` as the plain twin of `IoToml`, or None when pydantic must decide.
-
-    With `pre`, a string holding `${` is accepted wherever it stands (the check before
-    substitution ignores it, as `_validate.check_file` does); the result is then only a
-    verdict.
-    """
-    try:
-        return _m_ROOT(data, _Ctx(context, pre))
-    except _No:
-        return None
-'''
 
 
 def handed_over(root: type[BaseModel] = IoToml) -> list[str]:
@@ -455,17 +314,30 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
-from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from harness_core.config._plain_base import (
+    Ctx, Fields, No, Plain, build, enum_value, first, literal, make, path_value, run_check,
+)
 {imports}
 
 __all__ = ["{root.__name__}", "validate"]
+
+
+def validate(data: Any, context: dict[str, Any] | None = None, *, pre: bool = False) -> Any:
+    """`data` as the plain twin of `{root.__name__}`, or None when pydantic must decide.
+
+    With `pre`, a string holding `${{` is accepted wherever it stands (the check before
+    substitution ignores it, as `_validate.check_file` does); the result is then only a
+    verdict.
+    """
+    try:
+        return _m_{root.__name__}(data, Ctx(context, pre))
+    except No:
+        return None
 '''
-    runtime = _RUNTIME.strip("\n").replace("_m_ROOT", f"_m_{root.__name__}")
-    parts = [header, runtime, *writer.classes, *writer.functions, *writer.builders]
+    parts = [header, *writer.classes, *writer.functions, *writer.builders]
     return "\n\n\n".join(parts) + "\n"
 
 

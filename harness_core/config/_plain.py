@@ -11,146 +11,18 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping
-from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from harness_core.config._plain_base import (
+    Ctx, Fields, No, Plain, build, enum_value, first, literal, make, path_value, run_check,
+)
 from harness_core.config._checks import iso_date, only_false, path_nonempty, resolve_path
 from harness_core.policy._rules import ApprovalMode, Tier
 from harness_core.sandbox._base import BackendChoice
 from harness_core.verification import CriterionKind
 
 __all__ = ["IoToml", "validate"]
-
-
-
-class _No(Exception):
-    """The plain validator cannot accept a value: pydantic decides instead."""
-
-
-class _Ctx:
-    __slots__ = ("context", "pre")
-
-    def __init__(self, context: dict[str, Any] | None, pre: bool) -> None:
-        self.context = context
-        self.pre = pre
-
-
-class _Plain:
-    """Base of the plain twins: compared, hashed and printed by their fields."""
-
-    __slots__ = ("__pydantic_extra__", "model_fields_set")
-    model_fields: ClassVar[tuple[str, ...]] = ()
-    __pydantic_extra__: dict[str, Any] | None
-    model_fields_set: set[str]
-
-    def _items(self) -> tuple[Any, ...]:
-        return (*(getattr(self, n) for n in self.model_fields), self.__pydantic_extra__)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Plain) and type(other) is type(self) and (
-            self._items() == other._items())
-
-    def __hash__(self) -> int:
-        return hash(repr(self._items()))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.model_fields)
-        return f"{type(self).__name__}({fields})"
-
-
-_Fields = tuple[tuple[str, str, Callable[[Any, _Ctx], Any], Callable[[], Any]], ...]
-
-
-def _build(cls: type[_Plain], fields: _Fields, extra: str,
-           extra_check: Callable[[Any, _Ctx], Any] | None, v: Any, c: _Ctx) -> Any:
-    if c.pre and type(v) is str and "${" in v:
-        return v
-    if type(v) is not dict:
-        raise _No
-    obj = object.__new__(cls)
-    seen: set[str] = set()
-    used = 0
-    for name, alias, check, default in fields:
-        if alias in v:
-            object.__setattr__(obj, name, check(v[alias], c))
-            seen.add(name)
-            used += 1
-        else:
-            object.__setattr__(obj, name, default())
-    others: dict[str, Any] | None = None
-    if used != len(v):
-        if extra == "forbid" and not _all_unresolved(v, fields, c):
-            raise _No
-        if extra == "allow":
-            aliases = {alias for _n, alias, _c, _d in fields}
-            others = {k: extra_check(x, c) if extra_check else x
-                      for k, x in v.items() if k not in aliases}
-            seen.update(others)
-    if extra == "allow" and others is None:
-        others = {}
-    object.__setattr__(obj, "__pydantic_extra__", others)
-    object.__setattr__(obj, "model_fields_set", seen)
-    return obj
-
-
-def _all_unresolved(v: dict[str, Any], fields: _Fields, c: _Ctx) -> bool:
-    # Before substitution, pydantic's verdict ignores an unknown key holding `${...}`.
-    aliases = {alias for _n, alias, _c, _d in fields}
-    return c.pre and all(type(x) is str and "${" in x for k, x in v.items() if k not in aliases)
-
-
-def _make(cls: type[_Plain], fields_set: list[str], extra: dict[str, Any] | None,
-          **values: Any) -> Any:
-    obj = object.__new__(cls)
-    for name, value in values.items():
-        object.__setattr__(obj, name, value)
-    object.__setattr__(obj, "__pydantic_extra__", extra)
-    object.__setattr__(obj, "model_fields_set", set(fields_set))
-    return obj
-
-
-def _run(check: Callable[[Any, Mapping[str, Any] | None], Any], v: Any, c: _Ctx) -> Any:
-    try:
-        return check(v, c.context)
-    except Exception:
-        raise _No from None
-
-
-def _first(v: Any, c: _Ctx, branches: tuple[Callable[[Any, _Ctx], Any], ...]) -> Any:
-    for branch in branches:
-        try:
-            return branch(v, c)
-        except _No:
-            continue
-    raise _No
-
-
-def _literal(v: Any, choices: tuple[Any, ...]) -> Any:
-    for choice in choices:
-        if type(v) is type(choice) and v == choice:
-            return choice
-    raise _No
-
-
-def _enum(cls: type[Enum], v: Any, strict: bool) -> Any:
-    if isinstance(v, cls):
-        return v
-    if strict or type(v) not in {type(m.value) for m in cls}:
-        raise _No
-    try:
-        return cls(v)
-    except ValueError:
-        raise _No from None
-
-
-def _path(v: Any, strict: bool) -> Path:
-    if isinstance(v, Path):
-        return v
-    if strict or type(v) is not str:
-        raise _No
-    return Path(v)
 
 
 def validate(data: Any, context: dict[str, Any] | None = None, *, pre: bool = False) -> Any:
@@ -161,12 +33,13 @@ def validate(data: Any, context: dict[str, Any] | None = None, *, pre: bool = Fa
     verdict.
     """
     try:
-        return _m_IoToml(data, _Ctx(context, pre))
-    except _No:
+        return _m_IoToml(data, Ctx(context, pre))
+    except No:
         return None
 
 
-class ProviderEntry(_Plain):
+
+class ProviderEntry(Plain):
     """One model provider: how to reach it and what to ask it for. (plain twin of `_model.ProviderEntry`)."""
 
     __slots__ = ('kind', 'model', 'api_key', 'base_url', 'max_tokens', 'script', 'stream', 'timeout_seconds', 'max_retries', 'ca_bundle', 'system_role', 'previous_response_id')
@@ -186,7 +59,7 @@ class ProviderEntry(_Plain):
     previous_response_id: bool
 
 
-class ProviderTable(_Plain):
+class ProviderTable(Plain):
     """The model provider, with the providers tried when it fails. (plain twin of `_model.ProviderTable`)."""
 
     __slots__ = ('kind', 'model', 'api_key', 'base_url', 'max_tokens', 'script', 'stream', 'timeout_seconds', 'max_retries', 'ca_bundle', 'system_role', 'previous_response_id', 'fallback')
@@ -207,7 +80,7 @@ class ProviderTable(_Plain):
     fallback: list[ProviderEntry]
 
 
-class PolicyTable(_Plain):
+class PolicyTable(Plain):
     """The boundary: a tier for unnamed acts, and rules. Every scope's rules are kept (plain twin of `_model.PolicyTable`)."""
 
     __slots__ = ('tier', 'approval', 'allow_read', 'deny_read', 'allow_write', 'deny_write', 'allow_exec', 'deny_exec', 'allow_net', 'deny_net')
@@ -225,7 +98,7 @@ class PolicyTable(_Plain):
     deny_net: list[str]
 
 
-class SandboxTable(_Plain):
+class SandboxTable(Plain):
     """How commands are confined, and the resource ceilings of each command. (plain twin of `_model.SandboxTable`)."""
 
     __slots__ = ('backend', 'memory_mb', 'cpu_seconds', 'wall_seconds', 'max_processes', 'open_files', 'network', 'commands', 'env_allow', 'read_paths')
@@ -243,7 +116,7 @@ class SandboxTable(_Plain):
     read_paths: list[str]
 
 
-class BudgetTable(_Plain):
+class BudgetTable(Plain):
     """The ceilings a run draws against, per step. (plain twin of `_model.BudgetTable`)."""
 
     __slots__ = ('max_steps', 'max_tokens', 'max_cost_usd', 'wall_seconds', 'cache_read_weight')
@@ -256,7 +129,7 @@ class BudgetTable(_Plain):
     cache_read_weight: float
 
 
-class VerifyTable(_Plain):
+class VerifyTable(Plain):
     """One verification gate, run in the sandbox when the model says it is done. (plain twin of `_model.VerifyTable`)."""
 
     __slots__ = ('kind', 'command', 'timeout_seconds', 'inputs', 'editable', 'path', 'text', 'regex', 'page', 'sheet')
@@ -274,7 +147,7 @@ class VerifyTable(_Plain):
     sheet: str | None
 
 
-class ContractTable(_Plain):
+class ContractTable(Plain):
     """What the run is for, and how it is checked. (plain twin of `_model.ContractTable`)."""
 
     __slots__ = ('goal', 'constraints', 'verify')
@@ -285,7 +158,7 @@ class ContractTable(_Plain):
     verify: list[VerifyTable]
 
 
-class ContextTable(_Plain):
+class ContextTable(Plain):
     """What the model sees. (plain twin of `_model.ContextTable`)."""
 
     __slots__ = ('max_tokens', 'strategy', 'threshold', 'window', 'keep_steps', 'compact_template')
@@ -299,7 +172,7 @@ class ContextTable(_Plain):
     compact_template: str | None
 
 
-class ToolchainTable(_Plain):
+class ToolchainTable(Plain):
     """Overrides of the project commands io detects from marker files. (plain twin of `_model.ToolchainTable`)."""
 
     __slots__ = ('test', 'build', 'lint')
@@ -310,7 +183,7 @@ class ToolchainTable(_Plain):
     lint: str | None
 
 
-class GitTable(_Plain):
+class GitTable(Plain):
     """How the git built-ins (git_status, git_diff, git_commit) run. (plain twin of `_model.GitTable`)."""
 
     __slots__ = ('author_name', 'author_email', 'author', 'timeout_seconds', 'history_depth')
@@ -323,7 +196,7 @@ class GitTable(_Plain):
     history_depth: int
 
 
-class DocumentsTable(_Plain):
+class DocumentsTable(Plain):
     """How far the document tools unpack an Office file (xlsx, docx, pptx are zips). (plain twin of `_model.DocumentsTable`)."""
 
     __slots__ = ('max_member_bytes', 'max_total_bytes', 'max_ratio', 'max_members')
@@ -335,7 +208,7 @@ class DocumentsTable(_Plain):
     max_members: int
 
 
-class ModelPriceTable(_Plain):
+class ModelPriceTable(Plain):
     """USD per million tokens for one model string. (plain twin of `_model.ModelPriceTable`)."""
 
     __slots__ = ('input_per_mtok', 'output_per_mtok', 'cache_read_per_mtok', 'cache_write_per_mtok')
@@ -347,7 +220,7 @@ class ModelPriceTable(_Plain):
     cache_write_per_mtok: float | None
 
 
-class PricesTable(_Plain):
+class PricesTable(Plain):
     """Prices to derive costs from; a model with no entry is unpriced, never zero. (plain twin of `_model.PricesTable`)."""
 
     __slots__ = ('as_of', 'models')
@@ -357,7 +230,7 @@ class PricesTable(_Plain):
     models: dict[str, ModelPriceTable]
 
 
-class WebTable(_Plain):
+class WebTable(Plain):
     """Provider-executed web access: declared here, enforced by the vendor, not by io. (plain twin of `_model.WebTable`)."""
 
     __slots__ = ('search', 'fetch', 'allowed_domains', 'blocked_domains', 'max_uses')
@@ -370,7 +243,7 @@ class WebTable(_Plain):
     max_uses: int | None
 
 
-class McpTable(_Plain):
+class McpTable(Plain):
     """A stdio MCP server whose tools the agent may call (its start is an exec act). (plain twin of `_model.McpTable`)."""
 
     __slots__ = ('name', 'command', 'args', 'env', 'cwd')
@@ -383,7 +256,7 @@ class McpTable(_Plain):
     cwd: Path | None
 
 
-class HookTable(_Plain):
+class HookTable(Plain):
     """A program run at one point of every run; it can only narrow (deny, ask, add (plain twin of `_model.HookTable`)."""
 
     __slots__ = ('event', 'command', 'matcher', 'timeout_s', 'name')
@@ -396,7 +269,7 @@ class HookTable(_Plain):
     name: str | None
 
 
-class AgentsTable(_Plain):
+class AgentsTable(Plain):
     """Agent trees: how deep and wide they may grow, and the named agent definitions (plain twin of `_model.AgentsTable`)."""
 
     __slots__ = ('max_depth', 'max_children', 'parallel')
@@ -407,7 +280,7 @@ class AgentsTable(_Plain):
     parallel: int
 
 
-class AgentTable(_Plain):
+class AgentTable(Plain):
     """A named agent definition. It can only narrow: pick a model and a role, add denies. (plain twin of `_model.AgentTable`)."""
 
     __slots__ = ('model', 'role', 'deny_write', 'deny_net')
@@ -419,7 +292,7 @@ class AgentTable(_Plain):
     deny_net: list[str]
 
 
-class TemplatesTable(_Plain):
+class TemplatesTable(Plain):
     """Prompt templates (`io run --template NAME`). (plain twin of `_model.TemplatesTable`)."""
 
     __slots__ = ('dir',)
@@ -428,7 +301,7 @@ class TemplatesTable(_Plain):
     dir: Path | None
 
 
-class StoreTable(_Plain):
+class StoreTable(Plain):
     """Where the SQLite store lives. (plain twin of `_model.StoreTable`)."""
 
     __slots__ = ('path', 'url')
@@ -438,7 +311,7 @@ class StoreTable(_Plain):
     url: str | None
 
 
-class TelemetryTable(_Plain):
+class TelemetryTable(Plain):
     """OpenTelemetry export over OTLP/HTTP: off unless an endpoint is set here or in the (plain twin of `_model.TelemetryTable`)."""
 
     __slots__ = ('otlp_endpoint', 'include_content', 'headers', 'service_name', 'timeout_seconds')
@@ -451,7 +324,7 @@ class TelemetryTable(_Plain):
     timeout_seconds: float
 
 
-class RunTable(_Plain):
+class RunTable(Plain):
     """Loop mechanics that are not budgets. (plain twin of `_model.RunTable`)."""
 
     __slots__ = ('output_cap_bytes', 'exec_timeout_seconds', 'stall_window')
@@ -462,7 +335,7 @@ class RunTable(_Plain):
     stall_window: int
 
 
-class RewindTable(_Plain):
+class RewindTable(Plain):
     """Workspace snapshots for `io rewind` and `io undo`. (plain twin of `_model.RewindTable`)."""
 
     __slots__ = ('enabled', 'max_bytes')
@@ -472,7 +345,7 @@ class RewindTable(_Plain):
     max_bytes: int
 
 
-class IoToml(_Plain):
+class IoToml(Plain):
     """io.toml: what an agent run may do, and how it is run. Four scopes merge into it (plain twin of `_model.IoToml`)."""
 
     __slots__ = ('provider', 'policy', 'sandbox', 'budget', 'contract', 'context', 'toolchain', 'git', 'documents', 'prices', 'web', 'mcp', 'hooks', 'agents', 'templates', 'store', 'telemetry', 'run', 'rewind')
@@ -499,382 +372,382 @@ class IoToml(_Plain):
     rewind: RewindTable
 
 
-def _t0(v: Any, c: _Ctx) -> Any:
+def _t0(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _literal(v, ('anthropic', 'openai', 'openai-responses', 'openrouter', 'scripted'))
+    return literal(v, ('anthropic', 'openai', 'openai-responses', 'openrouter', 'scripted'))
 
 
-def _t1(v: Any, c: _Ctx) -> Any:
+def _t1(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if v is None:
         return None
-    raise _No
+    raise No
 
 
-def _t2(v: Any, c: _Ctx) -> Any:
+def _t2(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t0, _t1,))
+    return first(v, c, (_t0, _t1,))
 
 
-def _t3(v: Any, c: _Ctx) -> Any:
+def _t3(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is str):
-        raise _No
+        raise No
     v = v
     return v
 
 
-def _t4(v: Any, c: _Ctx) -> Any:
+def _t4(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t3, _t1,))
+    return first(v, c, (_t3, _t1,))
 
 
-def _t5(v: Any, c: _Ctx) -> Any:
+def _t5(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
-        raise _No
+        raise No
     v = v
     if not (v >= 1):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t6(v: Any, c: _Ctx) -> Any:
+def _t6(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _path(v, False)
+    return path_value(v, False)
 
 
-def _t7(v: Any, c: _Ctx) -> Any:
+def _t7(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    v = _run(path_nonempty, v, c)
+    v = run_check(path_nonempty, v, c)
     v = _t6(v, c)
-    v = _run(resolve_path, v, c)
+    v = run_check(resolve_path, v, c)
     return v
 
 
-def _t8(v: Any, c: _Ctx) -> Any:
+def _t8(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t7, _t1,))
+    return first(v, c, (_t7, _t1,))
 
 
-def _t9(v: Any, c: _Ctx) -> Any:
+def _t9(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is bool):
-        raise _No
+        raise No
     v = v
     return v
 
 
-def _t10(v: Any, c: _Ctx) -> Any:
+def _t10(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is float or type(v) is int):
-        raise _No
+        raise No
     v = float(v)
     if not math.isfinite(v):
-        raise _No
+        raise No
     if not (v >= 0.001):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t11(v: Any, c: _Ctx) -> Any:
+def _t11(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
-        raise _No
+        raise No
     v = v
     if not (v >= 0):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t12(v: Any, c: _Ctx) -> Any:
+def _t12(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _literal(v, ('system', 'developer'))
+    return literal(v, ('system', 'developer'))
 
 
-def _t13(v: Any, c: _Ctx) -> Any:
+def _t13(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
-        raise _No
+        raise No
     return [_m_ProviderEntry(x, c) for x in v]
 
 
-def _t14(v: Any, c: _Ctx) -> Any:
+def _t14(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _enum(Tier, v, False)
+    return enum_value(Tier, v, False)
 
 
-def _t15(v: Any, c: _Ctx) -> Any:
+def _t15(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _enum(ApprovalMode, v, False)
+    return enum_value(ApprovalMode, v, False)
 
 
-def _t16(v: Any, c: _Ctx) -> Any:
+def _t16(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
-        raise _No
+        raise No
     return [_t3(x, c) for x in v]
 
 
-def _t17(v: Any, c: _Ctx) -> Any:
+def _t17(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _enum(BackendChoice, v, False)
+    return enum_value(BackendChoice, v, False)
 
 
-def _t18(v: Any, c: _Ctx) -> Any:
+def _t18(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     v = _t9(v, c)
-    v = _run(only_false, v, c)
+    v = run_check(only_false, v, c)
     return v
 
 
-def _t19(v: Any, c: _Ctx) -> Any:
+def _t19(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t5, _t18,))
+    return first(v, c, (_t5, _t18,))
 
 
-def _t20(v: Any, c: _Ctx) -> Any:
+def _t20(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is float or type(v) is int):
-        raise _No
+        raise No
     v = float(v)
     if not math.isfinite(v):
-        raise _No
+        raise No
     if not (v >= 0):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t21(v: Any, c: _Ctx) -> Any:
+def _t21(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t20, _t18,))
+    return first(v, c, (_t20, _t18,))
 
 
-def _t22(v: Any, c: _Ctx) -> Any:
+def _t22(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is float or type(v) is int):
-        raise _No
+        raise No
     v = float(v)
     if not math.isfinite(v):
-        raise _No
+        raise No
     if not (v >= 0):
-        raise _No
+        raise No
     if not (v <= 1):
-        raise _No
+        raise No
     return v
 
 
-def _t23(v: Any, c: _Ctx) -> Any:
+def _t23(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _enum(CriterionKind, v, False)
+    return enum_value(CriterionKind, v, False)
 
 
-def _t24(v: Any, c: _Ctx) -> Any:
+def _t24(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t16, _t1,))
+    return first(v, c, (_t16, _t1,))
 
 
-def _t25(v: Any, c: _Ctx) -> Any:
+def _t25(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t5, _t1,))
+    return first(v, c, (_t5, _t1,))
 
 
-def _t26(v: Any, c: _Ctx) -> Any:
+def _t26(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
-        raise _No
+        raise No
     return [_m_VerifyTable(x, c) for x in v]
 
 
-def _t27(v: Any, c: _Ctx) -> Any:
+def _t27(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _literal(v, ('elide', 'compact'))
+    return literal(v, ('elide', 'compact'))
 
 
-def _t28(v: Any, c: _Ctx) -> Any:
+def _t28(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is float or type(v) is int):
-        raise _No
+        raise No
     v = float(v)
     if not math.isfinite(v):
-        raise _No
+        raise No
     if not (v > 0):
-        raise _No
+        raise No
     if not (v <= 1):
-        raise _No
+        raise No
     return v
 
 
-def _t29(v: Any, c: _Ctx) -> Any:
+def _t29(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
-        raise _No
+        raise No
     v = v
     if not (v >= 256):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t30(v: Any, c: _Ctx) -> Any:
+def _t30(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is float or type(v) is int):
-        raise _No
+        raise No
     v = float(v)
     if not math.isfinite(v):
-        raise _No
+        raise No
     if not (v >= 1):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t31(v: Any, c: _Ctx) -> Any:
+def _t31(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t20, _t1,))
+    return first(v, c, (_t20, _t1,))
 
 
-def _t32(v: Any, c: _Ctx) -> Any:
+def _t32(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is dt.date):
-        raise _No
+        raise No
     v = v
     return v
 
 
-def _t33(v: Any, c: _Ctx) -> Any:
+def _t33(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    v = _run(iso_date, v, c)
+    v = run_check(iso_date, v, c)
     v = _t32(v, c)
     return v
 
 
-def _t34(v: Any, c: _Ctx) -> Any:
+def _t34(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t33, _t1,))
+    return first(v, c, (_t33, _t1,))
 
 
-def _t35(v: Any, c: _Ctx) -> Any:
+def _t35(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not dict:
-        raise _No
+        raise No
     return {_t3(k, c): _m_ModelPriceTable(x, c) for k, x in v.items()}
 
 
-def _t36(v: Any, c: _Ctx) -> Any:
+def _t36(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not dict:
-        raise _No
+        raise No
     return {_t3(k, c): _t3(x, c) for k, x in v.items()}
 
 
-def _t37(v: Any, c: _Ctx) -> Any:
+def _t37(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _literal(v, ('run_start', 'pre_tool', 'post_tool', 'pre_compact', 'stop', 'child_stop'))
+    return literal(v, ('run_start', 'pre_tool', 'post_tool', 'pre_compact', 'stop', 'child_stop'))
 
 
-def _t38(v: Any, c: _Ctx) -> Any:
+def _t38(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_t37, _t1,))
+    return first(v, c, (_t37, _t1,))
 
 
-def _t39(v: Any, c: _Ctx) -> Any:
+def _t39(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
-        raise _No
+        raise No
     v = v
     if not (v >= 2):
-        raise _No
+        raise No
     if not (v <= 1000000000000):
-        raise _No
+        raise No
     return v
 
 
-def _t40(v: Any, c: _Ctx) -> Any:
+def _t40(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_m_ProviderTable, _t1,))
+    return first(v, c, (_m_ProviderTable, _t1,))
 
 
-def _t41(v: Any, c: _Ctx) -> Any:
+def _t41(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_m_PricesTable, _t1,))
+    return first(v, c, (_m_PricesTable, _t1,))
 
 
-def _t42(v: Any, c: _Ctx) -> Any:
+def _t42(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return _first(v, c, (_m_WebTable, _t1,))
+    return first(v, c, (_m_WebTable, _t1,))
 
 
-def _t43(v: Any, c: _Ctx) -> Any:
+def _t43(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
-        raise _No
+        raise No
     return [_m_McpTable(x, c) for x in v]
 
 
-def _t44(v: Any, c: _Ctx) -> Any:
+def _t44(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
-        raise _No
+        raise No
     return [_m_HookTable(x, c) for x in v]
 
 
-_F_ProviderEntry: _Fields = (
+_F_ProviderEntry: Fields = (
     ('kind', 'kind', _t2, lambda: None),
     ('model', 'model', _t4, lambda: None),
     ('api_key', 'api_key', _t4, lambda: None),
@@ -890,11 +763,11 @@ _F_ProviderEntry: _Fields = (
 )
 
 
-def _m_ProviderEntry(v: Any, c: _Ctx) -> Any:
-    return _build(ProviderEntry, _F_ProviderEntry, 'forbid', None, v, c)
+def _m_ProviderEntry(v: Any, c: Ctx) -> Any:
+    return build(ProviderEntry, _F_ProviderEntry, 'forbid', None, v, c)
 
 
-_F_ProviderTable: _Fields = (
+_F_ProviderTable: Fields = (
     ('kind', 'kind', _t2, lambda: None),
     ('model', 'model', _t4, lambda: None),
     ('api_key', 'api_key', _t4, lambda: None),
@@ -911,11 +784,11 @@ _F_ProviderTable: _Fields = (
 )
 
 
-def _m_ProviderTable(v: Any, c: _Ctx) -> Any:
-    return _build(ProviderTable, _F_ProviderTable, 'forbid', None, v, c)
+def _m_ProviderTable(v: Any, c: Ctx) -> Any:
+    return build(ProviderTable, _F_ProviderTable, 'forbid', None, v, c)
 
 
-_F_PolicyTable: _Fields = (
+_F_PolicyTable: Fields = (
     ('tier', 'tier', _t14, lambda: Tier.WORKSPACE_WRITE),
     ('approval', 'approval', _t15, lambda: ApprovalMode.ASK),
     ('allow_read', 'allow_read', _t16, lambda: []),
@@ -929,11 +802,11 @@ _F_PolicyTable: _Fields = (
 )
 
 
-def _m_PolicyTable(v: Any, c: _Ctx) -> Any:
-    return _build(PolicyTable, _F_PolicyTable, 'forbid', None, v, c)
+def _m_PolicyTable(v: Any, c: Ctx) -> Any:
+    return build(PolicyTable, _F_PolicyTable, 'forbid', None, v, c)
 
 
-_F_SandboxTable: _Fields = (
+_F_SandboxTable: Fields = (
     ('backend', 'backend', _t17, lambda: BackendChoice.AUTO),
     ('memory_mb', 'memory_mb', _t19, lambda: 2048),
     ('cpu_seconds', 'cpu_seconds', _t19, lambda: 300),
@@ -947,11 +820,11 @@ _F_SandboxTable: _Fields = (
 )
 
 
-def _m_SandboxTable(v: Any, c: _Ctx) -> Any:
-    return _build(SandboxTable, _F_SandboxTable, 'forbid', None, v, c)
+def _m_SandboxTable(v: Any, c: Ctx) -> Any:
+    return build(SandboxTable, _F_SandboxTable, 'forbid', None, v, c)
 
 
-_F_BudgetTable: _Fields = (
+_F_BudgetTable: Fields = (
     ('max_steps', 'max_steps', _t19, lambda: 50),
     ('max_tokens', 'max_tokens', _t19, lambda: False),
     ('max_cost_usd', 'max_cost_usd', _t21, lambda: False),
@@ -960,11 +833,11 @@ _F_BudgetTable: _Fields = (
 )
 
 
-def _m_BudgetTable(v: Any, c: _Ctx) -> Any:
-    return _build(BudgetTable, _F_BudgetTable, 'forbid', None, v, c)
+def _m_BudgetTable(v: Any, c: Ctx) -> Any:
+    return build(BudgetTable, _F_BudgetTable, 'forbid', None, v, c)
 
 
-_F_VerifyTable: _Fields = (
+_F_VerifyTable: Fields = (
     ('kind', 'kind', _t23, lambda: CriterionKind.COMMAND),
     ('command', 'command', _t4, lambda: None),
     ('timeout_seconds', 'timeout_seconds', _t10, lambda: 600.0),
@@ -978,22 +851,22 @@ _F_VerifyTable: _Fields = (
 )
 
 
-def _m_VerifyTable(v: Any, c: _Ctx) -> Any:
-    return _build(VerifyTable, _F_VerifyTable, 'forbid', None, v, c)
+def _m_VerifyTable(v: Any, c: Ctx) -> Any:
+    return build(VerifyTable, _F_VerifyTable, 'forbid', None, v, c)
 
 
-_F_ContractTable: _Fields = (
+_F_ContractTable: Fields = (
     ('goal', 'goal', _t3, lambda: ''),
     ('constraints', 'constraints', _t16, lambda: []),
     ('verify', 'verify', _t26, lambda: []),
 )
 
 
-def _m_ContractTable(v: Any, c: _Ctx) -> Any:
-    return _build(ContractTable, _F_ContractTable, 'forbid', None, v, c)
+def _m_ContractTable(v: Any, c: Ctx) -> Any:
+    return build(ContractTable, _F_ContractTable, 'forbid', None, v, c)
 
 
-_F_ContextTable: _Fields = (
+_F_ContextTable: Fields = (
     ('max_tokens', 'max_tokens', _t5, lambda: 120000),
     ('strategy', 'strategy', _t27, lambda: 'elide'),
     ('threshold', 'threshold', _t28, lambda: 0.8),
@@ -1003,22 +876,22 @@ _F_ContextTable: _Fields = (
 )
 
 
-def _m_ContextTable(v: Any, c: _Ctx) -> Any:
-    return _build(ContextTable, _F_ContextTable, 'forbid', None, v, c)
+def _m_ContextTable(v: Any, c: Ctx) -> Any:
+    return build(ContextTable, _F_ContextTable, 'forbid', None, v, c)
 
 
-_F_ToolchainTable: _Fields = (
+_F_ToolchainTable: Fields = (
     ('test', 'test', _t4, lambda: None),
     ('build', 'build', _t4, lambda: None),
     ('lint', 'lint', _t4, lambda: None),
 )
 
 
-def _m_ToolchainTable(v: Any, c: _Ctx) -> Any:
-    return _build(ToolchainTable, _F_ToolchainTable, 'forbid', None, v, c)
+def _m_ToolchainTable(v: Any, c: Ctx) -> Any:
+    return build(ToolchainTable, _F_ToolchainTable, 'forbid', None, v, c)
 
 
-_F_GitTable: _Fields = (
+_F_GitTable: Fields = (
     ('author_name', 'author_name', _t4, lambda: None),
     ('author_email', 'author_email', _t4, lambda: None),
     ('author', 'author', _t4, lambda: None),
@@ -1027,11 +900,11 @@ _F_GitTable: _Fields = (
 )
 
 
-def _m_GitTable(v: Any, c: _Ctx) -> Any:
-    return _build(GitTable, _F_GitTable, 'forbid', None, v, c)
+def _m_GitTable(v: Any, c: Ctx) -> Any:
+    return build(GitTable, _F_GitTable, 'forbid', None, v, c)
 
 
-_F_DocumentsTable: _Fields = (
+_F_DocumentsTable: Fields = (
     ('max_member_bytes', 'max_member_bytes', _t29, lambda: 268435456),
     ('max_total_bytes', 'max_total_bytes', _t29, lambda: 1073741824),
     ('max_ratio', 'max_ratio', _t30, lambda: 100.0),
@@ -1039,11 +912,11 @@ _F_DocumentsTable: _Fields = (
 )
 
 
-def _m_DocumentsTable(v: Any, c: _Ctx) -> Any:
-    return _build(DocumentsTable, _F_DocumentsTable, 'forbid', None, v, c)
+def _m_DocumentsTable(v: Any, c: Ctx) -> Any:
+    return build(DocumentsTable, _F_DocumentsTable, 'forbid', None, v, c)
 
 
-_F_ModelPriceTable: _Fields = (
+_F_ModelPriceTable: Fields = (
     ('input_per_mtok', 'input_per_mtok', _t31, lambda: None),
     ('output_per_mtok', 'output_per_mtok', _t31, lambda: None),
     ('cache_read_per_mtok', 'cache_read_per_mtok', _t31, lambda: None),
@@ -1051,21 +924,21 @@ _F_ModelPriceTable: _Fields = (
 )
 
 
-def _m_ModelPriceTable(v: Any, c: _Ctx) -> Any:
-    return _build(ModelPriceTable, _F_ModelPriceTable, 'forbid', None, v, c)
+def _m_ModelPriceTable(v: Any, c: Ctx) -> Any:
+    return build(ModelPriceTable, _F_ModelPriceTable, 'forbid', None, v, c)
 
 
-_F_PricesTable: _Fields = (
+_F_PricesTable: Fields = (
     ('as_of', 'as_of', _t34, lambda: None),
     ('models', 'models', _t35, lambda: {}),
 )
 
 
-def _m_PricesTable(v: Any, c: _Ctx) -> Any:
-    return _build(PricesTable, _F_PricesTable, 'forbid', None, v, c)
+def _m_PricesTable(v: Any, c: Ctx) -> Any:
+    return build(PricesTable, _F_PricesTable, 'forbid', None, v, c)
 
 
-_F_WebTable: _Fields = (
+_F_WebTable: Fields = (
     ('search', 'search', _t9, lambda: False),
     ('fetch', 'fetch', _t9, lambda: False),
     ('allowed_domains', 'allowed_domains', _t16, lambda: []),
@@ -1074,11 +947,11 @@ _F_WebTable: _Fields = (
 )
 
 
-def _m_WebTable(v: Any, c: _Ctx) -> Any:
-    return _build(WebTable, _F_WebTable, 'forbid', None, v, c)
+def _m_WebTable(v: Any, c: Ctx) -> Any:
+    return build(WebTable, _F_WebTable, 'forbid', None, v, c)
 
 
-_F_McpTable: _Fields = (
+_F_McpTable: Fields = (
     ('name', 'name', _t4, lambda: None),
     ('command', 'command', _t4, lambda: None),
     ('args', 'args', _t16, lambda: []),
@@ -1087,11 +960,11 @@ _F_McpTable: _Fields = (
 )
 
 
-def _m_McpTable(v: Any, c: _Ctx) -> Any:
-    return _build(McpTable, _F_McpTable, 'forbid', None, v, c)
+def _m_McpTable(v: Any, c: Ctx) -> Any:
+    return build(McpTable, _F_McpTable, 'forbid', None, v, c)
 
 
-_F_HookTable: _Fields = (
+_F_HookTable: Fields = (
     ('event', 'event', _t38, lambda: None),
     ('command', 'command', _t24, lambda: None),
     ('matcher', 'matcher', _t3, lambda: '*'),
@@ -1100,11 +973,11 @@ _F_HookTable: _Fields = (
 )
 
 
-def _m_HookTable(v: Any, c: _Ctx) -> Any:
-    return _build(HookTable, _F_HookTable, 'forbid', None, v, c)
+def _m_HookTable(v: Any, c: Ctx) -> Any:
+    return build(HookTable, _F_HookTable, 'forbid', None, v, c)
 
 
-_F_AgentTable: _Fields = (
+_F_AgentTable: Fields = (
     ('model', 'model', _t4, lambda: None),
     ('role', 'role', _t4, lambda: None),
     ('deny_write', 'deny_write', _t16, lambda: []),
@@ -1112,41 +985,41 @@ _F_AgentTable: _Fields = (
 )
 
 
-def _m_AgentTable(v: Any, c: _Ctx) -> Any:
-    return _build(AgentTable, _F_AgentTable, 'forbid', None, v, c)
+def _m_AgentTable(v: Any, c: Ctx) -> Any:
+    return build(AgentTable, _F_AgentTable, 'forbid', None, v, c)
 
 
-_F_AgentsTable: _Fields = (
+_F_AgentsTable: Fields = (
     ('max_depth', 'max_depth', _t11, lambda: 3),
     ('max_children', 'max_children', _t5, lambda: 16),
     ('parallel', 'parallel', _t5, lambda: 4),
 )
 
 
-def _m_AgentsTable(v: Any, c: _Ctx) -> Any:
-    return _build(AgentsTable, _F_AgentsTable, 'allow', _m_AgentTable, v, c)
+def _m_AgentsTable(v: Any, c: Ctx) -> Any:
+    return build(AgentsTable, _F_AgentsTable, 'allow', _m_AgentTable, v, c)
 
 
-_F_TemplatesTable: _Fields = (
+_F_TemplatesTable: Fields = (
     ('dir', 'dir', _t8, lambda: None),
 )
 
 
-def _m_TemplatesTable(v: Any, c: _Ctx) -> Any:
-    return _build(TemplatesTable, _F_TemplatesTable, 'forbid', None, v, c)
+def _m_TemplatesTable(v: Any, c: Ctx) -> Any:
+    return build(TemplatesTable, _F_TemplatesTable, 'forbid', None, v, c)
 
 
-_F_StoreTable: _Fields = (
+_F_StoreTable: Fields = (
     ('path', 'path', _t8, lambda: None),
     ('url', 'url', _t4, lambda: None),
 )
 
 
-def _m_StoreTable(v: Any, c: _Ctx) -> Any:
-    return _build(StoreTable, _F_StoreTable, 'forbid', None, v, c)
+def _m_StoreTable(v: Any, c: Ctx) -> Any:
+    return build(StoreTable, _F_StoreTable, 'forbid', None, v, c)
 
 
-_F_TelemetryTable: _Fields = (
+_F_TelemetryTable: Fields = (
     ('otlp_endpoint', 'otlp_endpoint', _t4, lambda: None),
     ('include_content', 'include_content', _t9, lambda: False),
     ('headers', 'headers', _t36, lambda: {}),
@@ -1155,53 +1028,53 @@ _F_TelemetryTable: _Fields = (
 )
 
 
-def _m_TelemetryTable(v: Any, c: _Ctx) -> Any:
-    return _build(TelemetryTable, _F_TelemetryTable, 'forbid', None, v, c)
+def _m_TelemetryTable(v: Any, c: Ctx) -> Any:
+    return build(TelemetryTable, _F_TelemetryTable, 'forbid', None, v, c)
 
 
-_F_RunTable: _Fields = (
+_F_RunTable: Fields = (
     ('output_cap_bytes', 'output_cap_bytes', _t29, lambda: 16384),
     ('exec_timeout_seconds', 'exec_timeout_seconds', _t10, lambda: 120.0),
     ('stall_window', 'stall_window', _t39, lambda: 4),
 )
 
 
-def _m_RunTable(v: Any, c: _Ctx) -> Any:
-    return _build(RunTable, _F_RunTable, 'forbid', None, v, c)
+def _m_RunTable(v: Any, c: Ctx) -> Any:
+    return build(RunTable, _F_RunTable, 'forbid', None, v, c)
 
 
-_F_RewindTable: _Fields = (
+_F_RewindTable: Fields = (
     ('enabled', 'enabled', _t9, lambda: True),
     ('max_bytes', 'max_bytes', _t5, lambda: 268435456),
 )
 
 
-def _m_RewindTable(v: Any, c: _Ctx) -> Any:
-    return _build(RewindTable, _F_RewindTable, 'forbid', None, v, c)
+def _m_RewindTable(v: Any, c: Ctx) -> Any:
+    return build(RewindTable, _F_RewindTable, 'forbid', None, v, c)
 
 
-_F_IoToml: _Fields = (
+_F_IoToml: Fields = (
     ('provider', 'provider', _t40, lambda: None),
-    ('policy', 'policy', _m_PolicyTable, lambda: _make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[])),
-    ('sandbox', 'sandbox', _m_SandboxTable, lambda: _make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
-    ('budget', 'budget', _m_BudgetTable, lambda: _make(BudgetTable, [], None, max_steps=50, max_tokens=False, max_cost_usd=False, wall_seconds=1800.0, cache_read_weight=0.1)),
-    ('contract', 'contract', _m_ContractTable, lambda: _make(ContractTable, [], None, goal='', constraints=[], verify=[])),
-    ('context', 'context', _m_ContextTable, lambda: _make(ContextTable, [], None, max_tokens=120000, strategy='elide', threshold=0.8, window=None, keep_steps=2, compact_template=None)),
-    ('toolchain', 'toolchain', _m_ToolchainTable, lambda: _make(ToolchainTable, [], None, test=None, build=None, lint=None)),
-    ('git', 'git', _m_GitTable, lambda: _make(GitTable, [], None, author_name=None, author_email=None, author=None, timeout_seconds=60.0, history_depth=200)),
-    ('documents', 'documents', _m_DocumentsTable, lambda: _make(DocumentsTable, [], None, max_member_bytes=268435456, max_total_bytes=1073741824, max_ratio=100.0, max_members=10000)),
+    ('policy', 'policy', _m_PolicyTable, lambda: make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[])),
+    ('sandbox', 'sandbox', _m_SandboxTable, lambda: make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
+    ('budget', 'budget', _m_BudgetTable, lambda: make(BudgetTable, [], None, max_steps=50, max_tokens=False, max_cost_usd=False, wall_seconds=1800.0, cache_read_weight=0.1)),
+    ('contract', 'contract', _m_ContractTable, lambda: make(ContractTable, [], None, goal='', constraints=[], verify=[])),
+    ('context', 'context', _m_ContextTable, lambda: make(ContextTable, [], None, max_tokens=120000, strategy='elide', threshold=0.8, window=None, keep_steps=2, compact_template=None)),
+    ('toolchain', 'toolchain', _m_ToolchainTable, lambda: make(ToolchainTable, [], None, test=None, build=None, lint=None)),
+    ('git', 'git', _m_GitTable, lambda: make(GitTable, [], None, author_name=None, author_email=None, author=None, timeout_seconds=60.0, history_depth=200)),
+    ('documents', 'documents', _m_DocumentsTable, lambda: make(DocumentsTable, [], None, max_member_bytes=268435456, max_total_bytes=1073741824, max_ratio=100.0, max_members=10000)),
     ('prices', 'prices', _t41, lambda: None),
     ('web', 'web', _t42, lambda: None),
     ('mcp', 'mcp', _t43, lambda: []),
     ('hooks', 'hooks', _t44, lambda: []),
-    ('agents', 'agents', _m_AgentsTable, lambda: _make(AgentsTable, [], {}, max_depth=3, max_children=16, parallel=4)),
-    ('templates', 'templates', _m_TemplatesTable, lambda: _make(TemplatesTable, [], None, dir=None)),
-    ('store', 'store', _m_StoreTable, lambda: _make(StoreTable, [], None, path=None, url=None)),
-    ('telemetry', 'telemetry', _m_TelemetryTable, lambda: _make(TelemetryTable, [], None, otlp_endpoint=None, include_content=False, headers={}, service_name='io', timeout_seconds=10.0)),
-    ('run', 'run', _m_RunTable, lambda: _make(RunTable, [], None, output_cap_bytes=16384, exec_timeout_seconds=120.0, stall_window=4)),
-    ('rewind', 'rewind', _m_RewindTable, lambda: _make(RewindTable, [], None, enabled=True, max_bytes=268435456)),
+    ('agents', 'agents', _m_AgentsTable, lambda: make(AgentsTable, [], {}, max_depth=3, max_children=16, parallel=4)),
+    ('templates', 'templates', _m_TemplatesTable, lambda: make(TemplatesTable, [], None, dir=None)),
+    ('store', 'store', _m_StoreTable, lambda: make(StoreTable, [], None, path=None, url=None)),
+    ('telemetry', 'telemetry', _m_TelemetryTable, lambda: make(TelemetryTable, [], None, otlp_endpoint=None, include_content=False, headers={}, service_name='io', timeout_seconds=10.0)),
+    ('run', 'run', _m_RunTable, lambda: make(RunTable, [], None, output_cap_bytes=16384, exec_timeout_seconds=120.0, stall_window=4)),
+    ('rewind', 'rewind', _m_RewindTable, lambda: make(RewindTable, [], None, enabled=True, max_bytes=268435456)),
 )
 
 
-def _m_IoToml(v: Any, c: _Ctx) -> Any:
-    return _build(IoToml, _F_IoToml, 'forbid', None, v, c)
+def _m_IoToml(v: Any, c: Ctx) -> Any:
+    return build(IoToml, _F_IoToml, 'forbid', None, v, c)
