@@ -190,14 +190,7 @@ class _Writer:
         builder = f"_m_{model.__name__}"
         self.models[model] = builder
         self.classes.append(self._class(model))
-        rows = []
-        for name, info in model.model_fields.items():
-            meta = _Meta()
-            _read_meta(info.metadata, meta)
-            check = self.check(info.annotation, meta, f"{model.__name__}.{name}")
-            alias = info.validation_alias if isinstance(info.validation_alias, str) else (
-                info.alias or name)
-            rows.append(f"    ({name!r}, {alias!r}, {check}, lambda: {self._default(info)}),")
+        rows = [self._row(model, name, info) for name, info in model.model_fields.items()]
         extra = model.model_config.get("extra") or "ignore"
         extra_check = "None"
         if extra == "allow":
@@ -205,13 +198,30 @@ class _Writer:
             args = get_args(hint)
             extra_check = self.check(args[1] if len(args) == 2 else Any, None,
                                      f"{model.__name__}.*")
+        call = (f"    return build({model.__name__}, _F_{model.__name__}, {extra!r},"
+                f" {extra_check}, v, c)")
+        why = _whole_model(model)
+        if why:  # checks the generator cannot see: pydantic decides every such table
+            self.handed_over.append(f"{model.__name__}: {why}")
+            call = "    raise No"
         self.builders.append("\n".join([
             f"_F_{model.__name__}: Fields = (", *rows, ")", "", "",
-            f"def {builder}(v: Any, c: Ctx) -> Any:",
-            f"    return build({model.__name__}, _F_{model.__name__}, {extra!r}, {extra_check},"
-            " v, c)",
+            f"def {builder}(v: Any, c: Ctx) -> Any:", call,
         ]))
         return builder
+
+    def _row(self, model: type[BaseModel], name: str, info: FieldInfo) -> str:
+        where = f"{model.__name__}.{name}"
+        meta = _Meta()
+        _read_meta(info.metadata, meta)
+        check = self.check(info.annotation, meta, where)
+        alias = info.alias or name
+        if info.validation_alias is not None:
+            if isinstance(info.validation_alias, str):
+                alias = info.validation_alias
+            else:  # AliasChoices / AliasPath: pydantic looks in places the twin does not
+                check = self._hand_over(where, f"validation alias {info.validation_alias!r}")
+        return f"    ({name!r}, {alias!r}, {check}, lambda: {self._default(info)}),"
 
     def _default(self, info: FieldInfo) -> str:
         if info.default_factory is not None:
@@ -271,6 +281,19 @@ class _Writer:
         if isinstance(tp, type) and issubclass(tp, Enum):
             return self.need(tp.__module__, tp.__name__)
         return getattr(tp, "__name__", "Any")
+
+
+def _whole_model(model: type[BaseModel]) -> str:
+    """Why no table of `model` can be checked without pydantic ("" when one can)."""
+    decorators = model.__pydantic_decorators__
+    if (decorators.validators or decorators.field_validators or decorators.root_validators
+            or decorators.model_validators):
+        return "validators declared with decorators"
+    if model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name"):
+        return "keys accepted by name as well as by alias"
+    if type(model).__getattribute__(model, "model_post_init") is not BaseModel.model_post_init:
+        return "a model_post_init"
+    return ""
 
 
 def _literal(value: Any) -> str:
