@@ -24,6 +24,8 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     ├── ProviderError          a model provider failed (.retryable, .status)
     │   └── ScriptExhausted    the scripted replay has no line for this step
     ├── SandboxUnavailable     the sandbox could not start (not the command's own failure)
+    ├── McpUnavailable         a configured MCP server (not `optional`) could not start,
+    │                          connect or authorize, or the policy refused it   → exit 1
     ├── ToolError              a tool could not run (bad arguments, unknown tool)
     │   ├── InvalidToolArguments   arguments that are not the JSON object the tool expects
     │   ├── DocumentTooLarge   a document would unpack past a [documents] limit
@@ -48,6 +50,7 @@ __all__ = [
     "GitRefused",
     "HarnessError",
     "InvalidToolArguments",
+    "McpUnavailable",
     "MissingExtra",
     "MissingSecret",
     "PathEscape",
@@ -319,6 +322,11 @@ class ScriptExhausted(ProviderError):
 
 class SandboxUnavailable(HarnessError):
     """The sandbox backend could not be started; the command never ran."""
+
+
+class McpUnavailable(HarnessError):
+    """A configured MCP server that is not `optional` could not start, connect or
+    authorize, or the policy refused its start or its host: the run does not start."""
 
 
 class ToolError(HarnessError):

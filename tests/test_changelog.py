@@ -33,11 +33,11 @@ def test_default_dependencies_are_pinned_and_hold_no_optional_library() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = [re.split(r"[<>=;\[ ]", d)[0].lower() for d in project["dependencies"]]
     assert names == ["typer", "rich", "tomli-w", "pydantic", "psutil", "httpx", "truststore",
-                     "jsonschema", "pathspec", "pywin32"]
+                     "jsonschema", "pathspec", "mcp", "pywin32"]
     assert all(">=" in d for d in project["dependencies"])
     extras = project["optional-dependencies"]
     for extra in ("media", "xlsx", "docx", "pptx", "pdf", "barcode", "documents", "otel"):
         assert extra in extras
-    optional = {"openpyxl", "python-docx", "python-pptx", "pypdf", "fpdf2", "zxing-cpp", "mcp",
+    optional = {"openpyxl", "python-docx", "python-pptx", "pypdf", "fpdf2", "zxing-cpp",
                 "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"}
     assert not optional & set(names)

@@ -221,6 +221,10 @@ class PolicyTable(Table):
     addresses (127.1 is 127.0.0.1)."""
     deny_net: list[str] = []
     """Hosts it must never reach, in the same forms; a deny wins over any allow."""
+    allow_mcp: list[str] = []
+    """MCP tools it may call, as "server/tool" ("github/*" every tool of one server)."""
+    deny_mcp: list[str] = []
+    """MCP tools it must never call, in the same form; a deny wins over any allow."""
 
 
 
@@ -430,19 +434,64 @@ class WebTable(Table):
     """Cap on provider-executed uses per completion."""
 
 
+class McpOAuthTable(Table):
+    """OAuth 2.1 for a remote MCP server that asks for it (a 401 naming its metadata).
+    Without this table io still answers a 401: it registers a client dynamically and asks
+    a person to authorize once (authorization code with PKCE)."""
+
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    """authorization_code (a person authorizes once in a browser; refreshed after) |
+    client_credentials (a pre-registered client_id and client_secret: CI)."""
+    client_id: str | None = None
+    """A pre-registered client (default: dynamic client registration)."""
+    client_secret: Annotated[str | None, SECRET] = None
+    """Its secret; a secret (shown as ***, never recorded)."""
+    private_key: Annotated[str | None, SECRET] = None
+    """Instead of client_secret: a PEM private key that signs client-credentials
+    assertions (private_key_jwt), e.g. "${file:/run/secrets/mcp.pem}"; a secret."""
+    signing_algorithm: str = "RS256"
+    """The JWS algorithm of those assertions (RS256, ES256 …)."""
+    scopes: list[str] = []
+    """Scopes to ask for (default: what the server's challenge or metadata names)."""
+    client_metadata_url: str | None = None
+    """An https URL serving io's client metadata document, used as the client id where
+    the authorization server supports it (CIMD)."""
+    issuer: str | None = None
+    """The authorization server a pre-registered client belongs to; its credentials are
+    only sent there (default: whichever server discovery finds)."""
+    redirect_port: Annotated[int, Field(ge=0, le=65535)] = 0
+    """Port of the 127.0.0.1 redirect listener (0: a free port, kept once registered)."""
+    authorize_timeout_seconds: _Seconds = 300.0
+    """Seconds a start waits for the person to authorize in the browser."""
+
+
 class McpTable(Table):
-    """A stdio MCP server whose tools the agent may call (its start is an exec act)."""
+    """An MCP server whose tools the agent may call: a local one started with `command`
+    (its start is an exec act) or a remote one at `url` (its host is a net act)."""
 
     name: str | None = None
-    """Unique name; its tools appear as mcp__<name>__<tool> (required)."""
+    """Unique name (no '/'); its tools appear as mcp__<name>__<tool>, and policy rules
+    name them <name>/<tool> (required)."""
     command: str | None = None
-    """The program to start (required)."""
+    """The program to start, for a local server spoken to over stdio."""
     args: list[str] = []
     """Its arguments."""
     env: Annotated[dict[str, str], SECRET] = {}
     """Extra environment for it; values are secrets (shown as ***, never recorded)."""
     cwd: PathValue | None = None
     """Its working directory, relative to the file that names it (default: the workspace)."""
+    url: str | None = None
+    """A remote server's streamable-HTTP endpoint (https://…), instead of command."""
+    headers: Annotated[dict[str, str], SECRET] = {}
+    """Headers sent to a remote server (an API key); values are secrets, shown as ***."""
+    optional: bool = False
+    """When it cannot start or connect, warn and run without it (default: the run does
+    not start)."""
+    oauth: McpOAuthTable | None = None
+    """OAuth settings of a remote server."""
+    elicitation: Literal["decline", "defaults"] = "decline"
+    """What to answer a server asking the user for input mid-call: decline | defaults
+    (accept with the defaults its schema declares)."""
 
 
 HookEventName = Literal["run_start", "pre_tool", "post_tool", "pre_compact", "stop",
@@ -576,7 +625,7 @@ class IoToml(Table):
     web: WebTable | None = None
     """Provider-executed web access."""
     mcp: list[McpTable] = []
-    """stdio MCP servers."""
+    """MCP servers: local (stdio) and remote (streamable HTTP)."""
     hooks: list[HookTable] = []
     """Programs run at points of a run (every scope's hooks apply)."""
     agents: AgentsTable = AgentsTable()

@@ -83,9 +83,9 @@ class ProviderTable(Plain):
 class PolicyTable(Plain):
     """The boundary: a tier for unnamed acts, and rules. Every scope's rules are kept (plain twin of `_model.PolicyTable`)."""
 
-    __slots__ = ('tier', 'approval', 'allow_read', 'deny_read', 'allow_write', 'deny_write', 'allow_exec', 'deny_exec', 'allow_net', 'deny_net')
-    model_fields: ClassVar[tuple[str, ...]] = ('tier', 'approval', 'allow_read', 'deny_read', 'allow_write', 'deny_write', 'allow_exec', 'deny_exec', 'allow_net', 'deny_net')
-    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'tier': ('LEAF', False, False), 'approval': ('LEAF', False, False), 'allow_read': ('LEAF', False, False), 'deny_read': ('LEAF', False, False), 'allow_write': ('LEAF', False, False), 'deny_write': ('LEAF', False, False), 'allow_exec': ('LEAF', False, False), 'deny_exec': ('LEAF', False, False), 'allow_net': ('LEAF', False, False), 'deny_net': ('LEAF', False, False)}
+    __slots__ = ('tier', 'approval', 'allow_read', 'deny_read', 'allow_write', 'deny_write', 'allow_exec', 'deny_exec', 'allow_net', 'deny_net', 'allow_mcp', 'deny_mcp')
+    model_fields: ClassVar[tuple[str, ...]] = ('tier', 'approval', 'allow_read', 'deny_read', 'allow_write', 'deny_write', 'allow_exec', 'deny_exec', 'allow_net', 'deny_net', 'allow_mcp', 'deny_mcp')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'tier': ('LEAF', False, False), 'approval': ('LEAF', False, False), 'allow_read': ('LEAF', False, False), 'deny_read': ('LEAF', False, False), 'allow_write': ('LEAF', False, False), 'deny_write': ('LEAF', False, False), 'allow_exec': ('LEAF', False, False), 'deny_exec': ('LEAF', False, False), 'allow_net': ('LEAF', False, False), 'deny_net': ('LEAF', False, False), 'allow_mcp': ('LEAF', False, False), 'deny_mcp': ('LEAF', False, False)}
     tier: Tier
     approval: ApprovalMode
     allow_read: list[str]
@@ -96,6 +96,8 @@ class PolicyTable(Plain):
     deny_exec: list[str]
     allow_net: list[str]
     deny_net: list[str]
+    allow_mcp: list[str]
+    deny_mcp: list[str]
 
 
 class SandboxTable(Plain):
@@ -243,17 +245,40 @@ class WebTable(Plain):
     max_uses: int | None
 
 
-class McpTable(Plain):
-    """A stdio MCP server whose tools the agent may call (its start is an exec act). (plain twin of `_model.McpTable`)."""
+class McpOAuthTable(Plain):
+    """OAuth 2.1 for a remote MCP server that asks for it (a 401 naming its metadata). (plain twin of `_model.McpOAuthTable`)."""
 
-    __slots__ = ('name', 'command', 'args', 'env', 'cwd')
-    model_fields: ClassVar[tuple[str, ...]] = ('name', 'command', 'args', 'env', 'cwd')
-    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'name': ('LEAF', False, False), 'command': ('LEAF', False, False), 'args': ('LEAF', False, False), 'env': ('LEAF', True, False), 'cwd': ('LEAF', False, False)}
+    __slots__ = ('grant', 'client_id', 'client_secret', 'private_key', 'signing_algorithm', 'scopes', 'client_metadata_url', 'issuer', 'redirect_port', 'authorize_timeout_seconds')
+    model_fields: ClassVar[tuple[str, ...]] = ('grant', 'client_id', 'client_secret', 'private_key', 'signing_algorithm', 'scopes', 'client_metadata_url', 'issuer', 'redirect_port', 'authorize_timeout_seconds')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'grant': ('LEAF', False, False), 'client_id': ('LEAF', False, False), 'client_secret': ('LEAF', True, False), 'private_key': ('LEAF', True, False), 'signing_algorithm': ('LEAF', False, False), 'scopes': ('LEAF', False, False), 'client_metadata_url': ('LEAF', False, False), 'issuer': ('LEAF', False, False), 'redirect_port': ('LEAF', False, False), 'authorize_timeout_seconds': ('LEAF', False, False)}
+    grant: Literal['authorization_code', 'client_credentials']
+    client_id: str | None
+    client_secret: str | None
+    private_key: str | None
+    signing_algorithm: str
+    scopes: list[str]
+    client_metadata_url: str | None
+    issuer: str | None
+    redirect_port: int
+    authorize_timeout_seconds: float
+
+
+class McpTable(Plain):
+    """An MCP server whose tools the agent may call: a local one started with `command` (plain twin of `_model.McpTable`)."""
+
+    __slots__ = ('name', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'optional', 'oauth', 'elicitation')
+    model_fields: ClassVar[tuple[str, ...]] = ('name', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'optional', 'oauth', 'elicitation')
+    specs: ClassVar[dict[str, tuple[str, bool, bool]]] = {'name': ('LEAF', False, False), 'command': ('LEAF', False, False), 'args': ('LEAF', False, False), 'env': ('LEAF', True, False), 'cwd': ('LEAF', False, False), 'url': ('LEAF', False, False), 'headers': ('LEAF', True, False), 'optional': ('LEAF', False, False), 'oauth': ('TABLE', False, False), 'elicitation': ('LEAF', False, False)}
     name: str | None
     command: str | None
     args: list[str]
     env: dict[str, str]
     cwd: Path | None
+    url: str | None
+    headers: dict[str, str]
+    optional: bool
+    oauth: McpOAuthTable | None
+    elicitation: Literal['decline', 'defaults']
 
 
 class HookTable(Plain):
@@ -683,24 +708,55 @@ def _t35(v: Any, c: Ctx) -> Any:
 def _t36(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    if type(v) is not dict:
-        raise No
-    return {_t3(k, c): _t3(x, c) for k, x in v.items()}
+    return literal(v, ('authorization_code', 'client_credentials'))
 
 
 def _t37(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return literal(v, ('run_start', 'pre_tool', 'post_tool', 'pre_compact', 'stop', 'child_stop'))
+    if not (type(v) is int):
+        raise No
+    v = v
+    if not (v >= 0):
+        raise No
+    if not (v <= 65535):
+        raise No
+    return v
 
 
 def _t38(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
-    return first(v, c, (_t37, _t1,))
+    if type(v) is not dict:
+        raise No
+    return {_t3(k, c): _t3(x, c) for k, x in v.items()}
 
 
 def _t39(v: Any, c: Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return first(v, c, (_m_McpOAuthTable, _t1,))
+
+
+def _t40(v: Any, c: Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return literal(v, ('decline', 'defaults'))
+
+
+def _t41(v: Any, c: Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return literal(v, ('run_start', 'pre_tool', 'post_tool', 'pre_compact', 'stop', 'child_stop'))
+
+
+def _t42(v: Any, c: Ctx) -> Any:
+    if c.pre and type(v) is str and '${' in v:
+        return v
+    return first(v, c, (_t41, _t1,))
+
+
+def _t43(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if not (type(v) is int):
@@ -713,25 +769,25 @@ def _t39(v: Any, c: Ctx) -> Any:
     return v
 
 
-def _t40(v: Any, c: Ctx) -> Any:
+def _t44(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return first(v, c, (_m_ProviderTable, _t1,))
 
 
-def _t41(v: Any, c: Ctx) -> Any:
+def _t45(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return first(v, c, (_m_PricesTable, _t1,))
 
 
-def _t42(v: Any, c: Ctx) -> Any:
+def _t46(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     return first(v, c, (_m_WebTable, _t1,))
 
 
-def _t43(v: Any, c: Ctx) -> Any:
+def _t47(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
@@ -739,7 +795,7 @@ def _t43(v: Any, c: Ctx) -> Any:
     return [_m_McpTable(x, c) for x in v]
 
 
-def _t44(v: Any, c: Ctx) -> Any:
+def _t48(v: Any, c: Ctx) -> Any:
     if c.pre and type(v) is str and '${' in v:
         return v
     if type(v) is not list:
@@ -799,6 +855,8 @@ _F_PolicyTable: Fields = (
     ('deny_exec', 'deny_exec', _t16, lambda: []),
     ('allow_net', 'allow_net', _t16, lambda: []),
     ('deny_net', 'deny_net', _t16, lambda: []),
+    ('allow_mcp', 'allow_mcp', _t16, lambda: []),
+    ('deny_mcp', 'deny_mcp', _t16, lambda: []),
 )
 
 
@@ -951,12 +1009,35 @@ def _m_WebTable(v: Any, c: Ctx) -> Any:
     return build(WebTable, _F_WebTable, 'forbid', None, v, c)
 
 
+_F_McpOAuthTable: Fields = (
+    ('grant', 'grant', _t36, lambda: 'authorization_code'),
+    ('client_id', 'client_id', _t4, lambda: None),
+    ('client_secret', 'client_secret', _t4, lambda: None),
+    ('private_key', 'private_key', _t4, lambda: None),
+    ('signing_algorithm', 'signing_algorithm', _t3, lambda: 'RS256'),
+    ('scopes', 'scopes', _t16, lambda: []),
+    ('client_metadata_url', 'client_metadata_url', _t4, lambda: None),
+    ('issuer', 'issuer', _t4, lambda: None),
+    ('redirect_port', 'redirect_port', _t37, lambda: 0),
+    ('authorize_timeout_seconds', 'authorize_timeout_seconds', _t10, lambda: 300.0),
+)
+
+
+def _m_McpOAuthTable(v: Any, c: Ctx) -> Any:
+    return build(McpOAuthTable, _F_McpOAuthTable, 'forbid', None, v, c)
+
+
 _F_McpTable: Fields = (
     ('name', 'name', _t4, lambda: None),
     ('command', 'command', _t4, lambda: None),
     ('args', 'args', _t16, lambda: []),
-    ('env', 'env', _t36, lambda: {}),
+    ('env', 'env', _t38, lambda: {}),
     ('cwd', 'cwd', _t8, lambda: None),
+    ('url', 'url', _t4, lambda: None),
+    ('headers', 'headers', _t38, lambda: {}),
+    ('optional', 'optional', _t9, lambda: False),
+    ('oauth', 'oauth', _t39, lambda: None),
+    ('elicitation', 'elicitation', _t40, lambda: 'decline'),
 )
 
 
@@ -965,7 +1046,7 @@ def _m_McpTable(v: Any, c: Ctx) -> Any:
 
 
 _F_HookTable: Fields = (
-    ('event', 'event', _t38, lambda: None),
+    ('event', 'event', _t42, lambda: None),
     ('command', 'command', _t24, lambda: None),
     ('matcher', 'matcher', _t3, lambda: '*'),
     ('timeout_s', 'timeout_s', _t10, lambda: 30.0),
@@ -1022,7 +1103,7 @@ def _m_StoreTable(v: Any, c: Ctx) -> Any:
 _F_TelemetryTable: Fields = (
     ('otlp_endpoint', 'otlp_endpoint', _t4, lambda: None),
     ('include_content', 'include_content', _t9, lambda: False),
-    ('headers', 'headers', _t36, lambda: {}),
+    ('headers', 'headers', _t38, lambda: {}),
     ('service_name', 'service_name', _t3, lambda: 'io'),
     ('timeout_seconds', 'timeout_seconds', _t10, lambda: 10.0),
 )
@@ -1035,7 +1116,7 @@ def _m_TelemetryTable(v: Any, c: Ctx) -> Any:
 _F_RunTable: Fields = (
     ('output_cap_bytes', 'output_cap_bytes', _t29, lambda: 16384),
     ('exec_timeout_seconds', 'exec_timeout_seconds', _t10, lambda: 120.0),
-    ('stall_window', 'stall_window', _t39, lambda: 4),
+    ('stall_window', 'stall_window', _t43, lambda: 4),
 )
 
 
@@ -1054,8 +1135,8 @@ def _m_RewindTable(v: Any, c: Ctx) -> Any:
 
 
 _F_IoToml: Fields = (
-    ('provider', 'provider', _t40, lambda: None),
-    ('policy', 'policy', _m_PolicyTable, lambda: make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[])),
+    ('provider', 'provider', _t44, lambda: None),
+    ('policy', 'policy', _m_PolicyTable, lambda: make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[], allow_mcp=[], deny_mcp=[])),
     ('sandbox', 'sandbox', _m_SandboxTable, lambda: make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
     ('budget', 'budget', _m_BudgetTable, lambda: make(BudgetTable, [], None, max_steps=50, max_tokens=False, max_cost_usd=False, wall_seconds=1800.0, cache_read_weight=0.1)),
     ('contract', 'contract', _m_ContractTable, lambda: make(ContractTable, [], None, goal='', constraints=[], verify=[])),
@@ -1063,10 +1144,10 @@ _F_IoToml: Fields = (
     ('toolchain', 'toolchain', _m_ToolchainTable, lambda: make(ToolchainTable, [], None, test=None, build=None, lint=None)),
     ('git', 'git', _m_GitTable, lambda: make(GitTable, [], None, author_name=None, author_email=None, author=None, timeout_seconds=60.0, history_depth=200)),
     ('documents', 'documents', _m_DocumentsTable, lambda: make(DocumentsTable, [], None, max_member_bytes=268435456, max_total_bytes=1073741824, max_ratio=100.0, max_members=10000)),
-    ('prices', 'prices', _t41, lambda: None),
-    ('web', 'web', _t42, lambda: None),
-    ('mcp', 'mcp', _t43, lambda: []),
-    ('hooks', 'hooks', _t44, lambda: []),
+    ('prices', 'prices', _t45, lambda: None),
+    ('web', 'web', _t46, lambda: None),
+    ('mcp', 'mcp', _t47, lambda: []),
+    ('hooks', 'hooks', _t48, lambda: []),
     ('agents', 'agents', _m_AgentsTable, lambda: make(AgentsTable, [], {}, max_depth=3, max_children=16, parallel=4)),
     ('templates', 'templates', _m_TemplatesTable, lambda: make(TemplatesTable, [], None, dir=None)),
     ('store', 'store', _m_StoreTable, lambda: make(StoreTable, [], None, path=None, url=None)),

@@ -12,13 +12,14 @@ beyond resolving paths, and reads the environment only from the mapping it is gi
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config import _plain
 from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
+from harness_core.config._mcp import mcp_auth_dir, mcp_servers
 from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
@@ -296,28 +297,13 @@ def _web(t: WebTable | None) -> WebAccess | None:
     )
 
 
-def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Required
-         ) -> tuple[McpServerConfig, ...]:
-    servers: list[McpServerConfig] = []
-    seen: set[str] = set()
-    for index, item in enumerate(items):
-        path = ("mcp", index)
-        name = required(item.name, path, "name")
-        if name in seen:
-            origin = _origin(_node_at(tree, path))
-            where = f" in {origin.describe()}" if origin else ""
-            raise ConfigError(f"two [[mcp]] servers are named {name!r}{where}")
-        seen.add(name)
-        servers.append(
-            McpServerConfig(
-                name=name,
-                command=required(item.command, path, "command"),
-                args=tuple(item.args),
-                env=dict(item.env),
-                cwd=item.cwd,
-            )
-        )
-    return tuple(servers)
+def _mcp(items: Sequence[McpTable], tree: Mapping[str, Node], required: _Required,
+         auth_dir: Callable[[], Path]) -> tuple[McpServerConfig, ...]:
+    def where(path: tuple[str | int, ...]) -> str:
+        origin = _origin(_node_at(tree, path))
+        return f" in {origin.describe()}" if origin else ""
+
+    return mcp_servers(items, where, required, auth_dir)
 
 
 def _hooks(model: IoToml, tree: Mapping[str, Node], required: _Required
@@ -458,6 +444,13 @@ def store_path(configured: Path | None, env: Mapping[str, str]) -> Path:
     )
 
 
+def _default_store(env: Mapping[str, str]) -> Path | None:
+    try:
+        return store_path(None, {k: v for k, v in env.items() if k != "IO_STORE"})
+    except ConfigError:
+        return None
+
+
 def _protected(workspace: Path, store: Path, files: Sequence[ConfigFile],
                hooks: Sequence[HookConfig] = ()) -> tuple[str, ...]:
     root = workspace.resolve()
@@ -559,7 +552,8 @@ def project(
         toolchain=Toolchain(test=toolchain.test, build=toolchain.build, lint=toolchain.lint),
         context_max_tokens=model.context.max_tokens,
         web=web,
-        mcp=_mcp(model.mcp, merged, required),
+        mcp=_mcp(model.mcp, merged, required, lambda: mcp_auth_dir(
+            workspace, store, _default_store(env))),
         hooks=hooks,
         agents=_agents(model.agents.__pydantic_extra__ or {}, required),
         agent_limits=_agent_limits(model.agents),

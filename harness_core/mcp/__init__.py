@@ -1,5 +1,5 @@
-"""MCP: stdio Model Context Protocol servers, configured, started under the policy, and
-exposed as tools.
+"""MCP: Model Context Protocol servers, local (stdio) and remote (streamable HTTP, with
+OAuth), configured, connected under the policy, and exposed as tools.
 
 Importing this package must stay cheap (config loading imports `McpServerConfig`): the
 client modules load on first use of their names, and the `mcp` SDK only when a server
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from harness_core.mcp._config import McpServerConfig
+from harness_core.mcp._config import McpElicitation, McpGrant, McpOAuth, McpServerConfig
 
 _LAZY = {
     "SESSION_MARKER": "harness_core.mcp._client",
@@ -32,7 +32,10 @@ __all__ = [
     "SESSION_MARKER",
     "TOOL_PREFIX",
     "McpCallResult",
+    "McpElicitation",
     "McpFailure",
+    "McpGrant",
+    "McpOAuth",
     "McpRefusal",
     "McpServerConfig",
     "McpSession",

@@ -1,84 +1,78 @@
-"""McpSession: start the configured stdio MCP servers for one run, and stop them after.
+"""McpSession: connect the configured MCP servers for one run, and stop them after.
 
-Starting a server is an act. Before anything is spawned, `gate.check(Act.exec(argv))`
-decides it through the run's one gate, the same check the `exec` tool makes on a
-command. A refusal is not an exception: the server is not started, the gate has
-recorded the refusal with its rule and layer, and the session lists it in `refusals`.
-A server that cannot start (no such program, it exits, it does not answer
-``initialize`` in time) is listed in `failures`. Either way the run goes on without
-that server's tools.
+Reaching a server is an act, decided through the run's one gate before anything is
+spawned or dialled: a local server's start is ``Act.exec(argv)`` (the check the `exec`
+tool makes on a command), a remote server's endpoint ``Act.net(host, port)`` (the
+check the egress proxy makes), and every other host its HTTP client dials later (an
+OAuth authorization server) is decided the same way (`harness_core.mcp._http`). A
+refusal is recorded by the gate with its rule and layer.
 
-What the policy decides is the start, not what the server then does. A server runs
-outside the command sandbox, with this process's privileges, as the leader of its own
-session, and dials what it likes: the sandbox denies network egress, and most servers
-exist to reach something. Its environment is not this process's: the default
-variables (PATH, HOME, LANG …) taken from the `env` mapping the caller passes, then the
-server's own `[[mcp]] env` table over them. The SDK also fills in a short list of
-harmless names (HOME, LOGNAME, PATH, SHELL, TERM, USER) from the real environment when
-they are missing; an API key reaches a server only when the operator put it in that
-server's table.
+A server that is refused or cannot start, connect or authorize stops the run from
+starting (`McpUnavailable`), unless it is marked `optional`: then it is listed in
+`refusals` or `failures` and the run goes on without its tools.
 
-The `mcp` SDK is imported only inside `start`, and only once a server has passed the
-gate; the asyncio side (one loop thread, one task per server) is
-`harness_core.mcp._server`.
+What the policy decides is the start and the hosts, not what a server then does: a
+local server runs outside the command sandbox with this process's privileges
+(`harness_core.mcp._stdio`); each tool call is decided again as ``Act.mcp`` by the
+tool itself (`harness_core.mcp._tools`).
 
-`close` asks every server to stop the SDK's way (stdin closed; SIGTERM then SIGKILL to
-its process group if it lingers), then kills any process still carrying this session's
-marker variable (`IO_MCP_SESSION`), so a grandchild that left the group is found too.
-Nothing here writes to the terminal: a server's stderr goes to a temporary file whose
-tail is quoted when the server fails, and the SDK's logger gets a null handler.
+The `mcp` SDK is imported only once a server has passed the gate; the asyncio side (one
+loop thread, one task per server) is `harness_core.mcp._server`. The gate is only ever
+consulted from the caller's thread (`harness_core.mcp._relay`). Nothing here writes to
+the terminal: a server's stderr and log messages go to a temporary file whose tail is
+quoted when it fails, the SDK's loggers get a null handler, and a notice for a person
+(where to authorize) goes to the `notice` callback.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import CancelledError
-from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-import psutil
-
-from harness_core.errors import ConfigError, PolicyError, ToolError
-from harness_core.mcp._config import McpServerConfig
-from harness_core.mcp._server import EventLoopThread, ServerHandle, call, serve
-from harness_core.mcp._tools import McpCallResult, McpTool, tool_name
+from harness_core.errors import McpUnavailable, PolicyError, ToolError
+from harness_core.mcp._config import McpGrant, McpServerConfig
+from harness_core.mcp._relay import Relay
+from harness_core.mcp._server import (
+    SESSION_EXPIRED,
+    EventLoopThread,
+    ServerHandle,
+    call,
+    serve,
+    stop_servers,
+)
+from harness_core.mcp._stdio import SESSION_MARKER, kill_marked, server_environment, stdio_opener
+from harness_core.mcp._tools import McpCallResult, McpTool, McpToolInfo, tool_name
 from harness_core.policy import Act, Decision, Verdict
-from harness_core.sandbox._process import resolve_program, scrub_env
+from harness_core.sandbox._process import resolve_program
 from harness_core.tools import ActGate, PauseRequested, Tool
 from harness_core.workspace import Workspace
 
 __all__ = ["SESSION_MARKER", "McpFailure", "McpRefusal", "McpSession", "server_environment"]
-
-SESSION_MARKER = "IO_MCP_SESSION"
-"""Set in every server's environment to a per-session token; `close` kills what carries it."""
-
-INSTALL_HINT = "pip install 'io-harness[mcp]'"
 
 _START_GRACE = 10.0
 """Seconds a caller waits past `timeout` for a failed start to unwind (the SDK's own
 shutdown is bounded at about 6 s: 2 s after stdin closes, 2 s after SIGTERM, 2 s to reap)."""
 _STOP_WAIT = 10.0
 """Seconds `close` gives the servers to stop the SDK's way before cancelling them."""
-_KILL_WAIT = 5.0
-"""Seconds `close` waits for killed stragglers to die (SIGKILL lands within milliseconds)."""
 _CALL_GRACE = 5.0
 """Seconds past a call's own timeout before the caller stops waiting for the loop."""
+_OPTIONAL_HINT = "mark the server optional = true to run without it when it is unavailable"
 
 
 @dataclass(frozen=True)
 class McpRefusal:
-    """A server the policy did not let start.
+    """A server the policy did not let start (or whose host it did not let io dial).
 
     Attributes:
         server: The server's configured name.
-        act: The exec act that was checked (its command and arguments).
+        act: The act that was checked (exec of its command, or net to its host).
         decision: The gate's decision, with the rule and layer that decided.
     """
 
@@ -97,7 +91,7 @@ class McpRefusal:
 
 @dataclass(frozen=True)
 class McpFailure:
-    """A server the policy allowed that did not start (or stopped answering at start).
+    """A server the policy allowed that did not start, connect or authorize.
 
     Attributes:
         server: The server's configured name.
@@ -108,35 +102,20 @@ class McpFailure:
     message: str
 
 
-def server_environment(config: McpServerConfig, env: Mapping[str, str]) -> dict[str, str]:
-    """The environment a server starts with: the default names from `env`, then its own table.
-
-    Args:
-        config: The server (its `env` table wins over the base).
-        env: The caller's environment; only PATH, HOME, LANG, LC_*, TERM, TZ and TMPDIR
-            are taken from it.
-
-    Returns:
-        A new mapping.
-    """
-    out = scrub_env(env)
-    out.update(config.env)
-    return out
-
-
 def _load_sdk() -> None:
     try:
         import mcp  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(
-            f"[[mcp]] servers need the MCP SDK, which is not installed: {INSTALL_HINT}",
-            hint=INSTALL_HINT,
-        ) from exc
+    except ImportError as exc:  # a core dependency: its absence is a broken install
+        raise McpUnavailable("MCP servers need the `mcp` SDK, which is not installed",
+                             hint="reinstall io: pip install --force-reinstall io-harness"
+                             ) from exc
+
     # A library must not print: without this, the SDK's warnings reach stderr through
     # logging's last-resort handler and tear the live trace.
-    logger = logging.getLogger("mcp")
-    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-        logger.addHandler(logging.NullHandler())
+    for name in ("mcp", "httpx2", "httpcore2"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
 
 
 def _decide(gate: ActGate, act: Act) -> Decision:
@@ -155,43 +134,17 @@ def _decide(gate: ActGate, act: Act) -> Decision:
         )
 
 
-def _kill_marked(token: str) -> None:
-    """Kill every process whose environment carries `token`, ours or reparented away,
-    and wait (bounded) until each is gone or only a zombie left for its parent to reap."""
-    me = os.getpid()
-    killed: list[psutil.Process] = []
-    for proc in psutil.process_iter():
-        if proc.pid == me:
-            continue
-        with suppress(psutil.Error, OSError):
-            if proc.environ().get(SESSION_MARKER) == token:
-                proc.kill()
-                killed.append(proc)
-    deadline = time.monotonic() + _KILL_WAIT
-    while killed and time.monotonic() < deadline:
-        killed = [p for p in killed if _still_running(p)]
-        if killed:
-            time.sleep(0.01)
-
-
-def _still_running(proc: psutil.Process) -> bool:
-    try:
-        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 class McpSession:
-    """The stdio MCP servers of one run, started, and their tools.
+    """The MCP servers of one run, connected, and their tools.
 
     Build one with `McpSession.start`; `McpSession()` is an empty session (no servers).
     Use it as a context manager, or call `close` at the end of the run.
 
     Attributes:
-        tools: One `Tool` per tool the started servers listed, named
+        tools: One `Tool` per tool the connected servers listed, named
             ``mcp__<server>__<tool>``; add them to the run's `Toolbox`.
-        refusals: Servers the policy did not let start.
-        failures: Servers that were allowed but did not start.
+        refusals: Optional servers the policy did not let start.
+        failures: Optional servers that were allowed but did not start.
     """
 
     def __init__(self) -> None:
@@ -200,9 +153,11 @@ class McpSession:
         self.failures: list[McpFailure] = []
         self._servers: dict[str, ServerHandle] = {}
         self._loop: EventLoopThread | None = None
+        self._relay = Relay(lambda host, port: Decision(Verdict.DENY, "no session"), None)
         self._token = secrets.token_hex(12)
         self._lock = threading.Lock()
         self._closed = False
+        self._required: list[str] = []
 
     @classmethod
     def start(
@@ -213,85 +168,131 @@ class McpSession:
         env: Mapping[str, str],
         workspace: Workspace,
         timeout: float = 30,
+        notice: Callable[[str], None] | None = None,
+        net: Callable[[str, int], Decision] | None = None,
     ) -> McpSession:
-        """Start every configured server the policy allows, and list its tools.
+        """Connect every configured server the policy allows, and list its tools.
 
-        Each start is first checked as ``Act.exec([command, *args])`` through `gate`.
         Servers start concurrently; each has `timeout` seconds to answer ``initialize``
-        and ``tools/list``.
+        and ``tools/list`` (a remote server that asks a person to authorize gets its
+        `authorize_timeout` on top).
 
         Args:
             configs: The `[[mcp]]` servers, in order.
             gate: The run's policy gate (records refusals; may ask an approver).
-            env: The caller's environment; only default names are passed on (see
-                `server_environment`).
-            workspace: A server without `cwd` starts in its root.
+            env: The caller's environment; only default names are passed on to a
+                local server (see `server_environment`).
+            workspace: A local server without `cwd` starts in its root.
             timeout: Seconds each server has to start and list its tools.
+            notice: Shows a person one line (the URL to authorize a remote server at);
+                None when nobody can be shown one (such a server then fails).
+            net: Decides (and records) dialling a host and port, as the run's egress
+                check does (by name, then every address it resolves to); None checks
+                ``Act.net(host, port)`` through `gate`.
 
         Returns:
-            The session. A refused or failed server is reported in `refusals` or
-            `failures`, never raised.
+            The session; an optional server that was refused or failed is listed in
+            `refusals` or `failures`.
 
         Raises:
-            ConfigError: A server was allowed to start but the `mcp` SDK is not
-                installed (``pip install 'io-harness[mcp]'``).
+            McpUnavailable: A server that is not optional was refused, or did not start,
+                connect or authorize (every such server is named).
         """
         session = cls()
         try:
-            session._start(configs, gate, env, workspace, timeout)
+            session._start(configs, gate, env, workspace, timeout, notice, net)
         except BaseException:
             session.close()
             raise
         return session
 
     def _start(self, configs: Sequence[McpServerConfig], gate: ActGate,
-               env: Mapping[str, str], workspace: Workspace, timeout: float) -> None:
-        planned = [server for config in configs
-                   if (server := self._admit(config, gate, env, workspace)) is not None]
-        if not planned:
-            return
-        _load_sdk()
-        loop = self._loop = EventLoopThread()
-        for server in planned:
-            server.task = loop.submit(serve(server, timeout))
-        deadline = time.monotonic() + timeout + _START_GRACE
-        taken: set[str] = set()
-        for server in planned:
-            try:
-                listed = server.ready.result(max(0.0, deadline - time.monotonic()))
-            except TimeoutError:
-                listed = f"did not start within {timeout:g} s"
-                loop.call_soon(server.stop.set)
-            if isinstance(listed, str):
-                self.failures.append(McpFailure(server.name,
-                                                f"MCP server {server.name!r} {listed}"))
-                continue
-            for info in listed:
-                name = tool_name(server.name, info.name, taken)
-                taken.add(name)
-                self.tools.append(McpTool(server.name, info, name, self))
+               env: Mapping[str, str], workspace: Workspace, timeout: float,
+               notice: Callable[[str], None] | None,
+               net: Callable[[str, int], Decision] | None) -> None:
+        relay = self._relay = Relay(
+            net or (lambda host, port: _decide(gate, Act.net(host, port))), notice)
+        planned = [server for config in configs if (
+            server := self._admit(config, gate, env, workspace, timeout)) is not None]
+        if planned:
+            _load_sdk()
+            loop = self._loop = EventLoopThread()
+            began = time.monotonic()
+            for server in planned:
+                server.task = loop.submit(serve(server))
+            taken: set[str] = set()
+            for server in planned:
+                deadline = began + server.longest_start + _START_GRACE
+                try:
+                    listed = relay.wait(server.ready, max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    listed = f"did not start within {server.start_timeout:g} s"
+                    loop.call_soon(server.stop.set)
+                if isinstance(listed, str):
+                    self._fail(server.config, f"MCP server {server.name!r} {listed}")
+                    continue
+                self._offer(server.name, listed, taken)
+        if self._required:
+            raise McpUnavailable("; ".join(self._required), hint=_OPTIONAL_HINT)
+
+    def _offer(self, server: str, listed: Sequence[McpToolInfo], taken: set[str]) -> None:
+        for info in listed:
+            name = tool_name(server, info.name, taken)
+            taken.add(name)
+            self.tools.append(McpTool(server, info, name, self))
+
+    def _fail(self, config: McpServerConfig, message: str) -> None:
+        if config.optional:
+            self.failures.append(McpFailure(config.name, message))
+        else:
+            self._required.append(message)
+
+    def _refuse(self, config: McpServerConfig, act: Act, decision: Decision) -> None:
+        refusal = McpRefusal(config.name, act, decision)
+        if config.optional:
+            self.refusals.append(refusal)
+        else:
+            self._required.append(refusal.describe())
 
     def _admit(self, config: McpServerConfig, gate: ActGate, env: Mapping[str, str],
-               workspace: Workspace) -> ServerHandle | None:
+               workspace: Workspace, timeout: float) -> ServerHandle | None:
+        if config.is_remote:
+            return self._admit_remote(config, timeout)
         try:
             act = Act.exec(config.argv)
         except PolicyError as exc:
-            self.failures.append(McpFailure(config.name, f"MCP server {config.name!r}: {exc}"))
+            self._fail(config, f"MCP server {config.name!r}: {exc}")
             return None
         decision = _decide(gate, act)
         if not decision.is_allowed:
-            self.refusals.append(McpRefusal(config.name, act, decision))
+            self._refuse(config, act, decision)
             return None
         server_env = server_environment(config, env)
         server_env[SESSION_MARKER] = self._token
         cwd = config.cwd if config.cwd is not None else workspace.root
         try:
             program = resolve_program(config.command, server_env, cwd)
-            server = ServerHandle(config, program, server_env, cwd)
+            server = ServerHandle(config, stdio_opener(program, server_env, cwd), timeout)
         except (ToolError, OSError) as exc:
-            self.failures.append(McpFailure(
-                config.name, f"MCP server {config.name!r} did not start: {exc}"))
+            self._fail(config, f"MCP server {config.name!r} did not start: {exc}")
             return None
+        self._servers[config.name] = server
+        return server
+
+    def _admit_remote(self, config: McpServerConfig, timeout: float) -> ServerHandle | None:
+        from harness_core.mcp._http import http_opener
+
+        host, port = config.endpoint
+        decision = self._relay.decide(host, port)
+        if not decision.is_allowed:
+            self._refuse(config, Act.net(host, port), decision)
+            return None
+        oauth = config.oauth
+        waits_on_a_person = self._relay.can_notify and (
+            oauth is None or oauth.grant is McpGrant.AUTHORIZATION_CODE)
+        extra = (oauth.authorize_timeout if oauth is not None else 300.0) if (
+            waits_on_a_person) else 0.0
+        server = ServerHandle(config, http_opener(self._relay), timeout, extra)
         self._servers[config.name] = server
         return server
 
@@ -300,9 +301,17 @@ class McpSession:
         """The names of the servers that started and are still running."""
         return tuple(name for name, server in self._servers.items() if server.is_running)
 
+    def listed_tools(self, server: str) -> tuple[McpToolInfo, ...]:
+        """`server`'s current tool listing (re-read whenever it says its tools changed)."""
+        entry = self._servers.get(server)
+        return entry.tools if entry is not None else ()
+
     def call_tool(self, server: str, tool: str, arguments: dict[str, Any],
                   timeout: float) -> McpCallResult:
-        """Call `tool` on the started `server` and wait for its result.
+        """Call `tool` on the connected `server` and wait for its result.
+
+        A remote server whose connection was lost is connected again (a new session)
+        before the call is sent.
 
         Args:
             server: The server's configured name.
@@ -314,14 +323,28 @@ class McpSession:
             The result; a failure, a dead server, a closed session and a timeout are
             error results, never exceptions.
         """
+        result = self._call(server, tool, arguments, timeout)
+        entry = self._servers.get(server)
+        if entry is not None and entry.ended == SESSION_EXPIRED:
+            # The server answered 404: it never processed the call, so sending it again
+            # on a new session cannot run it twice.
+            result = self._call(server, tool, arguments, timeout)
+        return result
+
+    def _call(self, server: str, tool: str, arguments: dict[str, Any],
+              timeout: float) -> McpCallResult:
         with self._lock:
             entry = self._servers.get(server)
             loop = self._loop
             if self._closed or loop is None or entry is None:
                 return McpCallResult(f"MCP server {server!r} is not running", is_error=True)
+            if entry.config.is_remote and entry.ended not in (None, "stopped"):
+                lost = self._reconnect(loop, entry)
+                if lost is not None:
+                    return lost
             future = loop.submit(call(entry, tool, arguments, timeout))
         try:
-            return future.result(timeout + _CALL_GRACE)
+            return self._relay.wait(future, timeout + _CALL_GRACE)
         except TimeoutError:
             future.cancel()
             return McpCallResult(
@@ -330,6 +353,27 @@ class McpSession:
         except CancelledError:
             return McpCallResult(f"MCP server {server!r} was stopped during the call",
                                  is_error=True)
+
+    def _reconnect(self, loop: EventLoopThread, entry: ServerHandle) -> McpCallResult | None:
+        why = entry.ended
+        loop.call_soon(entry.stop.set)  # the old connection, if it still holds on
+        if entry.task is not None:
+            try:
+                self._relay.wait(entry.task, _STOP_WAIT)
+            except (TimeoutError, CancelledError):
+                entry.task.cancel()
+        entry.renew()
+        entry.task = loop.submit(serve(entry))
+        try:
+            listed = self._relay.wait(entry.ready, entry.longest_start + _START_GRACE)
+        except TimeoutError:
+            loop.call_soon(entry.stop.set)
+            listed = f"did not answer within {entry.start_timeout:g} s"
+        if isinstance(listed, str):
+            entry.ended = listed
+            return McpCallResult(f"MCP server {entry.name!r} lost its connection ({why}) and"
+                                 f" could not reconnect: {listed}", is_error=True)
+        return None
 
     def close(self) -> None:
         """Stop every server and the loop thread; leaves no server process behind.
@@ -344,9 +388,9 @@ class McpSession:
             servers = list(self._servers.values())
         try:
             if loop is not None:
-                _stop_servers(loop, servers)
+                stop_servers(loop, servers, _STOP_WAIT)
                 loop.stop(_STOP_WAIT)
-                _kill_marked(self._token)
+                kill_marked(self._token)
         finally:
             for server in servers:
                 server.discard_log()
@@ -357,20 +401,4 @@ class McpSession:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-
-def _stop_servers(loop: EventLoopThread, servers: Sequence[ServerHandle]) -> None:
-    for server in servers:
-        loop.call_soon(server.stop.set)
-    deadline = time.monotonic() + _STOP_WAIT
-    for server in servers:
-        task = server.task
-        if task is None:
-            continue
-        try:
-            task.result(max(0.0, deadline - time.monotonic()))
-        except TimeoutError:
-            task.cancel()
-        except CancelledError:
-            pass
 

@@ -6,9 +6,11 @@ server's name in the middle keeps two servers' tools apart. What a server sends 
 tool listing, a call's result) arrives as JSON and is parsed here at once into frozen
 dataclasses; nothing past this module sees a raw payload or the SDK's own types.
 
-This module never starts a process, never imports the `mcp` SDK and never decides
-policy: calling a tool of a started server is not an act the policy sees (the policy
-decided the server's start; see `harness_core.mcp._client`).
+Calling a tool is an act the policy decides (`Act.mcp(server, tool)`, rules
+``allow_mcp``/``deny_mcp`` naming ``server/tool``), through the run's gate like every
+built-in's act, before anything is sent: a refusal is recorded and comes back to the
+model as an observation. This module never starts a process and never imports the
+`mcp` SDK.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness_core.messages import ToolSpec
+from harness_core.policy import Act
 from harness_core.tool_data import McpData
 from harness_core.tools import ToolContext, ToolOutcome
-from harness_core.tools._support import bounded
+from harness_core.tools._support import bounded, refusal_outcome
 
 __all__ = [
     "MAX_TOOL_NAME",
@@ -173,6 +176,10 @@ class McpCaller(Protocol):
         """Call `tool` on `server`; a failure comes back as an error result, never raised."""
         ...
 
+    def listed_tools(self, server: str) -> tuple[McpToolInfo, ...]:
+        """`server`'s current tool listing (refreshed when it says its tools changed)."""
+        ...
+
 
 class McpTool:
     """One tool of a started MCP server, offered to the model under a prefixed name.
@@ -188,24 +195,39 @@ class McpTool:
         self.server = server
         self.remote_name = info.name
         self._caller = caller
-        description = info.description or f"Tool {info.name!r} of the MCP server {server!r}."
-        self._spec = ToolSpec(name, description, info.input_schema)
+        self._info = info
+        self._spec = self._spec_of(name, info)
+
+    def _spec_of(self, name: str, info: McpToolInfo) -> ToolSpec:
+        description = info.description or (
+            f"Tool {info.name!r} of the MCP server {self.server!r}.")
+        return ToolSpec(name, description, info.input_schema)
 
     def __repr__(self) -> str:
         return f"McpTool({self._spec.name!r}, server={self.server!r})"
 
     @property
     def spec(self) -> ToolSpec:
-        """The prefixed name, the server's description and its input schema."""
+        """The prefixed name, the server's description and its input schema, as the
+        server lists the tool now (a tools/list_changed notification refreshes them)."""
+        listed = next((info for info in self._caller.listed_tools(self.server)
+                       if info.name == self.remote_name), None)
+        if listed is not None and listed != self._info:
+            self._info, self._spec = listed, self._spec_of(self._spec.name, listed)
         return self._spec
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        """Send the call to the server and wait at most `ctx.exec_timeout` seconds.
+        """Check the call with the policy, send it to the server and wait at most
+        `ctx.exec_timeout` seconds.
 
-        The output is bounded to `ctx.output_cap` bytes. A server error, a dead server
+        A refused call is not sent (the refusal is the outcome). The output is bounded to `ctx.output_cap` bytes. A server error, a dead server
         and a timeout are error outcomes. The call may have changed anything the server
         can reach, so the outcome says the workspace may have changed.
         """
+        act = Act.mcp(self.server, self.remote_name)
+        decision = ctx.gate.check(act)
+        if not decision.is_allowed:
+            return refusal_outcome(act, decision)
         result = self._caller.call_tool(self.server, self.remote_name, args, ctx.exec_timeout)
         text, cut = bounded(result.text, ctx.output_cap)
         structured = result.structured

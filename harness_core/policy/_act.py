@@ -1,4 +1,4 @@
-"""`Act`: one thing the agent wants to do, in the four kinds a policy decides.
+"""`Act`: one thing the agent wants to do, in the five kinds a policy decides.
 
 An act is plain data. Building one checks only that it names something; whether it is
 permitted is the policy's business (`Policy.check`), and where a path really lies is
@@ -18,7 +18,9 @@ __all__ = ["Act", "ActKind"]
 
 
 class ActKind(Enum):
-    """The kinds of act a policy decides. There is deliberately no fifth kind."""
+    """The kinds of act a policy decides. Four reach the system (files, programs, hosts);
+    the fifth names a tool of an MCP server, whose effect io cannot see, so its rules
+    decide the call itself. There is deliberately no sixth kind."""
 
     READ = "read"
     """Read a file or list a directory; the target is a path relative to the root."""
@@ -29,6 +31,9 @@ class ActKind(Enum):
     NET = "net"
     """Dial a host from this process or a command it starts; the target is ``host:port``
     (or the host alone when the port is not known)."""
+    MCP = "mcp"
+    """Call a tool of an MCP server; the target is ``server/tool``. Only the ``full``
+    tier allows it when no rule names it, as for commands and network."""
 
     # Members are singletons compared by identity, so the identity hash is consistent
     # with equality; Enum's own hash runs Python code, and every `Act` hash (policy
@@ -45,7 +50,7 @@ class Act:
         target: For READ/WRITE the path relative to the workspace root (posix,
             normalised by `Workspace.resolve`; ``""`` is the root); for EXEC the
             program (``argv[0]``); for NET ``host:port`` (``[v6addr]:port`` for IPv6),
-            or the host alone when the port is not known.
+            or the host alone when the port is not known; for MCP ``server/tool``.
         argv: For EXEC, the whole command; empty for the other kinds.
     """
 
@@ -102,6 +107,17 @@ class Act:
                 f"a net act's port must be a number from 1 to 65535: {host!r}"
             )
         return Act(ActKind.NET, host)
+
+    @staticmethod
+    def mcp(server: str, tool: str) -> Act:
+        """Calling `tool` of the MCP server named `server`.
+
+        Raises:
+            PolicyError: Either name is empty, or the server's name holds a ``/``.
+        """
+        if not server or not tool or "/" in server:
+            raise PolicyError(f"an mcp act names a server and a tool: {server!r}, {tool!r}")
+        return Act(ActKind.MCP, f"{server}/{tool}")
 
     @property
     def command(self) -> tuple[str, ...]:

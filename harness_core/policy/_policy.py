@@ -36,7 +36,9 @@ networks compare as addresses (``127.1`` is ``127.0.0.1``; see `_net`); a net ru
 that names a port (``pypi.org:443``) matches only that port, one that names none matches every port. An
 act that names no port could reach any port: a rule with a port never allows it and a
 deny rule with a port refuses it (deny wins whenever it might apply).
-Command patterns are textual: ``git -C . push`` is not ``git push*``.
+Command patterns are textual: ``git -C . push`` is not ``git push*``. MCP patterns
+name ``server/tool`` (``*`` stays within one part: ``github/*``, ``*/delete_*``); the
+tier default treats an MCP call like a command (allowed only in ``full``).
 
 `check` is pure and does no I/O; patterns are compiled once, when the policy is built.
 Because a policy is frozen and `check` is pure, each policy remembers the decisions of
@@ -316,6 +318,8 @@ class Policy:
             if decision is None:
                 decision = compiled.net_allow.first(host, port, address)
             return compiled.defaults[kind] if decision is None else decision
+        elif kind is ActKind.MCP:
+            deny_candidates = allow_candidates = (act.target,)
         else:
             path = normalise_target_path(act.target)
             if path is None:
@@ -451,6 +455,8 @@ class Policy:
         deny_exec: Sequence[str] = (),
         allow_net: Sequence[str] = (),
         deny_net: Sequence[str] = (),
+        allow_mcp: Sequence[str] = (),
+        deny_mcp: Sequence[str] = (),
         approval: ApprovalMode | str = ApprovalMode.ASK,
         layer: str = "project",
     ) -> Policy:
@@ -468,6 +474,8 @@ class Policy:
             (Effect.DENY, ActKind.EXEC, deny_exec),
             (Effect.ALLOW, ActKind.NET, allow_net),
             (Effect.DENY, ActKind.NET, deny_net),
+            (Effect.ALLOW, ActKind.MCP, allow_mcp),
+            (Effect.DENY, ActKind.MCP, deny_mcp),
         )
         rules: list[Rule] = []
         for effect, kind, patterns in lists:

@@ -199,4 +199,23 @@ def compile_rule_pattern(kind: ActKind, pattern: str) -> re.Pattern[str]:
         return compile_command(pattern)
     if kind is ActKind.NET:
         return compile_host(pattern)
+    if kind is ActKind.MCP:
+        return compile_tool(pattern)
     return compile_path(pattern)
+
+
+def compile_tool(pattern: str) -> re.Pattern[str]:
+    """Compile an mcp pattern ``server/tool``: ``*`` matches any run of characters but
+    ``/``, so ``github/*`` is every tool of one server and ``*/delete_*`` one kind of
+    tool of every server (raises `PolicyError` when it is not two parts)."""
+    if not pattern.strip():
+        raise PolicyError("a policy rule has an empty pattern",
+                          hint="an empty pattern would match nothing; remove the rule or name"
+                          " a target")
+    server, sep, tool = pattern.partition("/")
+    if not sep or not server or not tool or "/" in tool:
+        raise PolicyError(f"an mcp pattern names server/tool, not {pattern!r}",
+                          hint="e.g. 'github/*' for every tool of the server 'github'")
+    regex = "/".join("[^/]*".join(re.escape(piece) for piece in part.split("*"))
+                     for part in (server, tool))
+    return re.compile(regex, re.DOTALL)

@@ -401,12 +401,19 @@ class Runner:
         return outcome
 
     def _start_mcp(self, drive: _Drive) -> Any:
-        """Start the run's MCP servers (each start checked by the gate) and offer their
-        tools; a refused or failed server is reported and the run goes on without it."""
+        """Connect the run's MCP servers (each checked by the gate) and offer their tools;
+        one that cannot start fails the run (`McpUnavailable`) unless it is optional,
+        which is reported and the run goes on without it."""
         from harness_core.mcp import McpSession  # asyncio and the client: only when configured
 
+        def notice(text: str) -> None:  # where a person authorizes a remote server
+            self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": text}))
+
+        from harness_core.run._mcp_net import mcp_net_decider
+
         session = McpSession.start(drive.spec.mcp, gate=drive.gate, env=drive.spec.env,
-                                   workspace=drive.spec.workspace)
+                                   workspace=drive.spec.workspace, notice=notice,
+                                   net=mcp_net_decider(drive.gate))
         drive.toolbox = self.toolbox.with_tools(session.tools)
         for refusal in session.refusals:
             self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": refusal.describe()}))

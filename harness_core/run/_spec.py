@@ -53,7 +53,8 @@ class RunSpec:
         command_read_only: Workspace paths (relative to the root) the agent's commands
             see read-only in the sandbox: the gates' inputs (`protect_gate_inputs`);
             the gates themselves may still write them.
-        mcp: stdio MCP servers to start for the run (each start checked by the policy).
+        mcp: MCP servers (local and remote) to connect for the run (each checked by the
+            policy).
         cost_of: Derives a completion's USD cost from the model that served it and its
             usage (None: unpriced); needed by `budget.max_cost_usd`. Never recorded.
         store_path: The store file; it and its siblings are hidden from commands.

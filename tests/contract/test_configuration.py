@@ -20,6 +20,7 @@ name = "tools"
 command = "{sys.executable}"
 args = ["-c", "pass"]
 env = {{ TOKEN = "${{file:token.txt}}", OTHER = "${{env:IO_TEST_CANARY}}" }}
+optional = true
 """
 
 

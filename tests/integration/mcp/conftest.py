@@ -32,11 +32,12 @@ ENV = {
 }
 
 
-def time_server() -> McpServerConfig:
+def time_server(*, optional: bool = False) -> McpServerConfig:
     """`mcp-server-time` by its console script name when this interpreter has one."""
     if (BIN_DIR / "mcp-server-time").exists():
-        return McpServerConfig("time", "mcp-server-time")
-    return McpServerConfig("time", sys.executable, ("-m", "mcp_server_time"))
+        return McpServerConfig("time", "mcp-server-time", optional=optional)
+    return McpServerConfig("time", sys.executable, ("-m", "mcp_server_time"),
+                           optional=optional)
 
 
 def fixture_server(name: str = "fx", **env: str) -> McpServerConfig:

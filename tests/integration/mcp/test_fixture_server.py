@@ -50,8 +50,8 @@ def test_a_server_starts_in_the_workspace_root_unless_it_names_a_cwd(tmp_path: P
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     probe = ("import os, sys; sys.stderr.write('cwd=' + os.getcwd() + '\\n')")
-    configs = [McpServerConfig("a", "python3", ("-c", probe)),
-               McpServerConfig("b", "python3", ("-c", probe), cwd=elsewhere)]
+    configs = [McpServerConfig("a", "python3", ("-c", probe), optional=True),
+               McpServerConfig("b", "python3", ("-c", probe), cwd=elsewhere, optional=True)]
     with start(configs, here) as session:
         by_name = {f.server: f.message for f in session.failures}
     assert f"cwd={here.resolve()}" in by_name["a"]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
+from harness_core.errors import McpUnavailable
 from harness_core.mcp import McpServerConfig, McpSession
 
 from .conftest import (
@@ -51,7 +54,8 @@ def test_close_is_idempotent_and_a_closed_sessions_tools_answer_with_an_error(
 def test_a_command_that_does_not_exist_is_a_failure_report_not_an_exception(
         tmp_path: Path) -> None:
     before = live_descendants()
-    with start([McpServerConfig("ghost", "no-such-mcp-server-anywhere")], tmp_path) as session:
+    with start([McpServerConfig("ghost", "no-such-mcp-server-anywhere", optional=True)],
+               tmp_path) as session:
         assert session.tools == [] and session.refusals == []
         [failure] = session.failures
         assert failure.server == "ghost"
@@ -60,9 +64,21 @@ def test_a_command_that_does_not_exist_is_a_failure_report_not_an_exception(
     assert live_descendants() == before
 
 
-def test_a_server_that_exits_at_start_is_reported_with_its_stderr(tmp_path: Path) -> None:
+def test_a_server_that_does_not_start_fails_the_start_with_its_stderr_unless_optional(
+        tmp_path: Path) -> None:
     config = McpServerConfig(
         "quits", sys.executable, ("-c", "import sys; sys.stderr.write('cannot start: no token\\n')"))
+    before = live_descendants()
+    with pytest.raises(McpUnavailable) as caught:
+        start([config, time_server()], tmp_path)
+    assert "'quits'" in caught.value.message and "cannot start: no token" in caught.value.message
+    assert wait_for(lambda: live_descendants() <= before)
+
+
+def test_a_server_that_exits_at_start_is_reported_with_its_stderr(tmp_path: Path) -> None:
+    config = McpServerConfig(
+        "quits", sys.executable, ("-c", "import sys; sys.stderr.write('cannot start: no token\\n')"),
+        optional=True)
     with start([config, time_server()], tmp_path) as session:
         [failure] = session.failures
         assert failure.server == "quits"
@@ -74,7 +90,8 @@ def test_a_server_that_exits_at_start_is_reported_with_its_stderr(tmp_path: Path
 def test_a_server_that_never_answers_is_stopped_at_the_start_timeout(tmp_path: Path) -> None:
     before = live_descendants()
     # Reads its stdin and never answers; leaves at once when stdin closes.
-    config = McpServerConfig("mute", sys.executable, ("-c", "import sys\nfor _ in sys.stdin: pass"))
+    config = McpServerConfig("mute", sys.executable, ("-c", "import sys\nfor _ in sys.stdin: pass"),
+                             optional=True)
     with start([config], tmp_path, timeout=1) as session:
         [failure] = session.failures
         assert "within 1 s" in failure.message

@@ -1,5 +1,5 @@
-"""The `mcp` SDK is loaded only when a server is about to start, and its absence is a
-`ConfigError` naming the extra to install."""
+"""The `mcp` SDK (a core dependency) is loaded only when a server is about to start,
+and its absence (a broken install) is a clear `McpUnavailable`, never a traceback."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _run(code: str) -> str:
 def test_importing_the_package_and_an_empty_or_refused_start_load_no_sdk() -> None:
     out = _run("""
         McpSession.start([], gate=gate, env={}, workspace=ws).close()
-        s = McpSession.start([McpServerConfig("r", "refused-server")], gate=gate, env={},
+        s = McpSession.start([McpServerConfig("r", "refused-server", optional=True)], gate=gate, env={},
                              workspace=ws)
         s.close()
         print(len(s.refusals), "mcp" in sys.modules, "pydantic" in sys.modules)
@@ -37,15 +37,15 @@ def test_importing_the_package_and_an_empty_or_refused_start_load_no_sdk() -> No
     assert out == "1 False False"
 
 
-def test_a_missing_sdk_is_a_config_error_naming_the_extra() -> None:
+def test_a_missing_sdk_is_a_clear_error_naming_the_fix() -> None:
     out = _run("""
         sys.modules["mcp"] = None  # makes `import mcp` fail as if it were not installed
-        from harness_core.errors import ConfigError
+        from harness_core.errors import McpUnavailable
         try:
             McpSession.start([McpServerConfig("t", sys.executable, ("-c", "pass"))],
                              gate=gate, env={}, workspace=ws)
-        except ConfigError as exc:
-            print("ConfigError:", exc)
+        except McpUnavailable as exc:
+            print("McpUnavailable:", exc, exc.hint)
     """)
-    assert out.startswith("ConfigError:")
-    assert "pip install 'io-harness[mcp]'" in out
+    assert out.startswith("McpUnavailable:")
+    assert "pip install --force-reinstall io-harness" in out

@@ -11,7 +11,8 @@ from harness_core.config._fields import keys_in
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "io.toml.example"
 ENV_IT_NEEDS = {"ANTHROPIC_API_KEY": "sk-ant-example", "OPENROUTER_API_KEY": "sk-or-example",
-                "OTLP_TOKEN": "otlp-example"}
+                "OTLP_TOKEN": "otlp-example", "TRACKER_CLIENT_SECRET": "tracker-secret",
+                "TRACKER_PRIVATE_KEY": "tracker-pem"}
 
 
 def test_example_loads_cleanly_as_the_project_scope(tmp_path: Path) -> None:
@@ -19,6 +20,8 @@ def test_example_loads_cleanly_as_the_project_scope(tmp_path: Path) -> None:
     env = {
         "IO_SYSTEM_CONFIG": str(tmp_path / "none"),
         "HOME": str(tmp_path / "home"),
+        # outside the workspace (tmp_path), where the MCP servers' OAuth tokens go
+        "XDG_STATE_HOME": str(tmp_path.parent / f"{tmp_path.name}-state"),
         **ENV_IT_NEEDS,
     }
     config = load(tmp_path, env=env)

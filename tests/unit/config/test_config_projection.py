@@ -11,6 +11,7 @@ import pytest
 
 from harness_core.agents import AgentDef
 from harness_core.config import Config, load, schema_keys
+from harness_core.mcp import McpOAuth
 from harness_core.policy import Act, ActKind, Effect, Policy, Rule, Tier, Verdict
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.sandbox import BackendChoice
@@ -57,6 +58,8 @@ allow_exec = ["ae*"]
 deny_exec = ["de*"]
 allow_net = ["an.example"]
 deny_net = ["dn.example"]
+allow_mcp = ["srv/*"]
+deny_mcp = ["srv/drop_*"]
 
 [sandbox]
 backend = "floor"
@@ -148,6 +151,24 @@ command = "server-bin"
 args = ["--a", "b"]
 env = { TOKEN = "${env:MCP_TOKEN}", MODE = "x" }
 cwd = "tools"
+optional = true
+elicitation = "defaults"
+
+[[mcp]]
+name = "far"
+url = "https://mcp.example/mcp"
+headers = { X-Key = "${env:MCP_TOKEN}" }
+[mcp.oauth]
+grant = "client_credentials"
+client_id = "cid"
+client_secret = "${env:MCP_TOKEN}"
+private_key = "pem"
+signing_algorithm = "ES256"
+scopes = ["read", "write"]
+client_metadata_url = "https://io.example/client.json"
+issuer = "https://auth.example"
+redirect_port = 8765
+authorize_timeout_seconds = 60.0
 
 [[hooks]]
 event = "pre_tool"
@@ -186,6 +207,12 @@ headers = { authorization = "Bearer t" }
 service_name = "io-test"
 timeout_seconds = 3
 """
+
+
+def _oauth(c: Config) -> McpOAuth:
+    oauth = c.mcp[1].oauth
+    assert oauth is not None
+    return oauth
 
 
 def _rule(effect: Effect, kind: ActKind, pattern: str) -> Callable[[Config], object]:
@@ -255,6 +282,8 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "policy.deny_exec": (_rule(Effect.DENY, ActKind.EXEC, "de*"), True),
         "policy.allow_net": (_rule(Effect.ALLOW, ActKind.NET, "an.example"), True),
         "policy.deny_net": (_rule(Effect.DENY, ActKind.NET, "dn.example"), True),
+        "policy.allow_mcp": (_rule(Effect.ALLOW, ActKind.MCP, "srv/*"), True),
+        "policy.deny_mcp": (_rule(Effect.DENY, ActKind.MCP, "srv/drop_*"), True),
         "sandbox.backend": (lambda c: c.sandbox.backend, BackendChoice.FLOOR),
         "sandbox.memory_mb": (lambda c: c.sandbox.limits.memory_mb, 1),
         "sandbox.cpu_seconds": (lambda c: c.sandbox.limits.cpu_seconds, 2),
@@ -318,6 +347,21 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
         "mcp.args": (lambda c: c.mcp[0].args, ("--a", "b")),
         "mcp.env": (lambda c: dict(c.mcp[0].env), {"TOKEN": "mcp-token-value", "MODE": "x"}),
         "mcp.cwd": (lambda c: c.mcp[0].cwd, ws / "tools"),
+        "mcp.optional": (lambda c: c.mcp[0].optional, True),
+        "mcp.elicitation": (lambda c: c.mcp[0].elicitation.value, "defaults"),
+        "mcp.url": (lambda c: c.mcp[1].url, "https://mcp.example/mcp"),
+        "mcp.headers": (lambda c: dict(c.mcp[1].headers), {"X-Key": "mcp-token-value"}),
+        "mcp.oauth.grant": (lambda c: _oauth(c).grant.value, "client_credentials"),
+        "mcp.oauth.client_id": (lambda c: _oauth(c).client_id, "cid"),
+        "mcp.oauth.client_secret": (lambda c: _oauth(c).client_secret, "mcp-token-value"),
+        "mcp.oauth.private_key": (lambda c: _oauth(c).private_key, "pem"),
+        "mcp.oauth.signing_algorithm": (lambda c: _oauth(c).signing_algorithm, "ES256"),
+        "mcp.oauth.scopes": (lambda c: _oauth(c).scopes, ("read", "write")),
+        "mcp.oauth.client_metadata_url": (lambda c: _oauth(c).client_metadata_url,
+                                          "https://io.example/client.json"),
+        "mcp.oauth.issuer": (lambda c: _oauth(c).issuer, "https://auth.example"),
+        "mcp.oauth.redirect_port": (lambda c: _oauth(c).redirect_port, 8765),
+        "mcp.oauth.authorize_timeout_seconds": (lambda c: _oauth(c).authorize_timeout, 60.0),
         "hooks.event": (lambda c: c.hooks[0].event.value, "pre_tool"),
         "hooks.command": (lambda c: c.hooks[0].command, ("python3", "hooks/guard.py")),
         "hooks.matcher": (lambda c: c.hooks[0].matcher, "shell"),
@@ -345,7 +389,9 @@ def _projections(ws: Path) -> dict[str, tuple[Callable[[Config], object], object
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path / "home"), **extra}
+    # XDG_STATE_HOME outside the workspace (tmp_path): where MCP OAuth tokens go.
+    return {"IO_SYSTEM_CONFIG": str(tmp_path / "none"), "HOME": str(tmp_path / "home"),
+            "XDG_STATE_HOME": str(tmp_path.parent / f"{tmp_path.name}-state"), **extra}
 
 
 def test_every_schema_key_reaches_a_typed_field(tmp_path: Path) -> None:

@@ -117,6 +117,8 @@ _ARGVS = [
     ["./pytest"],
 ]
 _HOST_PATTERNS = ["pypi.org", "*.pythonhosted.org", "*"]
+_TOOL_PATTERNS = ["gh/*", "*/delete_*", "gh/read", "*/*"]
+_TOOLS = [("gh", "read"), ("gh", "delete_repo"), ("time", "now")]
 _HOSTS = ["pypi.org", "files.pythonhosted.org:443", "evil.example"]
 
 
@@ -127,6 +129,8 @@ def _rules(draw: st.DrawFn) -> Rule:
         pattern = draw(st.sampled_from(_EXEC_PATTERNS))
     elif kind is ActKind.NET:
         pattern = draw(st.sampled_from(_HOST_PATTERNS))
+    elif kind is ActKind.MCP:
+        pattern = draw(st.sampled_from(_TOOL_PATTERNS))
     else:
         pattern = draw(st.sampled_from(_PATH_PATTERNS))
     return Rule(
@@ -148,6 +152,7 @@ _ACTS = st.one_of(
     st.sampled_from(_PATHS).map(Act.write),
     st.sampled_from(_ARGVS).map(Act.exec),
     st.sampled_from(_HOSTS).map(Act.net),
+    st.sampled_from(_TOOLS).map(lambda pair: Act.mcp(*pair)),
 )
 
 

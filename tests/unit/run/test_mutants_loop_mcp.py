@@ -38,8 +38,8 @@ def test_a_run_offers_its_servers_tools_and_reports_the_ones_that_did_not_start(
     script = tmp_path / "script.jsonl"
     script.write_text("".join(json.dumps(line) + "\n" for line in lines))
     servers = (fixture_server("fx", SERVER_ONLY="from-the-table"),
-               McpServerConfig("denied", "mcp-denied-bin"),
-               McpServerConfig("broken", str(tmp_path / "no-such-server")))
+               McpServerConfig("denied", "mcp-denied-bin", optional=True),
+               McpServerConfig("broken", str(tmp_path / "no-such-server"), optional=True))
     spec = spec_for(ws, "go", mcp=servers, env=ENV,
                     policy=Policy.from_lists(tier="full", deny_exec=["mcp-denied-bin*"]))
     events = Events()

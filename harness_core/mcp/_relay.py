@@ -1,0 +1,112 @@
+"""Relay: what the MCP loop thread must ask the run's own thread.
+
+The run's policy gate records refusals in the store and may ask an approver; both
+belong to the thread that drives the run, not to the asyncio thread the SDK runs in.
+So when a remote server's HTTP client is about to dial a host nobody has decided yet
+(an authorization server named by the server's metadata), or has a notice for the
+person (where to authorize), it posts the question here; the run's thread answers
+while it waits for the MCP work it asked for (`Relay.wait`). A question nobody answers
+in time is a refusal: the check fails closed.
+
+Decisions are kept per host and port for the session, so each is asked once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TypeVar
+
+from harness_core.policy import Decision, Verdict
+
+__all__ = ["Relay"]
+
+_T = TypeVar("_T")
+
+_ASK_WAIT = 60.0
+"""Seconds the loop thread waits for the run's thread to decide a host (it answers
+whenever it waits on a start or a call; one outside any is refused after this)."""
+
+
+@dataclass(frozen=True)
+class _Question:
+    host: str
+    port: int
+    reply: Future[Decision]
+
+
+class Relay:
+    """Questions from the loop thread, answered by the run's thread.
+
+    Args:
+        decide: Decides dialling (host, port) through the run's gate (run's thread).
+        notice: Shows a person a line (run's thread); None when nobody can be shown one.
+    """
+
+    def __init__(self, decide: Callable[[str, int], Decision],
+                 notice: Callable[[str], None] | None) -> None:
+        self._decide = decide
+        self._notice = notice
+        self._queue: queue.SimpleQueue[_Question | str | None] = queue.SimpleQueue()
+        self._decided: dict[tuple[str, int], Decision] = {}
+
+    @property
+    def can_notify(self) -> bool:
+        """Whether a notice reaches anyone."""
+        return self._notice is not None
+
+    def decide(self, host: str, port: int) -> Decision:
+        """Decide (host, port) now, in the run's thread, and remember the decision."""
+        key = (host.lower(), port)
+        known = self._decided.get(key)
+        if known is None:
+            known = self._decided[key] = self._decide(host, port)
+        return known
+
+    def wait(self, future: Future[_T], timeout: float) -> _T:
+        """Wait for `future`, answering the loop thread's questions meanwhile.
+
+        Raises:
+            TimeoutError: `future` is not done within `timeout` seconds.
+        """
+        future.add_done_callback(lambda _: self._queue.put(None))
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            try:
+                item = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                raise TimeoutError from None
+            self._answer(item)
+        return future.result(0)
+
+    def _answer(self, item: _Question | str | None) -> None:
+        if isinstance(item, _Question):
+            try:
+                item.reply.set_result(self.decide(item.host, item.port))
+            except BaseException as exc:  # a pause or a store failure: refuse the dial
+                item.reply.set_result(Decision(Verdict.DENY, f"could not decide: {exc}"))
+        elif isinstance(item, str) and self._notice is not None:
+            self._notice(item)
+
+    async def admit(self, host: str, port: int) -> Decision:
+        """Ask (from the loop thread) whether (host, port) may be dialled."""
+        known = self._decided.get((host.lower(), port))
+        if known is not None:
+            return known
+        reply: Future[Decision] = Future()
+        self._queue.put(_Question(host, port, reply))
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(reply), _ASK_WAIT)
+        except TimeoutError:
+            return Decision(Verdict.DENY, f"nobody decided within {_ASK_WAIT:g} s")
+
+    def notify(self, text: str) -> None:
+        """Post a notice (from the loop thread) for the run's thread to show."""
+        self._queue.put(text)

@@ -1,0 +1,38 @@
+"""How a run decides the hosts its remote MCP servers' HTTP client dials: the egress
+proxy's own check (`harness_core.run._egress.admit`), by name and then by every address
+the name resolves to, through the run's gate, each refusal recorded. Nobody can be asked
+(a server starts before the run's first step, and a token refresh happens inside a
+call), so an `ask` is a refusal, as it is for the proxy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness_core.policy import Act, Decision, Verdict
+from harness_core.run._egress import SystemNetView, admit
+from harness_core.run._gate import Gate
+
+__all__ = ["mcp_net_decider"]
+
+_BY = "MCP client"
+"""Who the recorded refusals name as deciding."""
+
+
+def mcp_net_decider(gate: Gate) -> Callable[[str, int], Decision]:
+    """(host, port) → the decision, for `McpSession.start(net=...)` (the run's thread)."""
+    view = SystemNetView()
+
+    def decide(act: Act) -> Decision:
+        return gate.decide_unattended(act, by=_BY)
+
+    def refuse(act: Act, decision: Decision) -> None:
+        gate.record_unattended(act, decision, by=_BY)
+
+    def net(host: str, port: int) -> Decision:
+        admission = admit(gate.policy, host, port, decide=decide, refuse=refuse, view=view)
+        if admission.admitted:
+            return Decision(Verdict.ALLOW, admission.reason)
+        return Decision(Verdict.DENY, admission.reason)
+
+    return net
