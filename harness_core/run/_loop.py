@@ -19,9 +19,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from harness_core.clock import Clock, SystemClock
 from harness_core.documents import default_toolbox, reload_media
@@ -71,6 +69,11 @@ from harness_core.tools import PauseRequested, RunServices, Toolbox, ToolContext
 from harness_core.tools._plan_tools import Responder
 from harness_core.verification import run_gates
 
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
+
 __all__ = ["INTERRUPTED_OBSERVATION", "Runner"]
 
 INTERRUPTED_OBSERVATION = (
@@ -90,7 +93,10 @@ def _process_alive(pid: int, started: float | None) -> bool:
 
 
 def _own_start_time() -> float:
-    return float(psutil.Process(os.getpid()).create_time())
+    from harness_core.sandbox._started import process_started
+
+    started = process_started(os.getpid())
+    return started if started is not None else float(psutil.Process(os.getpid()).create_time())
 
 
 class _Stop(Exception):  # noqa: N818 - internal control flow
