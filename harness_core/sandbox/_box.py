@@ -27,7 +27,7 @@ from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._inner import send_message
 from harness_core.sandbox._ledger import current_ledger
-from harness_core.sandbox._started import stat_started
+from harness_core.sandbox._started import process_started
 
 __all__ = ["INTERPRETER", "Resident", "ResidentStart", "inner_source"]
 
@@ -224,7 +224,7 @@ class Resident:
                 spare = self._spares.pop(0) if self._spares else None
         try:
             pid, cgroup = self._ready(spare.status)
-            started = stat_started(pid)
+            started = process_started(pid)
             try:
                 send_message(spare.run, message, stdio)
             except OSError as exc:

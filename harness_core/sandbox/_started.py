@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 else:
     from harness_core._lazy import psutil  # imported on its first use
 
-__all__ = ["process_started", "spawn_clock", "started_between", "stat_started"]
+__all__ = ["process_started", "spawn_clock", "started_between"]
 
 
 def process_started(pid: int) -> float | None:
@@ -90,19 +90,10 @@ def started_between(pid: int, before: int | None, after: int | None) -> float | 
         return process_started(pid)
     tick = before // _TICK_NS
     if after // _TICK_NS != tick:
-        return stat_started(pid)
-    return float(tick) / _CLOCK_TICKS + _boot_time()
-
-
-def stat_started(pid: int) -> float | None:
-    """`process_started(pid)` from one read of ``/proc/PID/stat`` on Linux (a process
-    in the middle of an `exec` makes the read wait for it: read it before, or after)."""
-    if not _LINUX:
-        return process_started(pid)
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            text = handle.read()
-        tick = int(text[text.rindex(b")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return process_started(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                text = handle.read()
+            tick = int(text[text.rindex(b")") + 2 :].split()[19])
+        except (OSError, ValueError, IndexError):
+            return process_started(pid)
     return float(tick) / _CLOCK_TICKS + _boot_time()
