@@ -100,7 +100,7 @@ _PUBLIC: dict[str, str] = {
         "DocumentLimits GitSettings GitStatus PauseRequested Refusal RESERVED_TOOL_NAMES "
         "Resumable StatusEntry Tool Toolbox ToolContext ToolOutcome"
     ),
-    "harness_core.tools._plan_tools": "Answer AnsweredBy Responder",
+    "harness_core.tools._answers": "Answer AnsweredBy Responder",
     "harness_core.trace": (
         "CallView CostView FileChange FileEdit load_trace load_tree ModelCost "
         "PlanRevision RunTrace StepView"

@@ -259,9 +259,9 @@ from harness_core.tools import Tool as Tool
 from harness_core.tools import Toolbox as Toolbox
 from harness_core.tools import ToolContext as ToolContext
 from harness_core.tools import ToolOutcome as ToolOutcome
-from harness_core.tools._plan_tools import Answer as Answer
-from harness_core.tools._plan_tools import AnsweredBy as AnsweredBy
-from harness_core.tools._plan_tools import Responder as Responder
+from harness_core.tools._answers import Answer as Answer
+from harness_core.tools._answers import AnsweredBy as AnsweredBy
+from harness_core.tools._answers import Responder as Responder
 from harness_core.trace import CallView as CallView
 from harness_core.trace import CostView as CostView
 from harness_core.trace import FileChange as FileChange
