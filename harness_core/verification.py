@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from harness_core.clock import Clock, SystemClock
-from harness_core.documents import check_document, extra_for_suffix, require_extra
 from harness_core.errors import MissingExtra, SandboxUnavailable, ToolError, WorkspaceError
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
 from harness_core.tools import DocumentLimits
@@ -257,6 +256,8 @@ def require_gate_extras(criterion: VerifyCriterion) -> None:
         MissingExtra: Names the extra and its ``pip install`` command.
     """
     if criterion.kind is CriterionKind.DOCUMENT_CONTAINS:
+        from harness_core.documents import extra_for_suffix, require_extra
+
         extra = extra_for_suffix(criterion.path)
         if extra is not None:
             require_extra(extra, f"the document_contains gate on {criterion.path}")
@@ -264,6 +265,8 @@ def require_gate_extras(criterion: VerifyCriterion) -> None:
 
 def _document(criterion: VerifyCriterion, workspace: Workspace,
               limits: DocumentLimits | None) -> GateResult:
+    from harness_core.documents import check_document  # only for a document gate
+
     name = criterion.describe()
     try:
         check = check_document(workspace, criterion.path, text=criterion.text,

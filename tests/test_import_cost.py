@@ -91,7 +91,7 @@ def test_a_scripted_run_imports_no_httpx(tmp_path: Path) -> None:
     assert "harness_core.run" in loaded  # the run really happened in this process
     assert not {"httpx", "httpcore", "h2", "truststore"} & loaded
     # The keys' docstrings are read for `io config schema|init`, not on a load.
-    assert "harness_core.config._validate" in loaded and "harness_core.config._docs" not in loaded
+    assert "harness_core.config._plain" in loaded and "harness_core.config._docs" not in loaded
     # A run that calls no `shell` tool keeps a handle registry but loads no shell planner.
     assert "harness_core.shell._handles" in loaded
     assert not {"harness_core.shell._plan", "harness_core.shell._runner",
@@ -131,3 +131,84 @@ def test_a_command_named_first_builds_only_that_command(tmp_path: Path) -> None:
     others = {f"io_harness_cli.commands.{n}" for n in ("batch", "trace", "session", "config",
                                                        "store", "spend", "tool")}
     assert not others & loaded
+
+
+# What each command may import (#24): the normal path loads no pydantic (io.toml is checked
+# by the plain validator generated from the models), no psutil (a start time is read from
+# /proc), no telemetry exporter, MCP client, JSON Schema checker, document library or
+# live view unless the command uses one.
+NEVER_ON_THE_NORMAL_PATH = frozenset({
+    "pydantic", "pydantic_core", "annotated_types", "psutil", "jsonschema", "mcp", "httpx",
+    "opentelemetry", "rich.live", "rich.progress", "ctypes", "decimal",
+    "harness_core.config._model", "harness_core.config._fields",
+    "harness_core.config._validate", "harness_core.config._gen_plain",
+    "harness_core.telemetry._sink", "harness_core.mcp._client", "harness_core.mcp._tools",
+    *DOCUMENT_LIBRARIES,
+})
+
+
+def _modules_of(argv: list[str], workspace: Path) -> tuple[int, str, set[str]]:
+    """Run `io ARGV` through the console entry point in a fresh interpreter (stdout not a
+    TTY); its exit code, stdout, and every module loaded by its exit."""
+    env = {**os.environ, "IO_STORE": str(workspace / "state.db"), "HOME": str(workspace),
+           "IO_SYSTEM_CONFIG": str(workspace / "none"), "XDG_CONFIG_HOME": str(workspace)}
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    code = (
+        "import sys, json, atexit\n"
+        "atexit.register(lambda: sys.__stderr__.write('\\n' + json.dumps(sorted(sys.modules))))\n"
+        f"sys.argv = ['io', *{argv!r}]\n"
+        "from io_harness_cli.main import main\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, env=env, cwd=str(workspace))
+    return (result.returncode, result.stdout,
+            set(json.loads(result.stderr.strip().splitlines()[-1])))
+
+
+def _scripted_workspace(tmp_path: Path) -> Path:
+    (tmp_path / "replay.jsonl").write_text(
+        '{"tool_calls": [{"name": "exec", "arguments": {"argv": ["echo", "hi"]}}]}\n'
+        '{"text": "done"}\n')
+    (tmp_path / "io.toml").write_text(
+        '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n[sandbox]\nbackend = "off"\n'
+        '[policy]\ntier = "full"\n')
+    (tmp_path / "a.txt").write_text("hello")
+    return tmp_path
+
+
+def test_each_command_imports_only_what_it_uses(tmp_path: Path) -> None:
+    ws = _scripted_workspace(tmp_path)
+    code, out, loaded = _modules_of(["run", "say done", "-w", str(ws), "--json"], ws)
+    assert code == 0 and '"status": "finished"' in out, out
+    assert "harness_core.run" in loaded and "harness_core.config._plain" in loaded
+    assert not NEVER_ON_THE_NORMAL_PATH & loaded, sorted(NEVER_ON_THE_NORMAL_PATH & loaded)
+    run_id = json.loads(out.strip().splitlines()[-1])["run_id"]
+    for argv in (["runs"], ["runs", "--json"], ["trace", run_id], ["trace", run_id, "--json"],
+                 ["tool", "read_file", "--args", '{"path": "a.txt"}', "-w", str(ws)],
+                 ["config", "show", "-w", str(ws)], ["--help"], ["--version"]):
+        code, out, loaded = _modules_of(argv, ws)
+        assert code == 0, (argv, out)
+        found = NEVER_ON_THE_NORMAL_PATH & loaded
+        assert not found, f"io {' '.join(argv)} imported {sorted(found)}"
+
+
+def test_config_check_and_schema_use_pydantic_itself(tmp_path: Path) -> None:
+    """The plain validator is a twin of the models for the normal path; `io config check`
+    and `io config schema` read the declaration."""
+    ws = _scripted_workspace(tmp_path)
+    for argv in (["config", "check", "-w", str(ws)], ["config", "schema"]):
+        code, out, loaded = _modules_of(argv, ws)
+        assert code == 0, (argv, out)
+        assert {"pydantic", "harness_core.config._model"} <= loaded, argv
+
+
+def test_a_run_that_starts_no_process_tree_work_loads_no_psutil_but_one_that_does_can(
+        tmp_path: Path) -> None:
+    """Negative control for the check above: the deny list sees a module that a command
+    really loads (psutil is there as soon as anything asks it a question)."""
+    ws = _scripted_workspace(tmp_path)
+    code = "import harness_core.sandbox._process as p, sys; p._descendants(1); print('psutil' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(ws)).stdout
+    assert out.strip() == "True"

@@ -6,8 +6,10 @@ merge key by key and the higher scope wins a scalar or a plain array; an array o
 tables (`[[contract.verify]]`, `[[mcp]]`, `[[provider.fallback]]`) is replaced
 wholesale by the highest scope that sets it; the `[policy]` rule lists are not merged
 at all, every scope keeps its own; `[[hooks]]` of every scope are kept, lowest scope
-first (a higher scope cannot remove a hook: hooks only narrow). The pydantic models are imported inside `load`, so
-naming `Config` or `discover` costs no pydantic. This module never writes anything and
+first (a higher scope cannot remove a hook: hooks only narrow). `load` checks with the
+plain validator generated from the pydantic models (`_plain`) and asks pydantic only
+when that does not accept something, so a normal start imports no pydantic. This module
+never writes anything and
 reads the environment only from the mapping passed in.
 """
 
@@ -15,14 +17,14 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness_core.config._config import Config
 from harness_core.config._scopes import ConfigFile, discover
 from harness_core.config._substitute import Substituter
-from harness_core.config._tree import Node, Sourced
+from harness_core.config._tree import RULE_KEYS, Node, Sourced
 from harness_core.errors import ConfigError
 
 __all__ = ["json_schema", "load", "merge", "parse_file", "schema_keys"]
@@ -77,6 +79,7 @@ def load(
     config_file: Path | None = None,
     env: Mapping[str, str],
     tables: Collection[str] | None = None,
+    validator: Literal["plain", "pydantic"] = "plain",
 ) -> Config:
     """Discover, read, check and merge the four scopes and project them onto types.
 
@@ -92,6 +95,9 @@ def load(
             for a command that only reads the store, so an unset `${env:...}` for a
             provider key does not stop it). The other tables are still checked for
             unknown keys and wrong types, and project as if absent. None: all.
+        validator: "plain" (the default) checks with the validator generated from the
+            models and hands anything it does not accept to pydantic; "pydantic" asks
+            pydantic directly (`io config check`). The result is the same either way.
 
     Returns:
         The validated configuration.
@@ -101,17 +107,42 @@ def load(
             TOML, an unknown key, a wrong type, a failed substitution, a value out of
             range, a missing required key. Messages never contain a substituted value.
     """
-    from harness_core.config._model import RULE_KEYS
+    from harness_core.config import _fast
     from harness_core.config._project import project
-    from harness_core.config._validate import check_file, validate_merged
 
     files = discover(workspace, config_file=config_file, env=env)
     subst = Substituter(env)
+    read = _read(files, subst, tables, _fast.check_file) if validator == "plain" else None
+    model = None if read is None else _fast.validate_merged(read[0])
+    if read is None or model is None:
+        # The plain validator did not accept something: pydantic decides, and words it.
+        from harness_core.config._validate import check_file, validate_merged
+
+        subst = Substituter(env)
+        read = _read(files, subst, tables, check_file)
+        assert read is not None  # pydantic's check_file raises, never returns None
+        model = validate_merged(read[0])
+    merged, rule_sets = read
+    return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env)
+
+
+_Check = Callable[[Mapping[str, Any], ConfigFile, Substituter, Collection[str] | None],
+                  dict[str, Node] | None]
+
+
+def _read(
+    files: tuple[ConfigFile, ...], subst: Substituter, tables: Collection[str] | None,
+    check: _Check,
+) -> tuple[dict[str, Node], list[tuple[ConfigFile, dict[str, Node]]]] | None:
+    """Every scope file parsed, checked and merged, with each file's policy rules apart;
+    None when `check` hands a file over."""
     merged: dict[str, Node] = {}
     rule_sets: list[tuple[ConfigFile, dict[str, Node]]] = []
     hooks: list[Node] = []
     for cf in files:
-        tree = check_file(parse_file(cf), cf, subst, tables)
+        tree = check(parse_file(cf), cf, subst, tables)
+        if tree is None:
+            return None
         policy = tree.get("policy")
         if isinstance(policy, dict):
             rules = {k: policy.pop(k) for k in RULE_KEYS if k in policy}
@@ -122,8 +153,7 @@ def load(
         if isinstance(found, Sourced):
             hooks += found.value
             merged["hooks"] = Sourced(list(hooks), cf)
-    model = validate_merged(merged)
-    return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env)
+    return merged, rule_sets
 
 
 def schema_keys() -> frozenset[str]:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness_core.config._model import McpOAuthTable, McpTable
 from harness_core.errors import ConfigError
 from harness_core.mcp._config import McpElicitation, McpGrant, McpOAuth, McpServerConfig
+
+if TYPE_CHECKING:  # the plain twins or the pydantic models: the same attributes
+    from harness_core.config._model import McpOAuthTable, McpTable
 
 __all__ = ["AUTH_DIR_NAME", "mcp_auth_dir", "mcp_servers"]
 

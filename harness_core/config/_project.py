@@ -14,33 +14,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.config import _plain
 from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._mcp import mcp_auth_dir, mcp_servers
-from harness_core.config._model import (
-    RULE_KEYS,
-    AgentsTable,
-    AgentTable,
-    BudgetTable,
-    ContractTable,
-    GitTable,
-    IoToml,
-    McpTable,
-    PolicyTable,
-    PricesTable,
-    ProviderEntry,
-    ProviderTable,
-    RunTable,
-    SandboxTable,
-    VerifyTable,
-    WebTable,
-)
 from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
-from harness_core.config._tree import Node, Sourced, dotted
+from harness_core.config._tree import RULE_KEYS, Node, Sourced, dotted
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.hooks import HookConfig, HookEvent, hook_files
 from harness_core.mcp._config import McpServerConfig
@@ -61,6 +44,25 @@ from harness_core.verification import (
     VerifyCriterion,
     require_gate_extras,
 )
+
+if TYPE_CHECKING:  # the plain twins or the pydantic models: the same attributes
+    from harness_core.config._model import (
+        AgentsTable,
+        AgentTable,
+        BudgetTable,
+        ContractTable,
+        GitTable,
+        IoToml,
+        McpTable,
+        PolicyTable,
+        PricesTable,
+        ProviderEntry,
+        ProviderTable,
+        RunTable,
+        SandboxTable,
+        VerifyTable,
+        WebTable,
+    )
 
 __all__ = ["project", "store_path", "store_url"]
 
@@ -489,7 +491,7 @@ def _shown(
     values = list(flatten(merged, secrets))
     for _cf, rules in rule_sets:
         values += flatten({"policy": dict(rules)}, secrets)
-    order = {name: index for index, name in enumerate(IoToml.model_fields)}
+    order = {name: index for index, name in enumerate(_plain.IoToml.model_fields)}
     values.sort(key=lambda v: order.get(v.key.split(".", 1)[0].split("[", 1)[0], len(order)))
     return tuple(values)
 

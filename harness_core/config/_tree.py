@@ -13,7 +13,13 @@ from typing import Any
 
 from harness_core.config._scopes import ConfigFile
 
-__all__ = ["Node", "Sourced", "dotted"]
+__all__ = ["RULE_KEYS", "Node", "Sourced", "dotted"]
+
+RULE_KEYS = tuple(
+    f"{effect}_{kind}" for kind in ("read", "write", "exec", "net", "mcp")
+    for effect in ("allow", "deny")
+)
+"""The `[policy]` rule lists; every scope's rules are kept, never merged as scalars."""
 
 
 @dataclass(frozen=True)

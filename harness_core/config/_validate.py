@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping
-from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from harness_core.config._fast import is_deferred, plain_value, substitute, unwrap
 from harness_core.config._fields import Kind, Located, locate, named_model, specs
 from harness_core.config._model import IoToml
 from harness_core.config._scopes import ConfigFile
@@ -60,7 +60,7 @@ def check_file(
             raise _translate(problems, raw, cf, lambda text: text) from None
     if tables is not None:
         raw = {key: value for key, value in raw.items() if key in tables}
-    resolved = _substitute(raw, (), cf, subst)
+    resolved = substitute(raw, (), cf, subst)
     try:
         model = _validate(resolved, cf)
     except ValidationError as exc:
@@ -70,36 +70,6 @@ def check_file(
 
 def _unresolved(value: object) -> bool:
     return isinstance(value, str) and "${" in value
-
-
-def is_deferred(path: tuple[str | int, ...]) -> bool:
-    """Whether the value at `path` is substituted only when it is needed: a provider's
-    key, resolved when the provider is built (`Config.provider_for_run`), so a command
-    that calls no model never needs it."""
-    return (path == ("provider", "api_key")
-            or (len(path) == 4 and path[:2] == ("provider", "fallback") and path[3] == "api_key"))
-
-
-def _substitute(value: Any, path: tuple[str | int, ...], cf: ConfigFile, subst: Substituter) -> Any:
-    if isinstance(value, str):
-        where = f"'{dotted(path)}' in {cf.describe()}"
-        if is_deferred(path):
-            subst.check(value, where=where)
-            return value
-        return subst.resolve(value, where=where, base_dir=cf.path.parent)
-    if isinstance(value, list):
-        return [_substitute(v, (*path, i), cf, subst) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        return {k: _substitute(v, (*path, k), cf, subst) for k, v in value.items()}
-    return value
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, list):
-        return tuple(_plain(v) for v in value)  # a tuple: a leaf; a list: tables
-    return value
 
 
 def _annotate(raw: Mapping[str, Any], model: BaseModel, cf: ConfigFile) -> dict[str, Node]:
@@ -119,7 +89,7 @@ def _annotate(raw: Mapping[str, Any], model: BaseModel, cf: ConfigFile) -> dict[
         elif spec.kind is Kind.NAMED:
             out[key] = {name: _annotate(value[name], got[name], cf) for name in value}
         else:
-            out[key] = Sourced(_plain(got), cf, spec.secret, spec.ceiling)
+            out[key] = Sourced(plain_value(got), cf, spec.secret, spec.ceiling)
     return out
 
 
@@ -130,7 +100,7 @@ def validate_merged(tree: Mapping[str, Node]) -> IoToml:
         ConfigError: A merged value fails its model (each file passed on its own, so
             this names the file that set the offending value).
     """
-    plain = _unwrap(tree)
+    plain = unwrap(tree)
     try:
         return _validate(plain, None)
     except ValidationError as exc:
@@ -139,20 +109,6 @@ def validate_merged(tree: Mapping[str, Node]) -> IoToml:
         if origin is None:
             raise ConfigError(f"'{dotted(path)}': {exc.errors()[0]['msg']}") from None
         raise _translate(exc.errors(), plain, origin, lambda text: text) from None
-
-
-def _unwrap(node: Mapping[str, Node]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if isinstance(value, dict):
-            out[key] = _unwrap(value)
-        elif isinstance(value.value, list):
-            out[key] = [_unwrap(item) for item in value.value]
-        elif isinstance(value.value, tuple):
-            out[key] = list(value.value)
-        else:
-            out[key] = value.value
-    return out
 
 
 def _origin_at(tree: Mapping[str, Node], path: tuple[str | int, ...]) -> ConfigFile | None:

@@ -5,13 +5,16 @@ check of a resume's arguments against what the run waits for."""
 from __future__ import annotations
 
 import os
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from harness_core.errors import UsageError
 from harness_core.run._launchers import Launchers
 from harness_core.store import Pause
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = ["_check_resume_args", "_close_all", "_own_start_time", "_process_alive",
            "_sandbox_json"]
@@ -28,7 +31,10 @@ def _process_alive(pid: int, started: float | None) -> bool:
 
 
 def _own_start_time() -> float:
-    return float(psutil.Process(os.getpid()).create_time())
+    from harness_core.sandbox._started import process_started
+
+    started = process_started(os.getpid())
+    return started if started is not None else float(psutil.Process(os.getpid()).create_time())
 
 
 def _sandbox_json(launchers: Launchers) -> dict[str, Any]:

@@ -17,14 +17,18 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from harness_core.errors import RunInUse, UsageError, WorkspaceChanged
 from harness_core.run._snapshots import Scanner, run_snapshot_dir, sweep_snapshots
 from harness_core.store import RunRecord, Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
 from harness_core.store._store import AliveCheck
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = ["Restored", "branch_at", "process_alive", "state_before", "undo_step"]
 

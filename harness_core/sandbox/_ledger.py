@@ -27,12 +27,15 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from harness_core.sandbox._started import process_started as _started
 from harness_core.sandbox._started import started_between
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = ["TOKEN_VARIABLE", "Ledger", "activate_ledger", "current_ledger", "ledger_folder",
            "note_escapee", "note_escapees", "read_ledger"]

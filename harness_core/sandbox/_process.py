@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psutil
+from typing import TYPE_CHECKING
 
 from harness_core.errors import HarnessError, SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
@@ -38,6 +37,11 @@ from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, current_ledger
 from harness_core.sandbox._remote import peek_status
 from harness_core.sandbox._started import spawn_clock
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = [
     "DEFAULT_ENV_NAMES",

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
+
 
 __all__ = ["ancestor_holding", "make_undumpable"]
 

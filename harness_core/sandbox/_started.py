@@ -11,14 +11,29 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = ["process_started", "spawn_clock", "started_between"]
 
 
 def process_started(pid: int) -> float | None:
-    """`pid`'s start time as `psutil.Process.create_time` gives it (what a sweep compares)."""
+    """`pid`'s start time as `psutil.Process.create_time` gives it (what a sweep compares).
+
+    On Linux it is read the way psutil reads it (``/proc/PID/stat``'s start tick over the
+    tick rate, plus ``/proc/stat``'s boot time), without importing psutil."""
+    if _LINUX:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                text = handle.read()
+            tick = int(text[text.rindex(b")") + 2 :].split()[19])
+        except (OSError, ValueError, IndexError):
+            return None
+        return float(tick) / _CLOCK_TICKS + _boot_time()
     try:
         return float(psutil.Process(pid).create_time())
     except psutil.Error:
@@ -36,8 +51,20 @@ def _boot_time() -> float:
     when the wall clock is stepped, which shifts a start time read at any other moment
     as much)."""
     if not _boot:
-        _boot.append(float(psutil.boot_time()))
+        _boot.append(_linux_boot_time() if _LINUX else float(psutil.boot_time()))
     return _boot[0]
+
+
+def _linux_boot_time() -> float:
+    """``/proc/stat``'s ``btime``, as psutil reads it (psutil itself if it is missing)."""
+    try:
+        with open("/proc/stat", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"btime"):
+                    return float(line.strip().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return float(psutil.boot_time())
 
 
 def spawn_clock() -> int | None:

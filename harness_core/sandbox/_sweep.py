@@ -34,12 +34,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, ledger_folder, read_ledger
 from harness_core.sandbox._placeholders import remove_recorded
+from harness_core.sandbox._started import process_started
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = ["Swept", "sweep"]
 
@@ -216,7 +220,10 @@ def _owner_gone(data: dict[str, Any]) -> bool:
     pid = int(data.get("owner_pid", 0))
     if pid == os.getpid():
         return False
-    return _same(pid, data.get("owner_started")) is None
+    # What `_same(pid, started) is None` says, read without psutil: a live owner is the
+    # common case at every start, and it needs no process object.
+    started, recorded = process_started(pid), data.get("owner_started")
+    return started is None or recorded is None or abs(started - recorded) > _SLACK
 
 
 def _stores_gone(stores: list[Any]) -> bool:

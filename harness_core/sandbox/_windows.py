@@ -18,7 +18,6 @@ this module must not import pywin32 at module level.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import subprocess
 import threading
@@ -26,12 +25,16 @@ from collections.abc import Mapping, MutableMapping
 from contextlib import suppress
 from pathlib import Path
 from types import ModuleType
-
-import psutil
+from typing import TYPE_CHECKING
 
 from harness_core.errors import SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
 from harness_core.sandbox._process import DEFAULT_ENV_NAMES, resolve_program
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = [
     "WINDOWS_ENV_NAMES",
@@ -190,6 +193,8 @@ class WindowsLauncher:
         if job is not None:
             handle = int(getattr(process, "_handle"))  # noqa: B009 - Popen keeps it private
             _pywin32("win32job").AssignProcessToJobObject(job, handle)
+            import ctypes  # Windows only: not loaded on other systems
+
             getattr(ctypes, "windll").ntdll.NtResumeProcess(handle)  # noqa: B009 - Windows only
             with self._lock:
                 self._jobs[process.pid] = job

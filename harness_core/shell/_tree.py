@@ -29,10 +29,14 @@ import os
 import signal
 import subprocess
 import threading
-
-import psutil
+from typing import TYPE_CHECKING
 
 from harness_core.sandbox._ledger import note_escapee
+
+if TYPE_CHECKING:
+    import psutil
+else:
+    from harness_core._lazy import psutil  # imported on its first use
 
 __all__ = ["ProcessTracker"]
 

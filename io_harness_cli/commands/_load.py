@@ -37,8 +37,9 @@ def workspace_path(workspace: Path | None) -> Path:
 
 
 def load_config(workspace: Path, config: Path | None,
-                tables: tuple[str, ...] | None = None) -> Config:
-    """Load io.toml once; `tables` limits what is resolved (see `load_config`).
+                tables: tuple[str, ...] | None = None, *, pydantic: bool = False) -> Config:
+    """Load io.toml once; `tables` limits what is resolved (see `load_config`); `pydantic`:
+    validate with pydantic itself rather than the plain validator generated from it.
 
     From here on, everything `io` prints passes through the config's secret redactor.
     """
@@ -47,7 +48,8 @@ def load_config(workspace: Path, config: Path | None,
     from io_harness_cli.output import redact_output
 
     env = environment()
-    loaded = load(workspace, config_file=config, env=env, tables=tables)
+    loaded = load(workspace, config_file=config, env=env, tables=tables,
+                  validator="pydantic" if pydantic else "plain")
     redactor = secret_redactor(loaded, env)
     redact_output(redactor if redactor else None)
     return loaded

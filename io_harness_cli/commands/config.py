@@ -82,7 +82,7 @@ def check(
     from io_harness_cli.output import say
 
     ws = workspace_path(workspace)
-    cfg = load_config(ws, config)
+    cfg = load_config(ws, config, pydantic=True)  # the declaration itself, not its twin
     warnings: list[str] = []
     # The same preparation `io run` makes; without --for-run a missing [provider] or an
     # unset key is a warning, and the rest is still checked.

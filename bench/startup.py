@@ -1,0 +1,183 @@
+"""Start-up, per-step gap and memory of `io run`, side by side with a baseline (issue 24).
+
+One run measures, for this tree and a baseline tree (`--baseline REF`, default: main
+before the plain io.toml validator landed), the trees alternating run by run so both see
+the same load:
+
+* start-up + shut-down: wall and CPU of a one-step `io run` (one request, answered at
+  once) against the loopback OpenAI-compatible fake (tests/fakes/vendor_server.py);
+* `io --help` beside `python3 -c pass` in the same environment (target: <= 1.8x);
+* with `--callgrind`: instructions executed (valgrind's callgrind, PYTHONHASHSEED=0) by
+  the one-step run and by `--help` - a count the machine's load does not change, for
+  before/after comparisons on a shared machine;
+* the per-step gap (model's last byte -> next request) at 20, 100 and 1,000 steps of one
+  `echo` each, unsandboxed and with the native sandbox (bubblewrap), this tree only;
+* peak RSS (VmHWM) of a 20-step run.
+
+Targets (a quiet machine): one-step run <= 0.25 s, peak RSS of a 20-step run <= 36 MiB,
+gap <= 2 ms unsandboxed and <= 2.8 ms sandboxed, `io --help` <= 1.8x `python3 -c pass`.
+
+Run: python bench/startup.py [--repeat N] [--baseline REF] [--callgrind] [--skip-long]
+         [--skip-sandbox] [--skip-gaps]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loop_overhead import (  # noqa: E402
+    _BOOT,
+    MIB,
+    ROOT,
+    RunResult,
+    child_env,
+    export_tree,
+    help_walls,
+    loop_run,
+    responder,
+    startup,
+    write_workspace,
+)
+
+from tests.fakes.vendor_server import start_vendor_server  # noqa: E402
+
+Row = tuple[str, str, str, str]  # figure, this tree, baseline, target
+
+
+def default_baseline() -> str:
+    """The parent of the commit that added the generated validator (main before #24)."""
+    added = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%H", "--diff-filter=A", "--",
+         "harness_core/config/_plain.py"], capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    return f"{added}^" if added else "HEAD~1"
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.0f} ms (best {min(values) * 1000:.0f})"
+
+
+def startup_rows(trees: dict[str, Path], tmp: Path, repeat: int) -> list[Row]:
+    children = startup("openai", repeat, tmp, trees)
+    ours, base = children.values()
+    rows: list[Row] = [
+        ("one-step `io run`, wall", _ms([c.wall for c in ours]), _ms([c.wall for c in base]),
+         "<= 250 ms"),
+        ("one-step `io run`, CPU", _ms([c.cpu for c in ours]), _ms([c.cpu for c in base]), ""),
+        ("one-step `io run`, peak RSS", f"{max(c.peak_rss for c in ours) / MIB:.1f} MiB",
+         f"{max(c.peak_rss for c in base) / MIB:.1f} MiB", ""),
+    ]
+    return rows
+
+
+def help_rows(trees: dict[str, Path], tmp: Path, repeat: int) -> list[Row]:
+    helps: dict[str, list[float]] = {name: [] for name in trees}
+    bare: list[float] = []
+    for _ in range(repeat):
+        for name, code in trees.items():
+            helps[name].extend(help_walls(code, tmp, repeat=3))
+        bare.extend(help_walls(ROOT, tmp, repeat=3, argv=("-c", "pass")))
+    ours, base = helps.values()
+    pass_median = statistics.median(bare)
+    return [
+        ("`io --help`, wall", _ms(ours), _ms(base), ""),
+        ("`python3 -c pass`, wall (same run)", _ms(bare), _ms(bare), ""),
+        ("`io --help` / `python3 -c pass`", f"{statistics.median(ours) / pass_median:.2f}x",
+         f"{statistics.median(base) / pass_median:.2f}x", "<= 1.8x"),
+    ]
+
+
+def _instructions(argv: list[str], env: dict[str, str], cwd: Path, out: Path) -> int:
+    """Instructions callgrind counts for one process (its children not followed)."""
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+        env={**env, "PYTHONHASHSEED": "0"}, cwd=cwd, capture_output=True, text=True)
+    found = re.search(r"Collected : (\d+)", result.stderr)
+    if result.returncode != 0 or found is None:
+        raise SystemExit(f"callgrind failed ({result.returncode}): {result.stderr[-1500:]}")
+    return int(found.group(1))
+
+
+def callgrind_rows(trees: dict[str, Path], tmp: Path) -> list[Row]:
+    counts: dict[str, list[int]] = {}
+    with start_vendor_server("openai", responder=responder(0)) as fake:
+        ws = write_workspace(tmp / "callgrind", "openai", fake.base_url, "off")
+        for name, code in trees.items():
+            env = child_env(tmp / f"state-cg-{code.name}.db")
+            env["PYTHONPATH"] = str(code)
+            env["IO_BENCH_RSS"] = str(tmp / "rss-cg.txt")
+            run = [sys.executable, "-c", _BOOT, "run", "bench", "-w", str(ws), "--json"]
+            helps = [sys.executable, "-m", "io_harness_cli", "--help"]
+            subprocess.run(run, env=env, cwd=code, capture_output=True, check=True)  # warm
+            counts[name] = [_instructions(run, env, code, tmp / "cg.out"),
+                            _instructions(helps, env, code, tmp / "cg.out")]
+        bare = _instructions([sys.executable, "-c", "pass"], child_env(tmp / "s.db"), ROOT,
+                             tmp / "cg.out")
+    ours, base = counts.values()
+    return [
+        ("one-step `io run`, instructions (callgrind)", f"{ours[0] / 1e6:,.0f} M",
+         f"{base[0] / 1e6:,.0f} M", f"{ours[0] / base[0]:.2f}x baseline"),
+        ("`io --help`, instructions (callgrind)", f"{ours[1] / 1e6:,.0f} M",
+         f"{base[1] / 1e6:,.0f} M", f"{ours[1] / bare:.2f}x `-c pass` ({bare / 1e6:,.0f} M)"),
+    ]
+
+
+def gap_rows(tmp: Path, repeat: int, long: bool, sandbox: bool) -> list[Row]:
+    rows: list[Row] = []
+    backends = [("unsandboxed", "off", "<= 2 ms")]
+    if sandbox:
+        backends.append(("native sandbox", "native", "<= 2.8 ms"))
+    for label, backend, target in backends:
+        for steps in (20, 100, 1000) if long else (20, 100):
+            runs: list[RunResult] = [loop_run("openai", steps, backend, tmp)
+                                     for _ in range(repeat if steps < 1000 else 2)]
+            floor = [min(v) for v in zip(*(r.gaps for r in runs), strict=True)]
+            rows.append((f"per-step gap, {steps} steps, {label}",
+                         f"{statistics.median(floor):.2f} ms", "", target))
+            if steps == 20 and backend == "off":
+                rss = max(r.child.peak_rss for r in runs)
+                rows.append(("peak RSS, 20-step run", f"{rss / MIB:.1f} MiB", "", "<= 36 MiB"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per figure")
+    parser.add_argument("--baseline", default=None, help="commit to compare with")
+    parser.add_argument("--callgrind", action="store_true", help="also count instructions")
+    parser.add_argument("--skip-long", action="store_true", help="no 1,000-step runs")
+    parser.add_argument("--skip-sandbox", action="store_true", help="no sandboxed gaps")
+    parser.add_argument("--skip-gaps", action="store_true", help="no per-step gaps")
+    args = parser.parse_args()
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="io-startup-") as name:
+        tmp = Path(name)
+        commit, baseline = export_tree(args.baseline or default_baseline(), tmp)
+        trees = {"this tree": ROOT, f"baseline {commit}": baseline}
+        rows = startup_rows(trees, tmp, max(9, args.repeat * 2))
+        rows += help_rows(trees, tmp, args.repeat)
+        if args.callgrind:
+            rows += callgrind_rows(trees, tmp)
+        if not args.skip_gaps:
+            rows += gap_rows(tmp, args.repeat, not args.skip_long, not args.skip_sandbox)
+    end = os.getloadavg()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average"
+          f" {load[0]:.1f} at the start and {end[0]:.1f} at the end; {args.repeat} runs a"
+          " figure (medians; per-step gaps are the median of each step's minimum)\n")
+    print(f"| figure | this tree | baseline {commit} | target |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
