@@ -24,6 +24,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import harness_core.run._gate_words as tables
 from harness_core.errors import PathEscape, WorkspaceError
 from harness_core.policy._patterns import GLOB_CHARS
 from harness_core.run._gate_shell import after_options, recipe, simple_commands
@@ -31,43 +32,6 @@ from harness_core.toolchain import RUNNER_INPUTS
 from harness_core.workspace import Workspace
 
 __all__ = ["CommandInputs", "command_inputs"]
-
-_PLAIN = frozenset({
-    "true", "false", ":", "exit", "echo", "printf", "test", "[", "sleep", "seq", "yes",
-    "date", "pwd", "basename", "dirname", "expr", "grep", "egrep", "fgrep", "cat", "head",
-    "tail", "wc", "diff", "cmp", "ls", "stat", "file", "jq", "sha256sum", "sha1sum",
-    "md5sum", "cksum", "sort", "uniq", "cut", "tr", "sed", "find", "set", "export",
-    "unset", "shopt", "return", "cd",
-})
-"""Programs and shell builtins whose only workspace reads are the operands they name
-(``awk`` is not one: its ``system()`` starts anything)."""
-_STARTS_PROGRAMS = {"find": {"-exec", "-execdir", "-ok", "-okdir"}, "cd": set(),
-                    "env": {"-C", "--chdir"}}
-"""Options with which a plain program starts another one, or moves where the rest runs
-(``cd`` anywhere but ``.``): what follows is not followed, so it is unknown."""
-_WRAPPERS = {"env": {"-u", "--unset", "-C", "--chdir", "-S"}, "timeout": {"-s", "--signal",
-             "-k", "--kill-after"}, "nice": {"-n", "--adjustment"}, "nohup": set(),
-             "time": set(), "command": set(), "exec": set(), "stdbuf": set()}
-"""Programs that start the rest of their argv, with their options that take a value."""
-_RUNNERS_WITH_RUN = frozenset({"uv", "poetry", "pdm", "pipenv", "hatch", "rye"})
-_RUN_OPTIONS = frozenset({"--with", "--python", "-p", "--extra", "--group", "--package",
-                          "--env", "-e", "--directory", "--project", "--index"})
-_PYTHON_MODULES = {"pytest": "pytest", "py.test": "pytest", "unittest": "unittest",
-                   "tox": "tox", "nox": "nox", "mypy": "mypy", "ruff": "ruff",
-                   "flake8": "flake8", "black": "black", "pylint": "pylint"}
-_PROGRAMS = {**_PYTHON_MODULES, "pyright": "pyright", "eslint": "eslint", "tsc": "tsc",
-             "prettier": "prettier", "jest": "node", "vitest": "node", "mocha": "node",
-             "cargo": "cargo", "go": "go"}
-_PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)?)?$")
-_PYTHON_VALUED = frozenset({"-W", "-X", "-Q"})
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
-_NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "npx"})
-_MAX_DEPTH = 4
-"""Scripts, recipes and package scripts followed into at most this deep."""
-_MAX_SCRIPT = 256 * 1024
-_PLUGIN = re.compile(r"-p\s*([A-Za-z_][\w.]*)")
-_PLUGINS_LIST = re.compile(r"pytest_plugins\s*=\s*[\[(]?([^\n\])]*)")
-_NAME = re.compile(r"['\"]([A-Za-z_][\w.]*)['\"]")
 
 
 @dataclass(frozen=True)
@@ -156,7 +120,7 @@ class _Follow:
 
     def text(self, rel: str) -> str:
         try:
-            return self.workspace.read_bytes(rel)[:_MAX_SCRIPT].decode("utf-8", "replace")
+            return self.workspace.read_bytes(rel)[:tables.MAX_SCRIPT].decode("utf-8", "replace")
         except (WorkspaceError, PathEscape):
             return ""
 
@@ -165,7 +129,7 @@ class _Follow:
     def argv(self, words: list[str], depth: int) -> None:
         if not words:
             return
-        if depth > _MAX_DEPTH:
+        if depth > tables.MAX_DEPTH:
             self.fail(words[0])
             return
         program, args = words[0], words[1:]
@@ -173,7 +137,7 @@ class _Follow:
         name = os.path.basename(program)
         if rel is None:
             self.named(name, args, depth)
-        elif _is_known(name):
+        elif tables.is_known(name):
             self.program_file(rel)
             self.named(name, args, depth)
         else:
@@ -181,25 +145,25 @@ class _Follow:
 
     def named(self, name: str, args: list[str], depth: int) -> None:
         """A program by name (not a file in the workspace): follow it or judge it."""
-        if _starts_or_moves(name, args):
+        if tables.starts_or_moves(name, args):
             self.fail(" ".join([name, *args]))
-        elif name in _WRAPPERS:
-            self.argv(after_options(args, _WRAPPERS[name], assignments=name == "env",
+        elif name in tables.WRAPPERS:
+            self.argv(after_options(args, tables.WRAPPERS[name], assignments=name == "env",
                                      counts=name == "timeout"), depth)
-        elif name in _RUNNERS_WITH_RUN or name == "coverage":
+        elif name in tables.RUNNERS_WITH_RUN or name == "coverage":
             self.project_runner(name, args, depth)
-        elif _PYTHON_NAME.match(name):
+        elif tables.PYTHON_NAME.match(name):
             self.python(args, depth)
-        elif name in _SHELLS:
+        elif name in tables.SHELLS:
             self.shell(args, depth)
-        elif name in _NODE_MANAGERS:
+        elif name in tables.NODE_MANAGERS:
             self.node_manager(name, args, depth)
         elif name in ("node", "make", "gmake"):
             (self.node if name == "node" else self.make)(args, depth)
-        elif name in _PROGRAMS:
-            self.runner(_PROGRAMS[name])
+        elif name in tables.PROGRAMS:
+            self.runner(tables.PROGRAMS[name])
             self.plugins(name, args)
-        elif name not in _PLAIN:
+        elif name not in tables.PLAIN:
             self.fail(name)
 
     def project_runner(self, name: str, args: list[str], depth: int) -> None:
@@ -209,7 +173,7 @@ class _Follow:
         if name == "coverage":
             if args[:1] == ["run"]:
                 self.python(args[1:], depth)
-        elif args[:1] == ["run"] and (rest := after_options(args[1:], _RUN_OPTIONS)):
+        elif args[:1] == ["run"] and (rest := after_options(args[1:], tables.RUN_OPTIONS)):
             self.argv(rest, depth)
         elif name == "hatch" and args[:1] == ["test"]:
             self.runner("pytest")
@@ -220,13 +184,13 @@ class _Follow:
         self.runner("python")
         i = 0
         while i < len(args) and args[i].startswith("-") and args[i] not in ("-m", "-c", "-"):
-            i += 2 if args[i] in _PYTHON_VALUED else 1
+            i += 2 if args[i] in tables.PYTHON_VALUED else 1
         if i >= len(args) or args[i] in ("-c", "-"):
             return
         if args[i] == "-m":
             module = args[i + 1] if i + 1 < len(args) else ""
             rest = args[i + 2:]
-            runner = _PYTHON_MODULES.get(module)
+            runner = tables.PYTHON_MODULES.get(module)
             if runner is not None:
                 self.runner(runner)
                 self.plugins(runner, rest)
@@ -259,11 +223,11 @@ class _Follow:
             elif word.startswith("-p") and len(word) > 2:
                 names.append(word[2:])
         for config in ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"):
-            names += _PLUGIN.findall(self.text(config)) if self.is_file(config) else []
+            names += tables.PLUGIN.findall(self.text(config)) if self.is_file(config) else []
         for conftest in ("conftest.py", "tests/conftest.py"):
             if self.is_file(conftest):
-                for listed in _PLUGINS_LIST.findall(self.text(conftest)):
-                    names += _NAME.findall(listed)
+                for listed in tables.PLUGINS_LIST.findall(self.text(conftest)):
+                    names += tables.NAME.findall(listed)
         for name in names:
             if name and not name.startswith("no:"):
                 base = literal(name.replace(".", "/"))
@@ -285,9 +249,9 @@ class _Follow:
         if interpreter and os.path.basename(interpreter[0]) == "env":
             interpreter = [w for w in interpreter[1:] if not w.startswith("-")]
         name = os.path.basename(interpreter[0]) if interpreter else ""
-        if name in _SHELLS:
+        if name in tables.SHELLS:
             self.shell_text(self.text(rel), depth + 1)
-        elif _PYTHON_NAME.match(name):
+        elif tables.PYTHON_NAME.match(name):
             self.runner("python")
         elif name == "node":
             self.runner("node")
@@ -345,8 +309,8 @@ class _Follow:
         if name == "npx" or args[:1] in (["exec"], ["dlx"], ["x"]):
             rest = args[1:] if name != "npx" else args
             rest = [a for a in rest if not a.startswith("-")]
-            if rest and rest[0] in _PROGRAMS:
-                self.runner(_PROGRAMS[rest[0]])
+            if rest and rest[0] in tables.PROGRAMS:
+                self.runner(tables.PROGRAMS[rest[0]])
             elif rest:
                 self.fail(f"{name} {rest[0]}")
             return
@@ -406,18 +370,6 @@ class _Follow:
             self.found.extend(literal(w) for w in include.split() if "$" not in w)
         for line in recipe(text, targets):
             self.shell_text(line.lstrip("@-+ \t"), depth + 1)
-
-
-def _starts_or_moves(name: str, args: list[str]) -> bool:
-    if name == "cd":
-        return args[:1] not in ([], ["."], ["./"])
-    options = _STARTS_PROGRAMS.get(name, set())
-    return any(a.split("=", 1)[0] in options for a in args)
-
-
-def _is_known(name: str) -> bool:
-    return bool(_PYTHON_NAME.match(name)) or name in _PROGRAMS or name in _SHELLS \
-        or name in _NODE_MANAGERS or name in _RUNNERS_WITH_RUN or name in ("node", "make")
 
 
 def command_inputs(command: str, workspace: Workspace, path_env: str = "") -> CommandInputs:

@@ -39,7 +39,8 @@ from harness_core.tool_data import SpawnRefused
 from harness_core.tools import ToolOutcome
 
 if TYPE_CHECKING:
-    from harness_core.run._loop import Runner, _Drive
+    from harness_core.run._drive_state import _Drive
+    from harness_core.run._runner_base import _RunnerBase as Runner
 
 __all__ = ["Held", "plan_tree", "run_spawns"]
 

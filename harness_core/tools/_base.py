@@ -21,9 +21,9 @@ from harness_core.workspace import Workspace
 
 if TYPE_CHECKING:
     from harness_core.shell import HandleRegistry
+    from harness_core.tools._answers import PlanStore, Responder
     from harness_core.tools._doc_limits import DocumentLimits
     from harness_core.tools._git import GitSettings
-    from harness_core.tools._plan_tools import PlanStore, Responder
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",

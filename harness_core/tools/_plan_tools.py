@@ -14,14 +14,12 @@ tools emit nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from harness_core.errors import InvalidToolArguments
 from harness_core.messages import ToolSpec
 from harness_core.tool_data import AnswerData, PlanData, TodoItem
+from harness_core.tools._answers import Answer, AnsweredBy, PlanStore, Responder
 from harness_core.tools._base import PauseRequested, ToolContext, ToolOutcome
 
 __all__ = [
@@ -38,49 +36,6 @@ _STATUSES = ("pending", "in_progress", "done")
 _MAX_ITEMS = 100
 _MAX_CONTENT = 2000
 _MAX_QUESTION = 4000
-
-
-class AnsweredBy(Enum):
-    """Who answered a question. A closed set."""
-
-    MACHINE = "machine"
-    """A program in the run's own process standing in for the operator."""
-    PERSON = "person"
-    """A human: at a terminal prompt, or through `io resume --answer`."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A responder's answer: text for the model, never a permission.
-
-    Attributes:
-        text: What the model will read.
-        by: Who gave it (a machine unless a human typed it).
-    """
-
-    text: str
-    by: AnsweredBy = AnsweredBy.MACHINE
-
-
-class Responder(Protocol):
-    """Answers the agent's questions in the run's own process."""
-
-    def answer(self, question: str) -> Answer | None:
-        """Answer `question`, or return None when no answer can be given now.
-
-        None pauses the run (exit 4); `io resume RUN --answer TEXT` answers later.
-        """
-        ...
-
-
-class PlanStore(Protocol):
-    """Where a run's plan lives (the `Store` implements it)."""
-
-    def replace_todos(
-        self, run_id: str, items: Sequence[TodoItem], *, step: int | None = None
-    ) -> int:
-        """Replace the whole plan in one transaction; returns its new revision."""
-        ...
 
 
 def _items(raw: Any) -> list[TodoItem]:

@@ -31,7 +31,9 @@ from harness_core import (
     Usage,
     UsageError,
 )
-from harness_core.run._loop import INTERRUPTED_OBSERVATION, _check_resume_args, _continued
+from harness_core.run._act import INTERRUPTED_OBSERVATION
+from harness_core.run._ask import _continued
+from harness_core.run._drive_help import _check_resume_args
 from harness_core.verification import VerifyCriterion
 from tests.fakes.clock import ManualClock
 from tests.unit.run.loop_support import scripted as _scripted
@@ -482,7 +484,7 @@ def test_resume_arguments_that_fit(pause: Pause | None, approve: bool | None,
 def test_a_run_owner_is_alive_only_as_the_very_process_it_was() -> None:
     import os
 
-    from harness_core.run._loop import _own_start_time, _process_alive
+    from harness_core.run._drive_help import _own_start_time, _process_alive
 
     me, started = os.getpid(), _own_start_time()
     assert _process_alive(me, None) is True

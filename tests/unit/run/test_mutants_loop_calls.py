@@ -30,7 +30,7 @@ from harness_core import (
     UsageError,
 )
 from harness_core.documents import default_toolbox
-from harness_core.run._loop import _own_start_time
+from harness_core.run._drive_help import _own_start_time
 from harness_core.tool_data import AnswerData
 from tests.fakes.clock import ManualClock
 from tests.unit.run.loop_support import call as _call

@@ -23,7 +23,7 @@ from harness_core import (
     Store,
     Usage,
 )
-from harness_core.run._loop import _own_start_time
+from harness_core.run._drive_help import _own_start_time
 from harness_core.tool_data import FileWritten
 from tests.fakes.clock import ManualClock
 from tests.unit.run.loop_support import USAGE as _USAGE

@@ -1,0 +1,118 @@
+"""Checking the gates when the model says it is done: the stop hooks, the answer's
+schema, the gates (with what became of their inputs), and the verdict recorded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_core.events import Event, EventKind
+from harness_core.messages import Message
+from harness_core.run._answer import ANSWER_RETRIES, answer_problem
+from harness_core.run._drive_state import _Drive, _Stop
+from harness_core.run._hooks import refused_stop
+from harness_core.run._inputs import inputs_changed
+from harness_core.run._spec import RunOutcome
+from harness_core.run._stop import _StopPhase
+from harness_core.store import CheckpointState, InputsFate, RunStatus
+from harness_core.verification import run_gates
+
+__all__ = ["_VerifyPhase"]
+
+
+class _VerifyPhase(_StopPhase):
+    """Deciding whether a run that says it is done is done."""
+
+    def _done(self, drive: _Drive, step: int) -> RunOutcome | None:
+        """The model says it is done: run the gates. A root that fails one goes on (the
+        failure is its next observation); a child ends, and its parent sees the verdict.
+        A stop hook that refuses the end sends the run on before the answer and the gates
+        are checked."""
+        going_on = refused_stop(drive.hooks, self.store, drive.run_id, step)
+        if going_on is not None:
+            drive.context.append(going_on)
+            return None
+        schema = drive.spec.answer_schema
+        if schema is not None and self._tree is None:
+            problem = answer_problem(self._last_text(drive.run_id), schema)
+            if problem is not None:
+                return self._bad_answer(drive, step, problem)
+        if self._verify(drive, step):
+            said = "every gate passed" if drive.verified else "no gates configured"
+            return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}"))
+        if self._tree is None:
+            return None
+        return self._end(drive, _Stop(RunStatus.FAILED,
+                                      "done, but a gate failed (the parent decides what next)"))
+
+    def _bad_answer(self, drive: _Drive, step: int, problem: str) -> RunOutcome | None:
+        """A final answer that does not match `--output-schema`: back to the model while
+        retries last, then the run fails (exit 1) with the reason."""
+        drive.answer_retries += 1
+        if drive.answer_retries > ANSWER_RETRIES:
+            return self._end(drive, _Stop(
+                RunStatus.FAILED, f"the final answer does not match the output schema after"
+                f" {ANSWER_RETRIES} retries: {problem}"))
+        message = Message.user(f"Your final answer does not match the required JSON Schema:"
+                               f" {problem}\nReply with only the corrected JSON value.")
+        self.store.append_messages(drive.run_id, step, [message])
+        drive.context.append(message)
+        return None
+
+    def _verify(self, drive: _Drive, step: int) -> bool:
+        contract = drive.spec.contract
+        changed = sorted(drive.changed | {e.edit.path for e in self.store.edits(drive.run_id)})
+        baseline = self.store.run(drive.run_id).settings.get("gate_inputs")
+        handles = drive.ctx.services.handles  # nothing of the agent's runs past here
+        if handles is not None and handles.end_running():
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": "background handles still running were ended before the gates"}))
+        # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
+        fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
+                 for index, c in enumerate(contract.verify)]
+        results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed,
+                            clock=self.clock, documents=drive.spec.documents)
+        sandbox = drive.launchers.selected.backend.value
+        failures: list[str] = []
+        for result, inputs in zip(results, fates, strict=True):
+            self.store.record_verification(
+                drive.run_id, step, result.criterion, result.passed, result.exit_status,
+                result.output, duration_seconds=result.duration_seconds, sandbox=sandbox,
+                inputs=inputs)
+            self._emit(Event(EventKind.VERIFICATION, drive.run_id, {
+                "step": step, "command": result.criterion, "passed": result.passed,
+                "exit_status": result.exit_status, "output": result.output[-2000:],
+                "sandbox": sandbox, "duration_seconds": round(result.duration_seconds, 3),
+                "inputs_untouched": inputs.untouched if inputs else None,
+                "modified_inputs": list(inputs.modified) if inputs else [],
+            }))
+            if not result.passed:
+                failures.append(f"$ {result.criterion}\n(exit {result.exit_status})\n"
+                                f"{result.output[-4000:]}")
+        passed = not failures
+        drive.verified = passed if results else None
+        self.store.update_checkpoint_state(
+            drive.run_id, step, CheckpointState(step, done=True, verified=passed))
+        if not passed:
+            message = Message.user("Verification failed; the task is not done yet.\n\n"
+                                   + "\n\n".join(failures))
+            self.store.append_messages(drive.run_id, step, [message])
+            drive.context.append(message)
+        return passed
+
+    def _gate_inputs_fate(
+        self, drive: _Drive, baseline: Any, index: int, criterion: str
+    ) -> InputsFate | None:
+        """What became of gate `index`'s inputs since the run started (warned when changed)."""
+        entries = baseline if isinstance(baseline, list) else None
+        change = inputs_changed(drive.spec.workspace, entries, index)
+        if change is None or entries is None:
+            return None
+        if change.modified:
+            self._emit(Event(EventKind.WARNING, drive.run_id, {
+                "text": f"gate inputs were modified by the agent ({criterion}): "
+                        + ", ".join(change.modified),
+                "gate": criterion, "modified_inputs": list(change.modified),
+                "editable": change.editable}))
+        patterns = entries[index].get("inputs", [])
+        return InputsFate(None if patterns is None else tuple(patterns), change.editable,
+                          change.untouched, tuple(change.modified))
