@@ -284,14 +284,16 @@ def sweep(
             continue
         if not _owner_gone(data):
             continue
-        removed = _remove_placeholders(path, data)
         stores = data.get("stores") or []
         if (store is not None and stores and store not in stores and data.get("entries")
                 and not _stores_gone(stores)):
+            removed = _remove_placeholders(path, data)
             if removed:  # the commands wait for their store; the placeholders are done
                 out.append(Swept(int(data.get("owner_pid", 0)), (), (), removed))
             continue  # commands of another store's runs: that store records their sweep
         killed = _sweep_one(data)
+        # After the kill: a surviving sandbox still has its mounts on the placeholders.
+        removed = _remove_placeholders(path, data)
         if killed or removed:
             swept = Swept(int(data.get("owner_pid", 0)), tuple(data.get("runs", [])),
                           tuple(killed), removed)

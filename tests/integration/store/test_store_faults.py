@@ -221,7 +221,7 @@ def test_a_full_disk_gives_one_message_and_keeps_the_store(
     store = disk / "state.db"
     copy = tmp_path / "after.db"
     quoted = shlex.quote(str(disk))
-    script = (f"mount -t tmpfs -o size=256k tmpfs {quoted} && cp {seed} {store} && "
+    script = (f"mount -t tmpfs -o size=1m tmpfs {quoted} && cp {seed} {store} && "
               f"(dd if=/dev/zero of={quoted}/fill bs=4k 2>/dev/null; true) && "
               + _io_line(store, f"run -w {shlex.quote(str(workspace))} hello")
               + f"; code=$?; cp {store} {copy}; exit $code")

@@ -82,7 +82,8 @@ def _hold(store: Path, mode: str) -> subprocess.Popen[str]:
 
 
 @pytest.mark.parametrize("mode", ["exclusive_mode", "rollback_exclusive", "posix", "flock"])
-@pytest.mark.parametrize("args", [["runs"], ["runs", "--json"], ["trace", "run000"]])
+@pytest.mark.parametrize("args", [["runs", "--all"], ["runs", "--all", "--json"],
+                                  ["trace", "run000"]])
 def test_a_store_another_process_locks_fails_clearly_within_the_busy_timeout(
     holder: tuple[Path, list[subprocess.Popen[str]]], mode: str, args: list[str]
 ) -> None:

@@ -23,7 +23,9 @@ def test_one_drive_repeating_a_call_window_times_stops(tmp_path: Path) -> None:
     assert outcome.status is RunStatus.STOPPED and "list_dir" in outcome.reason
 
 
-def test_a_resumed_run_starts_its_repetition_window_at_zero(tmp_path: Path) -> None:
+def test_a_resumed_run_keeps_its_repetition_window(tmp_path: Path) -> None:
+    """The window is derived from the recorded steps (#28): two identical calls before
+    an interrupt and one after it make the three that stop the run as stalled."""
     ws = tmp_path / "ws"
     ws.mkdir()
     spec = spec_for(ws, "look", stall_window=3)
@@ -35,8 +37,7 @@ def test_a_resumed_run_starts_its_repetition_window_at_zero(tmp_path: Path) -> N
         runner = Runner(store, RecordingProvider(_lines(4)), on_event=stop_after_two)
         first = runner.start(spec)
         assert first.status is RunStatus.INTERRUPTED and first.steps == 2
-        # two more identical calls after the resume: four in all, never three in one drive
         second = Runner(store, RecordingProvider(_lines(4))).resume(first.run_id, spec)
-    assert second.status is RunStatus.FINISHED
+    assert second.status is RunStatus.STOPPED and "list_dir" in second.reason
     with Store(tmp_path / "state.db") as store:
-        assert [e.name for e in store.ledger(first.run_id)] == ["list_dir"] * 4
+        assert [e.name for e in store.ledger(first.run_id)] == ["list_dir"] * 3
