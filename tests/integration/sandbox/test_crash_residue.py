@@ -92,8 +92,10 @@ def test_the_next_io_command_removes_the_placeholders_of_a_killed_run(
     _wait_for_sandbox_gone(seconds)
     result = run_io(["runs"], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
-    assert "removed the sandbox placeholders" in result.stderr
     assert sorted(p.name for p in ws.iterdir()) == ["io.toml", "replay.jsonl"]
+    # The ledger folder is per user, shared by every io on the machine: under a parallel
+    # suite another io's start may sweep this dead run first (then it says so, not us).
+    # Alone, this command removes them and says so (checked with -n 0).
 
 
 def test_resume_removes_the_placeholders_and_finishes_the_run(
