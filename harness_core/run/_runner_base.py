@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -29,7 +30,7 @@ from harness_core.tools._plan_tools import Responder
 __all__ = ["_RunnerBase"]
 
 
-class _RunnerBase:
+class _RunnerBase(ABC):
     """The runner's state and event sink; the phases' mixins build on it."""
 
     def __init__(
@@ -86,12 +87,14 @@ class _RunnerBase:
 
     # ---- provided by the phases (see `Runner`) ----------------------------------------
 
+    @abstractmethod
     def _observe(
         self, drive: _Drive, step: int, index: int, call: ToolCall, outcome: ToolOutcome,
         *, progress: str | None = None,
     ) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _create(
         self,
         spec: RunSpec,
@@ -101,8 +104,9 @@ class _RunnerBase:
         parent_run_id: str | None = None,
         settings: dict[str, Any] | None = None,
     ) -> str:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _drive(
         self,
         run_id: str,
@@ -117,8 +121,9 @@ class _RunnerBase:
         tokens_before: int = 0,
         own_launchers: bool = True,
     ) -> RunOutcome:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def resume(
         self,
         run_id: str,
@@ -128,4 +133,4 @@ class _RunnerBase:
         answer: str | None = None,
         stored_policy: bool = False,
     ) -> RunOutcome:
-        raise NotImplementedError
+        ...
