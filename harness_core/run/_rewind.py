@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness_core.errors import RunInUse, UsageError, WorkspaceChanged
+from harness_core.run._drive_help import _process_alive as process_alive
 from harness_core.run._snapshots import Scanner, run_snapshot_dir, sweep_snapshots
 from harness_core.store import RunRecord, Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
 from harness_core.store._store import AliveCheck
 
 if TYPE_CHECKING:
-    import psutil
+    pass
 else:
-    from harness_core._lazy import psutil  # imported on its first use
+    pass  # imported on its first use
 
 __all__ = ["Restored", "branch_at", "process_alive", "state_before", "undo_step"]
 
@@ -48,17 +49,6 @@ class Restored:
     step: int
     written: tuple[str, ...]
     removed: tuple[str, ...]
-
-
-def process_alive(pid: int, started: float | None) -> bool:
-    """Whether that very process (pid and start time) still lives."""
-    try:
-        proc = psutil.Process(pid)
-        if started is None:
-            return proc.is_running()
-        return abs(proc.create_time() - started) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
 
 
 def _usable(store: Store, record: RunRecord, root: Path | None,
