@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,9 @@ PROTOCOL_SCENARIOS = ("initialize", "tools_call", "elicitation-sep1034-client-de
 """The `core` suite's scenarios outside `auth/`, checked against `conformance list`."""
 TIMEOUT_MS = "120000"
 """Per scenario: a client's Python start alone takes seconds on a loaded CI machine."""
+
+_STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
+"""The timestamp the runner appends to each result folder."""
 
 pytestmark = pytest.mark.timeout(900)  # above the 300 s default: the suite itself
 
@@ -92,7 +96,9 @@ def _results(out: Path) -> dict[str, tuple[int, int]]:
     """Scenario → (checks passed, checks failed), from the runner's checks.json files."""
     found: dict[str, tuple[int, int]] = {}
     for checks in out.glob("**/checks.json"):
-        name = checks.parent.relative_to(out).as_posix().rsplit("-20", 1)[0]
+        # The runner names each folder `<scenario>-<ISO time with dashes>Z`; the time
+        # itself may hold "-20" (07-20-56), so strip the whole stamp, anchored at the end.
+        name = _STAMP.sub("", checks.parent.relative_to(out).as_posix())
         data = json.loads(checks.read_text())
         found[name] = (sum(c["status"] == "SUCCESS" for c in data),
                        sum(c["status"] == "FAILURE" for c in data))
