@@ -15,6 +15,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _PUBLIC: dict[str, str] = {
+    "harness_core._record": "record",
     "harness_core.agents": "AgentDef AgentLimits",
     "harness_core.batch": "BATCH_LAYER BatchTask load_tasks narrow_run",
     "harness_core.clock": "Clock SystemClock",

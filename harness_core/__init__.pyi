@@ -1,6 +1,7 @@
 """Type checkers' view of `harness_core`: every public name re-exported from its module
 (the module itself loads them lazily; see `__init__.py`)."""
 
+from harness_core._record import record as record
 from harness_core.agents import AgentDef as AgentDef
 from harness_core.agents import AgentLimits as AgentLimits
 from harness_core.batch import BATCH_LAYER as BATCH_LAYER

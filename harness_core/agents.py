@@ -9,15 +9,16 @@ no file.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from harness_core._record import record
 from harness_core.policy import Policy
 from harness_core.providers import ProviderConfig
 
 __all__ = ["AgentDef", "AgentLimits", "roster_description", "spawn_refusal"]
 
 
-@dataclass(frozen=True)
+@record
 class AgentDef:
     """One named agent definition.
 
@@ -50,7 +51,7 @@ class AgentDef:
         return base if self.model is None else replace(base, model=self.model)
 
 
-@dataclass(frozen=True)
+@record
 class AgentLimits:
     """The `[agents]` limits on a tree of runs.
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import ConfigError, PolicyError, UsageError
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.run._budget import Budget
@@ -37,7 +38,7 @@ BATCH_LAYER = "batch"
 """The policy layer a task's deny rules are recorded under."""
 
 
-@dataclass(frozen=True)
+@record
 class BatchTask:
     """One line of a tasks file.
 

@@ -7,9 +7,11 @@ must ignore kinds they do not know.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any, Protocol
+
+from harness_core._record import record
 
 __all__ = ["EVENT_SCHEMA", "Event", "EventKind", "EventSink"]
 
@@ -67,7 +69,7 @@ class EventKind(Enum):
     `exit_code` added."""
 
 
-@dataclass(frozen=True)
+@record
 class Event:
     """One thing that happened in a run.
 

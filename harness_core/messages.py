@@ -8,9 +8,11 @@ changed afterwards. JSON enters only through `from_json` constructors.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from typing import Any
+
+from harness_core._record import record
 
 __all__ = [
     "IMAGE_MEDIA_TYPES", "Media", "Message", "Role", "ToolCall", "ToolResult", "ToolSpec",
@@ -21,7 +23,7 @@ IMAGE_MEDIA_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "i
 """The image types every supported vendor accepts as image content."""
 
 
-@dataclass(frozen=True)
+@record
 class Media:
     """An image carried to the model with a tool result (from `view_image`).
 
@@ -99,7 +101,7 @@ class Role(Enum):
     """The observation of one tool call."""
 
 
-@dataclass(frozen=True)
+@record
 class ToolCall:
     """One tool call the model asked for.
 
@@ -137,7 +139,7 @@ class ToolCall:
         return self.name + ":" + json.dumps(self.arguments, sort_keys=True, default=str)
 
 
-@dataclass(frozen=True)
+@record
 class ToolResult:
     """The observation of one tool call, as the model will see it.
 
@@ -156,7 +158,7 @@ class ToolResult:
     media: tuple[Media, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class ToolSpec:
     """A tool as advertised to a model: a name, a description, a JSON schema."""
 
@@ -165,7 +167,7 @@ class ToolSpec:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-@dataclass(frozen=True)
+@record
 class Message:
     """One message of the conversation.
 
@@ -207,7 +209,7 @@ class Message:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Usage:
     """Token counts as the provider reported them; None means "not reported", not zero.
 

@@ -11,8 +11,10 @@ reads that object back and ignores keys it does not know.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from harness_core._record import record
 
 __all__ = ["Citation", "Edit", "ProviderAttempt", "ServerToolCall"]
 
@@ -27,7 +29,7 @@ def _opt_int(value: object) -> int | None:
     return int(value) if isinstance(value, (int, float, str)) else None
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Citation:
     """A citation the provider returned; evidence about the answer, not verified.
 
@@ -50,7 +52,7 @@ class Citation:
                         _opt_str(data.get("cited_text")))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ServerToolCall:
     """A tool the provider executed itself (web search or fetch).
 
@@ -73,7 +75,7 @@ class ServerToolCall:
                               else {})
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ProviderAttempt:
     """One try at a completion, successful or not, for the record.
 
@@ -109,7 +111,7 @@ class ProviderAttempt:
         return ProviderAttempt("", "", False, str(failure))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Edit:
     """The size of one write to one file (a size, not a diff).
 

@@ -10,10 +10,11 @@ cost here includes it. This module does arithmetic only: no I/O, no terminal.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from datetime import UTC, date
 from typing import Any, Literal
 
+from harness_core._record import record
 from harness_core.messages import Usage
 from harness_core.store import SpendRow
 
@@ -34,7 +35,7 @@ of the run's tree (a tree of runs rolled up into its root), or runner (the host)
 _MTOK = 1_000_000.0
 
 
-@dataclass(frozen=True)
+@record
 class ModelPrice:
     """Prices of one model in USD per million tokens.
 
@@ -64,7 +65,7 @@ class ModelPrice:
         return total / _MTOK
 
 
-@dataclass(frozen=True)
+@record
 class PriceTable:
     """The `[prices]` table: an as-of date and a price per model string.
 
@@ -92,7 +93,7 @@ _COUNTS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class SpendGroup:
     """Totals of one group. A count is None when no call in the group reported it.
 
@@ -127,7 +128,7 @@ class SpendGroup:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class SpendReport:
     """What `summarize` answers.
 

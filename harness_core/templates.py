@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import ConfigError, UsageError
 
 __all__ = ["Skill", "TemplateInfo", "Templates", "discover_skills", "render_template"]
@@ -71,7 +71,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
     return {}, text  # never closed: not front matter
 
 
-@dataclass(frozen=True)
+@record
 class TemplateInfo:
     """One template a directory holds.
 
@@ -165,7 +165,7 @@ def _read(path: Path) -> str:
         raise UsageError(f"cannot read template {path}: {exc}") from exc
 
 
-@dataclass(frozen=True)
+@record
 class Skill:
     """One skill of the catalogue: `.io/skills/NAME/SKILL.md`.
 

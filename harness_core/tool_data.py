@@ -17,9 +17,10 @@ of the object when it is None.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, field, fields
 from typing import Any, ClassVar, TypeVar
 
+from harness_core._record import record
 from harness_core.records import Edit
 
 __all__ = [
@@ -84,7 +85,7 @@ def _objects(value: Any) -> tuple[Mapping[str, Any], ...]:
     return tuple(dict(v) for v in value if isinstance(v, Mapping))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Refusal:
     """Why an act or a construct was refused.
 
@@ -128,7 +129,7 @@ class Refusal:
                        rule=text("rule"), layer=text("layer"))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ToolData:
     """The base of every tool's data record: generic `to_json` and `from_json`."""
 
@@ -169,7 +170,7 @@ def _same(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class OpenData(ToolData):
     """Data of a tool `io` does not know (a caller's own): an open JSON object."""
 
@@ -183,7 +184,7 @@ class OpenData(ToolData):
         return cls(values=dict(data))  # type: ignore[call-arg]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ShellData(ToolData):
     """`shell`: a foreground command line that ran (or ran in part, then was refused).
 
@@ -204,7 +205,7 @@ class ShellData(ToolData):
     timed_out: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ExecData(ToolData):
     """`exec`: one argv that ran.
 
@@ -226,7 +227,7 @@ class ExecData(ToolData):
     _OMIT_NONE = frozenset({"sandbox"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class HandleStarted(ToolData):
     """`shell_start`: the handle of a started line and its processes."""
 
@@ -235,7 +236,7 @@ class HandleStarted(ToolData):
     _DECODE = {"pids": _ints}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class HandleData(ToolData):
     """`shell_poll` and `shell_kill`: where a handle stands.
 
@@ -260,7 +261,7 @@ class HandleData(ToolData):
     output: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class FileRead(ToolData):
     """`read_file`: the file read and the bytes cut."""
 
@@ -268,7 +269,7 @@ class FileRead(ToolData):
     truncated: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class FileWritten(ToolData):
     """A write: `write_file`, `edit_file` and the document writers.
 
@@ -285,7 +286,7 @@ class FileWritten(ToolData):
     _DECODE = {"edits": _edits}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class DirListing(ToolData):
     """`list_dir`: the directory and its entries."""
 
@@ -295,7 +296,7 @@ class DirListing(ToolData):
     _DECODE = {"entries": _strings}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class FindData(ToolData):
     """`find`: the paths that matched."""
 
@@ -304,7 +305,7 @@ class FindData(ToolData):
     _DECODE = {"matches": _strings}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class GrepData(ToolData):
     """`grep`: how many lines matched."""
 
@@ -312,7 +313,7 @@ class GrepData(ToolData):
     truncated: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class GitStatusData(ToolData):
     """`git_status`: the branch and each changed path (`StatusEntry.to_json` objects)."""
 
@@ -326,7 +327,7 @@ class GitStatusData(ToolData):
     _DECODE = {"entries": _objects}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class GitDiffData(ToolData):
     """`git_diff`: what was compared, the files that differ and those the policy hid."""
 
@@ -339,7 +340,7 @@ class GitDiffData(ToolData):
     _DECODE = {"files": _strings, "skipped": _strings}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class GitCommitData(ToolData):
     """`git_commit`: the commit, its files, the call's trailer, and whether a resumed
     call found the commit it had made before the crash (``recovered``)."""
@@ -352,7 +353,7 @@ class GitCommitData(ToolData):
     _DECODE = {"files": _strings}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class TodoItem:
     """One item of the agent's plan.
 
@@ -382,7 +383,7 @@ def _todos(value: Any) -> tuple[TodoItem, ...]:
     return tuple(TodoItem.from_json(i) for i in _objects(value))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class PlanData(ToolData):
     """`todo_write`: the plan recorded and its revision."""
 
@@ -391,7 +392,7 @@ class PlanData(ToolData):
     _DECODE = {"todos": _todos}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class AnswerData(ToolData):
     """`ask_question`: the question and who answered it (``person`` or ``responder``)."""
 
@@ -405,7 +406,7 @@ class AnswerData(ToolData):
         return {**head, "answer": self.answer, "answered_by": self.answered_by}
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ChildRunData(ToolData):
     """`spawn_agent`: how the child run ended."""
 
@@ -417,14 +418,14 @@ class ChildRunData(ToolData):
     answer: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class SpawnRefused(ToolData):
     """`spawn_agent`: why no child was started."""
 
     spawn_refused: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class ImageData(ToolData):
     """`view_image`: the image shown (its bytes go to the model, never the store)."""
 
@@ -436,7 +437,7 @@ class ImageData(ToolData):
     sha256: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class DocumentRead(ToolData):
     """A document reader (`xlsx_read`, `docx_read`, `pptx_read`, `pdf_read`,
     `pdf_fill_form` listing its fields, `barcode_decode`).
@@ -454,7 +455,7 @@ class DocumentRead(ToolData):
     _OMIT_NONE = frozenset({"truncated"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class McpData(ToolData):
     """A tool of an MCP server.
 

@@ -18,15 +18,16 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from harness_core._record import record
 from harness_core.workspace import Workspace
 
 __all__ = ["GATE_INPUTS", "RUNNER_INPUTS", "DetectedToolchain", "Toolchain", "ToolchainReport", "detect", "survey"]
 
 
-@dataclass(frozen=True)
+@record
 class Toolchain:
     """Conventional commands of an ecosystem. None: unknown.
 
@@ -58,7 +59,7 @@ class Toolchain:
         return dict(vars(self))
 
 
-@dataclass(frozen=True)
+@record
 class DetectedToolchain:
     """A marker found somewhere in the workspace.
 
@@ -74,7 +75,7 @@ class DetectedToolchain:
         return {"directory": self.directory or ".", **self.toolchain.to_json()}
 
 
-@dataclass(frozen=True)
+@record
 class ToolchainReport:
     """Everything detection found, and what the run will use.
 

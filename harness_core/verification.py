@@ -28,9 +28,10 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 
+from harness_core._record import record
 from harness_core.clock import Clock, SystemClock
 from harness_core.errors import MissingExtra, SandboxUnavailable, ToolError, WorkspaceError
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
@@ -58,7 +59,7 @@ class CriterionKind(Enum):
     """A document's text (one page, slide or sheet, or all of it) holds a text or regex."""
 
 
-@dataclass(frozen=True)
+@record
 class VerifyCriterion:
     """One gate.
 
@@ -100,7 +101,7 @@ class VerifyCriterion:
         return self.command
 
 
-@dataclass(frozen=True)
+@record
 class TaskContract:
     """What the run is for and how we know it is done.
 
@@ -115,7 +116,7 @@ class TaskContract:
     verify: tuple[VerifyCriterion, ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True)
+@record
 class GateResult:
     """The result of one gate.
 

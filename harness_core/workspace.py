@@ -35,9 +35,9 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import PathEscape, WorkspaceError
 from harness_core.messages import escape_surrogates
 
@@ -65,7 +65,7 @@ _PASSABLE = frozenset({_S_IFDIR, _S_IFLNK, _UNREADABLE})
 become something else meanwhile, and is treated as what it now is)."""
 
 
-@dataclass(frozen=True)
+@record
 class DirEntry:
     """One entry of a directory listing; links are described, never followed.
 

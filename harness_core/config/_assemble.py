@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
 from harness_core.config._restore import snapshot_root
@@ -37,7 +38,7 @@ from harness_core.workspace import Workspace
 __all__ = ["RunAssembly", "assemble_run", "build_run_spec", "check_runnable", "secret_redactor"]
 
 
-@dataclass
+@record(frozen=False)
 class RunAssembly:
     """A run ready to drive: its spec and a runner that holds the built provider.
 

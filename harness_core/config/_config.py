@@ -7,10 +7,11 @@ the type costs nothing. It never reads a file or the environment.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from harness_core._record import record
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
@@ -36,7 +37,7 @@ _RUN_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RunSpec)}
 """`RunSpec`'s own defaults: the `[run]` table declares none of its own."""
 
 
-@dataclass(frozen=True)
+@record
 class RunSettings:
     """The `[run]` table: loop mechanics that are not budgets.
 
@@ -56,7 +57,7 @@ class RunSettings:
     stall_window: int = _RUN_DEFAULTS["stall_window"]
 
 
-@dataclass(frozen=True)
+@record
 class ContextSettings:
     """The `[context]` table beyond `max_tokens` (see `RunSpec` for each meaning).
 
@@ -75,7 +76,7 @@ class ContextSettings:
     compact_template: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class RewindSettings:
     """The `[rewind]` table.
 
@@ -88,7 +89,7 @@ class RewindSettings:
     max_bytes: int = _RUN_DEFAULTS["snapshot_max_bytes"]
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     """A loaded, validated io.toml (four scopes merged), projected onto typed objects.
 

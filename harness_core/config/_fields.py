@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import types
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 from functools import cache
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from pydantic import BaseModel
 
+from harness_core._record import record
 from harness_core.config import _model
 from harness_core.config._model import SECRET, IoToml, NoCeiling
 
@@ -48,7 +49,7 @@ class Kind(Enum):
     """Tables named by the operator (`[agents.NAME]`)."""
 
 
-@dataclass(frozen=True)
+@record
 class FieldSpec:
     """One key of one table.
 
@@ -235,7 +236,7 @@ def _choices(annotation: Any) -> tuple[str, ...]:
     return ()
 
 
-@dataclass(frozen=True)
+@record
 class Located:
     """Where a pydantic error location points in the document.
 

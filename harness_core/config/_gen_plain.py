@@ -24,7 +24,7 @@ import math
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
@@ -33,6 +33,7 @@ import annotated_types as at
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Strict, WithJsonSchema
 from pydantic.fields import FieldInfo
 
+from harness_core._record import record
 from harness_core.config._fields import specs
 from harness_core.config._model import PLAIN_CHECKS, IoToml
 
@@ -42,7 +43,7 @@ TARGET = Path(__file__).with_name("_plain.py")
 COMMAND = "python -m harness_core.config._gen_plain"
 
 
-@dataclass
+@record(frozen=False)
 class _Meta:
     """What an `Annotated` (or a field's metadata) adds to a type."""
 

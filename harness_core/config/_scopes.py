@@ -8,10 +8,10 @@ environment only from the `env` mapping its caller passes (never `os.environ`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import ConfigError
 
 __all__ = ["ConfigFile", "Scope", "discover"]
@@ -41,7 +41,7 @@ class Scope(Enum):
 _RANK = {Scope.SYSTEM: 0, Scope.USER: 1, Scope.PROJECT: 2, Scope.LOCAL: 3}
 
 
-@dataclass(frozen=True)
+@record
 class ConfigFile:
     """One scope's file, found on disk.
 

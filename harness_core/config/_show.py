@@ -9,11 +9,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.config._scopes import Scope
 from harness_core.config._tree import Node, Sourced, dotted
 
@@ -23,7 +23,7 @@ REDACTED = "***"
 """What a secret is replaced with."""
 
 
-@dataclass(frozen=True)
+@record
 class ShownValue:
     """One value of the merged configuration and where it came from.
 

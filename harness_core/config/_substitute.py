@@ -14,9 +14,10 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import ConfigError, MissingSecret
 
 __all__ = ["Substituter"]
@@ -28,7 +29,7 @@ MAX_FILE_BYTES = 1 << 20
 unbounded read (a FIFO, `/dev/zero`) must not hang a config load."""
 
 
-@dataclass
+@record(frozen=False)
 class Substituter:
     """Resolves substitutions and remembers every value it produced.
 

@@ -8,9 +8,9 @@ no dependency beyond the standard library and `_scopes`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.config._scopes import ConfigFile
 
 __all__ = ["RULE_KEYS", "Node", "Sourced", "dotted"]
@@ -22,7 +22,7 @@ RULE_KEYS = tuple(
 """The `[policy]` rule lists; every scope's rules are kept, never merged as scalars."""
 
 
-@dataclass(frozen=True)
+@record
 class Sourced:
     """A checked, substituted value and the file that set it.
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import InvalidToolArguments
 
 __all__ = ["Block", "parse_blocks"]
@@ -12,7 +12,7 @@ __all__ = ["Block", "parse_blocks"]
 _KINDS = ("heading", "paragraph", "bullets", "numbered", "table", "page_break")
 
 
-@dataclass(frozen=True)
+@record
 class Block:
     """One block of a document to write.
 

@@ -7,8 +7,8 @@ format's extra the gate raises `MissingExtra` naming the install command.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from harness_core._record import record
 from harness_core.documents._registry import extra_for_suffix, require_extra
 from harness_core.errors import (
     DocumentEncrypted,
@@ -23,7 +23,7 @@ from harness_core.workspace import Workspace
 __all__ = ["DocumentCheck", "check_document", "document_text"]
 
 
-@dataclass(frozen=True)
+@record
 class DocumentCheck:
     """The outcome of one document check.
 

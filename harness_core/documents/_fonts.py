@@ -13,9 +13,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cache
 from pathlib import Path
+
+from harness_core._record import record
 
 __all__ = ["FontPlan", "plan_fonts", "single_font_plan"]
 
@@ -31,7 +33,7 @@ _MAX_FALLBACKS = 6
 _FontFile = tuple[str, int]  # (path, index in a collection)
 
 
-@dataclass
+@record(frozen=False)
 class FontPlan:
     """The fonts one document needs.
 

@@ -19,9 +19,10 @@ objection. This module only reads; it starts nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+from harness_core._record import record
 
 __all__ = ["DENY_EXIT_STATUS", "HookAnswer", "HookDecision", "read_answer"]
 
@@ -49,7 +50,7 @@ class HookDecision(Enum):
     what io cannot read. A deny for `pre_tool`."""
 
 
-@dataclass(frozen=True)
+@record
 class HookAnswer:
     """One hook's answer.
 

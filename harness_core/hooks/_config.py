@@ -11,10 +11,10 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import ConfigError
 
 __all__ = ["HOOK_LAYER", "HookConfig", "HookEvent", "hook_files", "tool_names"]
@@ -53,7 +53,7 @@ class HookEvent(Enum):
 _SANDBOXED_SCOPES = frozenset({"project", "local"})
 
 
-@dataclass(frozen=True)
+@record
 class HookConfig:
     """One `[[hooks]]` entry.
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from harness_core._record import record
 from harness_core.events import Event, EventKind
 from harness_core.hooks._answer import HookAnswer, HookDecision
 from harness_core.hooks._config import HOOK_LAYER, HookConfig, HookEvent
@@ -38,7 +39,7 @@ _FAIL_CLOSED = frozenset({HookEvent.RUN_START, HookEvent.PRE_TOOL, HookEvent.PRE
 """Events where a hook's error refuses (the others report it and go on)."""
 
 
-@dataclass(frozen=True)
+@record
 class CallAct(Act):
     """A whole tool call put to approval because a `pre_tool` hook asked.
 
@@ -65,7 +66,7 @@ def recorded_act(act: Act) -> str:
     return "tool" if isinstance(act, CallAct) else act.kind.value
 
 
-@dataclass(frozen=True)
+@record
 class StartVerdict:
     """What the `run_start` hooks said.
 
@@ -78,7 +79,7 @@ class StartVerdict:
     context: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class CompactVerdict:
     """What the `pre_compact` hooks said.
 

@@ -32,10 +32,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import CancelledError
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import McpUnavailable, PolicyError, ToolError
 from harness_core.mcp._config import McpGrant, McpServerConfig
 from harness_core.mcp._relay import Relay
@@ -66,7 +66,7 @@ _CALL_GRACE = 5.0
 _OPTIONAL_HINT = "mark the server optional = true to run without it when it is unavailable"
 
 
-@dataclass(frozen=True)
+@record
 class McpRefusal:
     """A server the policy did not let start (or whose host it did not let io dial).
 
@@ -89,7 +89,7 @@ class McpRefusal:
                 f" {self.decision.reason}{where}")
 
 
-@dataclass(frozen=True)
+@record
 class McpFailure:
     """A server the policy allowed that did not start, connect or authorize.
 

@@ -9,11 +9,12 @@ local server, the headers of a remote one, an OAuth client secret) is resolved
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from harness_core._record import record
 from harness_core.errors import ConfigError
 
 __all__ = ["McpElicitation", "McpGrant", "McpOAuth", "McpServerConfig"]
@@ -39,7 +40,7 @@ class McpElicitation(Enum):
     field has no default)."""
 
 
-@dataclass(frozen=True)
+@record
 class McpOAuth:
     """OAuth 2.1 settings of one remote server (RFC 9728 discovery, RFC 7591
     registration, PKCE); every field is optional.
@@ -82,7 +83,7 @@ class McpOAuth:
             raise ConfigError(f"redirect_port must be from 0 to 65535, not {self.redirect_port}")
 
 
-@dataclass(frozen=True)
+@record
 class McpServerConfig:
     """How to reach one MCP server: a local command over stdio, or a URL over HTTP.
 

@@ -18,9 +18,9 @@ import queue
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import TypeVar
 
+from harness_core._record import record
 from harness_core.policy import Decision, Verdict
 
 __all__ = ["Relay"]
@@ -32,7 +32,7 @@ _ASK_WAIT = 60.0
 whenever it waits on a start or a call; one outside any is refused after this)."""
 
 
-@dataclass(frozen=True)
+@record
 class _Question:
     host: str
     port: int

@@ -19,9 +19,9 @@ import hashlib
 import json
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness_core._record import record
 from harness_core.messages import ToolSpec
 from harness_core.policy import Act
 from harness_core.tool_data import McpData
@@ -79,7 +79,7 @@ def tool_name(server: str, tool: str, taken: Collection[str] = ()) -> str:
     return name[: MAX_TOOL_NAME - len(suffix)] + suffix
 
 
-@dataclass(frozen=True)
+@record
 class McpToolInfo:
     """One entry of a server's tool listing.
 
@@ -133,7 +133,7 @@ def _block_text(block: Mapping[str, Any]) -> str:
     return f"[{kind if isinstance(kind, str) else 'unknown'} content not shown]"
 
 
-@dataclass(frozen=True)
+@record
 class McpCallResult:
     """What one `tools/call` came back with, or why it did not.
 

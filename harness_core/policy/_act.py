@@ -8,9 +8,9 @@ the workspace's (`Workspace.resolve`). This module does no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 
+from harness_core._record import record
 from harness_core.errors import PolicyError
 from harness_core.policy._patterns import bad_port
 
@@ -41,7 +41,7 @@ class ActKind(Enum):
     __hash__ = object.__hash__
 
 
-@dataclass(frozen=True)
+@record
 class Act:
     """One act to decide.
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
+from harness_core._record import record
 from harness_core.errors import PolicyError
 from harness_core.policy._patterns import GLOB_CHARS, compile_host, net_host, net_port
 from harness_core.policy._rules import Decision, Rule, Verdict
@@ -176,7 +176,7 @@ def _has_local(network: IPNetwork, own: Iterable[IPAddress]) -> bool:
     return any(_plain(a) in network for a in own if a.version == network.version)
 
 
-@dataclass(frozen=True)
+@record
 class NetTarget:
     """What the host part of a net rule names, beyond its text.
 
@@ -244,7 +244,7 @@ def net_target(host: str, pattern: str) -> NetTarget:
     return NetTarget(name=host)
 
 
-@dataclass(frozen=True)
+@record
 class _NetRule:
     regex: re.Pattern[str]
     port: int | None
@@ -252,7 +252,7 @@ class _NetRule:
     decision: Decision
 
 
-@dataclass(frozen=True)
+@record
 class NetMatcher:
     """The net rules of one effect, in order, each with its host regex, port and target.
 

@@ -50,9 +50,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import PolicyError
 from harness_core.policy._act import Act, ActKind
 from harness_core.policy._net import IPAddress, NetMatcher, NetView, parse_address
@@ -91,7 +92,7 @@ _MEMO_TEXT = 2048
 so a memo of long command lines cannot grow beyond a few megabytes."""
 
 
-@dataclass(frozen=True)
+@record
 class _Matcher:
     """The rules of one kind and effect as one alternation: group ``i + 1`` is rule ``i``.
 
@@ -139,7 +140,7 @@ def _reason(rule: Rule, word: str, verdict: Verdict) -> str:
     return f"{word} by {verdict.value}_{rule.kind.value} {rule.pattern!r} ({rule.layer})"
 
 
-@dataclass(frozen=True)
+@record
 class _Compiled:
     deny: Mapping[ActKind, _Matcher]
     allow: Mapping[ActKind, _Matcher]
@@ -230,7 +231,7 @@ def _act_size(act: Act) -> int:
 _OUTSIDE = Decision(Verdict.DENY, "the path is outside the workspace root", layer=BUILTIN_LAYER)
 
 
-@dataclass(frozen=True)
+@record
 class Policy:
     """The boundary: rules, a tier default and an approval mode. Immutable data.
 

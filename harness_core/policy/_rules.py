@@ -7,9 +7,9 @@ Plain data with no I/O. How a `Policy` combines these into a decision is describ
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import Enum
 
+from harness_core._record import record
 from harness_core.errors import PolicyError
 from harness_core.policy._act import ActKind
 from harness_core.policy._patterns import compile_command, compile_host, compile_path
@@ -125,7 +125,7 @@ class ApprovalMode(Enum):
         raise PolicyError(f"unknown approval mode {value!r}", hint="use 'ask' or 'deny'")
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One allow or deny rule.
 
@@ -160,7 +160,7 @@ class Rule:
         }
 
 
-@dataclass(frozen=True)
+@record
 class Decision:
     """What `Policy.check` concluded about an act, and why.
 

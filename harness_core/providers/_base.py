@@ -8,9 +8,10 @@ the store, the policy or the terminal; streamed text reaches the caller through 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Protocol, runtime_checkable
 
+from harness_core._record import record
 from harness_core.messages import Message, ToolCall, ToolSpec, Usage
 from harness_core.records import Citation, ProviderAttempt, ServerToolCall
 
@@ -31,7 +32,7 @@ TokenCallback = Callable[[str], None]
 """Called with each provisional streamed text delta."""
 
 
-@dataclass(frozen=True)
+@record
 class WebAccess:
     """A provider-executed search/fetch declaration; the vendor enforces it, not `io`.
 
@@ -50,7 +51,7 @@ class WebAccess:
     max_uses: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CompletionRequest:
     """What the loop asks a provider for.
 
@@ -74,7 +75,7 @@ class CompletionRequest:
     purpose: Literal["step", "compact"] = "step"
 
 
-@dataclass(frozen=True)
+@record
 class CompletionResponse:
     """What a provider answered.
 
@@ -110,7 +111,7 @@ class CompletionResponse:
     carry: str | None = field(default=None, repr=False)
 
 
-@dataclass(frozen=True)
+@record
 class CarriedState:
     """The `CompletionResponse.carry` of one recorded step, handed back on resume.
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.providers._base import WebAccess
 
 __all__ = ["SYSTEM_ROLES", "ProviderConfig", "ProviderKind"]
@@ -16,7 +17,7 @@ SYSTEM_ROLES = ("system", "developer")
 """What `system_role` may be: the role the system message is sent with (OpenAI kinds)."""
 
 
-@dataclass(frozen=True)
+@record
 class ProviderConfig:
     """How to reach one model provider.
 

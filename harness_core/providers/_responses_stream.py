@@ -13,9 +13,10 @@ does not know are ignored. No I/O.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from harness_core._record import record
 from harness_core.messages import Message, ToolCall, Usage
 from harness_core.providers._base import (
     Citation,
@@ -41,7 +42,7 @@ def turn_key(message: Message) -> TurnKey:
     return message.content, tuple(call.id for call in message.tool_calls)
 
 
-@dataclass
+@record(frozen=False)
 class _Call:
     call_id: str = ""
     name: str = ""
@@ -49,7 +50,7 @@ class _Call:
     arguments: str | None = None
 
 
-@dataclass
+@record(frozen=False)
 class ResponseState:
     """What has been read of one answer so far."""
 

@@ -7,14 +7,15 @@ by the caller through the injected `Clock`. Never sleeps, never touches the netw
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+
+from harness_core._record import record
 
 __all__ = ["RetryPolicy", "backoff_delay", "is_retryable_status", "parse_retry_after"]
 
 
-@dataclass(frozen=True)
+@record
 class RetryPolicy:
     """How a provider retries a retryable failure.
 

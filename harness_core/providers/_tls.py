@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["TrustStore", "ssl_context", "trust_store"]
 
 
-@dataclass(frozen=True)
+@record
 class TrustStore:
     """The trust store the HTTP providers verify servers against.
 

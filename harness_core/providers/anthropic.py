@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.messages import Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
@@ -304,7 +305,7 @@ def web_tools(web: WebAccess) -> list[dict[str, Any]]:
 # --- response ------------------------------------------------------------------------
 
 
-@dataclass
+@record(frozen=False)
 class _Block:
     """One content block as it arrives; `parts` is text or partial JSON."""
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.messages import Media, Message, Role, ToolCall, Usage
 from harness_core.providers._base import (
@@ -304,14 +305,14 @@ def _call_id() -> str:
     return "call_" + uuid.uuid4().hex[:24]
 
 
-@dataclass
+@record(frozen=False)
 class _PartialCall:
     id: str = ""
     name: str = ""
     parts: list[str] = field(default_factory=lambda: [])
 
 
-@dataclass
+@record(frozen=False)
 class _StreamState:
     model: str = ""
     text: list[str] = field(default_factory=lambda: [])

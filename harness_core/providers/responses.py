@@ -23,9 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.errors import ProviderError
 from harness_core.messages import Message, Role
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIResponsesProvider"]
 
 
-@dataclass(frozen=True)
+@record
 class _Chain:
     """The last answer a request can chain on: the messages its request carried (live),
     or their count and digest (restored from the store), its id and its turn key."""

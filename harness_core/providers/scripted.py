@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import ConfigError, ScriptExhausted
 from harness_core.messages import ToolCall, Usage
 from harness_core.providers._base import (
@@ -45,7 +46,7 @@ SpawnStarts = Callable[[object, int, int], bool]
 harness starts a child for that call (`harness_core.agents.spawn_refusal` is None)."""
 
 
-@dataclass
+@record(frozen=False)
 class _Transcript:
     """One run's lines, and for a line's spawning calls the children's transcripts."""
 

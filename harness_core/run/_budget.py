@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from harness_core._record import record
 
 __all__ = ["DEFAULT_CACHE_READ_WEIGHT", "Budget"]
 
@@ -11,7 +11,7 @@ DEFAULT_CACHE_READ_WEIGHT = 0.1
 GPT-4.1 families bill 10% and 25%: set `[budget] cache_read_weight` to match yours)."""
 
 
-@dataclass(frozen=True)
+@record
 class Budget:
     """The `[budget]` table, typed. None means no ceiling.
 

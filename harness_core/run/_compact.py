@@ -16,9 +16,10 @@ a kill after the record costs no second summary. Nothing here writes to the term
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.errors import ConfigError
 from harness_core.events import Event, EventKind
 from harness_core.messages import Message, Role, Usage
@@ -75,7 +76,7 @@ def compaction_window(spec: RunSpec) -> int:
     return window
 
 
-@dataclass
+@record(frozen=False)
 class _Meter:
     """The history's size: a provider count, plus estimates of what came after it."""
 
@@ -88,7 +89,7 @@ class _Meter:
         return self.counted + sum(estimate_tokens(m) for m in view[self.counted_len:])
 
 
-@dataclass
+@record(frozen=False)
 class Compactor:
     """Decides, asks for, records and applies compactions for one drive of a run.
 

@@ -3,8 +3,9 @@ step's pending checkpoint, and the control-flow stop that ends a drive."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from harness_core._record import record
 from harness_core.hooks import HookRunner
 from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
@@ -28,7 +29,7 @@ class _Stop(Exception):  # noqa: N818 - internal control flow
         self.pause = pause
 
 
-@dataclass
+@record(frozen=False)
 class _StepEnd:
     """A step's checkpoint, written with its last call's observation when it can be."""
 
@@ -40,7 +41,7 @@ class _StepEnd:
     """When the checkpoint was written with the observation (None: not yet)."""
 
 
-@dataclass
+@record(frozen=False)
 class _Drive:
     run_id: str
     spec: RunSpec

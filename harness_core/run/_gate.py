@@ -8,8 +8,9 @@ gate command) reaches `Gate.check`. A refusal and an approver's decision land in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from harness_core._record import record
 from harness_core.events import Event, EventKind
 from harness_core.hooks import recorded_act
 from harness_core.policy import (
@@ -43,7 +44,7 @@ class ApprovalPending(PauseRequested):
         self.decision = decision
 
 
-@dataclass
+@record(frozen=False)
 class _Preset:
     act_key: str
     approve: bool

@@ -21,10 +21,11 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import harness_core.run._gate_words as tables
+from harness_core._record import record
 from harness_core.errors import PathEscape, WorkspaceError
 from harness_core.policy._patterns import GLOB_CHARS
 from harness_core.run._gate_shell import after_options, recipe, simple_commands
@@ -34,7 +35,7 @@ from harness_core.workspace import Workspace
 __all__ = ["CommandInputs", "command_inputs"]
 
 
-@dataclass(frozen=True)
+@record
 class CommandInputs:
     """What following a gate command found.
 
@@ -57,7 +58,7 @@ def literal(path: str) -> str:
     return "".join("\\" + c if c in GLOB_CHARS else c for c in path)
 
 
-@dataclass
+@record(frozen=False)
 class _Follow:
     workspace: Workspace
     path_env: str

@@ -30,9 +30,10 @@ import os
 import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import ConfigError, PathEscape, PolicyError, WorkspaceError
 from harness_core.policy import GATE_LAYER, ActKind, Effect, Policy
 from harness_core.policy._patterns import GLOB_CHARS, compile_path
@@ -67,7 +68,7 @@ _MAX_FINGERPRINT_FILES = 100_000
 """Files walked when fingerprinting (the workspace walk's own default)."""
 
 
-@dataclass(frozen=True)
+@record
 class GateInputs:
     """The inputs of one verification gate.
 
@@ -88,7 +89,7 @@ class GateInputs:
                 "inferred": self.inferred, "editable": self.editable}
 
 
-@dataclass(frozen=True)
+@record
 class InputChange:
     """What happened to one gate's inputs between the run's start and the gate.
 

@@ -11,9 +11,10 @@ confine the network of commands (the floor), rather than pretending.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import SandboxUnavailable
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Policy
 from harness_core.run._egress import policy_decider, recording_decider
@@ -39,7 +40,7 @@ __all__ = ["Launchers", "build_launchers", "has_net_rules"]
 _STORE_SIBLINGS = ("", "-wal", "-shm", "-journal")
 
 
-@dataclass(frozen=True)
+@record
 class Launchers:
     """The launchers of one run.
 

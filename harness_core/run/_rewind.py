@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.errors import RunInUse, UsageError, WorkspaceChanged
 from harness_core.run._drive_help import _process_alive as process_alive
 from harness_core.run._snapshots import Scanner, run_snapshot_dir, sweep_snapshots
@@ -34,7 +34,7 @@ else:
 __all__ = ["Restored", "branch_at", "process_alive", "state_before", "undo_step"]
 
 
-@dataclass(frozen=True)
+@record
 class Restored:
     """What a restore did.
 

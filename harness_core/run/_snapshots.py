@@ -19,10 +19,11 @@ import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.events import Event, EventKind
 from harness_core.store import Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
@@ -57,7 +58,7 @@ class _CapReached(Exception):  # noqa: N818 - internal control flow
     pass
 
 
-@dataclass
+@record(frozen=False)
 class Scanner:
     """Reads the workspace's files into a manifest, writing new blobs when asked.
 

@@ -16,9 +16,10 @@ every sibling has ended or paused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.agents import spawn_refusal
 from harness_core.errors import CheckpointFormatError, HarnessError, RunInUse, StateError
 from harness_core.events import Event, EventKind
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Held", "plan_tree", "run_spawns"]
 
 
-@dataclass(frozen=True)
+@record
 class Held:
     """Why the parent stops after its children: a pause (with what it waits for) or an
     interrupt."""
@@ -55,7 +56,7 @@ class Held:
     pause: Pause | None = None
 
 
-@dataclass
+@record(frozen=False)
 class _Job:
     index: int
     call: ToolCall

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness_core._record import record
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.hooks import HookConfig
 from harness_core.mcp import McpServerConfig
@@ -27,7 +28,7 @@ from harness_core.workspace import Workspace
 __all__ = ["RunOutcome", "RunSpec"]
 
 
-@dataclass(frozen=True)
+@record
 class RunSpec:
     """Everything a run needs, already loaded and typed (the caller read the config).
 
@@ -153,7 +154,7 @@ class RunSpec:
         }
 
 
-@dataclass(frozen=True)
+@record
 class RunOutcome:
     """How a drive of a run ended.
 

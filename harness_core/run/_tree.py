@@ -11,9 +11,10 @@ to the terminal.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
+from harness_core._record import record
 from harness_core.agents import AgentDef, roster_description
 from harness_core.clock import Clock
 from harness_core.messages import ToolSpec
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@record(frozen=False)
 class TreeBudget:
     """What a whole tree has drawn from the root's budget (thread-safe).
 
@@ -77,7 +78,7 @@ class TreeBudget:
             self.cost += cost
 
 
-@dataclass(frozen=True)
+@record
 class TreeContext:
     """What one run of a tree knows about the tree.
 

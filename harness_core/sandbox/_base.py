@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Protocol
+
+from harness_core._record import record
 
 __all__ = [
     "Backend",
@@ -54,7 +56,7 @@ class BackendChoice(Enum):
     """No sandbox."""
 
 
-@dataclass(frozen=True)
+@record
 class SandboxLimits:
     """Resource ceilings for one sandboxed command. None means unlimited."""
 
@@ -65,7 +67,7 @@ class SandboxLimits:
     open_files: int | None = 1024
 
 
-@dataclass(frozen=True)
+@record
 class SandboxConfig:
     """The `[sandbox]` table, typed.
 
@@ -87,7 +89,7 @@ class SandboxConfig:
     read_paths: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Selected:
     """The backend that will actually run, reported honestly.
 
@@ -117,7 +119,7 @@ class Selected:
         }
 
 
-@dataclass(frozen=True)
+@record
 class SandboxSpec:
     """What one sandboxed command may touch, derived by the run from the policy.
 
@@ -150,7 +152,7 @@ class SandboxSpec:
     egress: Path | None = None
 
 
-@dataclass(frozen=True)
+@record
 class LaunchRequest:
     """One process to start.
 

@@ -19,10 +19,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
 from harness_core.sandbox._inner import send_message
@@ -55,7 +56,7 @@ def inner_source() -> str:
     return _source
 
 
-@dataclass
+@record(frozen=False)
 class ResidentStart:
     """How a backend starts its sandbox's host process around the launcher.
 
@@ -107,7 +108,7 @@ def _on_spawner_thread(job: Callable[[], subprocess.Popen[bytes]]) -> subprocess
     return result
 
 
-@dataclass
+@record(frozen=False)
 class _Spare:
     run: socket.socket
     status: socket.socket

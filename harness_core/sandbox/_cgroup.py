@@ -27,8 +27,9 @@ import re
 import signal
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from harness_core._record import record
 
 __all__ = [
     "PidsCgroup",
@@ -42,7 +43,7 @@ _CLEANUP_SECONDS = 5.0
 _NAME = re.compile(r"^io-(\d+)-\d+$")
 
 
-@dataclass(frozen=True)
+@record
 class PidsHierarchy:
     """Where per-command cgroups are made.
 

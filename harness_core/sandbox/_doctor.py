@@ -22,11 +22,12 @@ import shutil
 import socket
 import sys
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.sandbox._base import Backend, BackendChoice, SandboxConfig
 
 __all__ = ["BackendReport", "Diagnosis", "DoctorCheck", "Health", "HostProbe", "diagnose"]
@@ -47,7 +48,7 @@ class Health(Enum):
     """The backend cannot run because of it."""
 
 
-@dataclass(frozen=True)
+@record
 class DoctorCheck:
     """One fact about the host.
 
@@ -69,7 +70,7 @@ class DoctorCheck:
                 "fix": self.fix}
 
 
-@dataclass(frozen=True)
+@record
 class BackendReport:
     """Whether one backend can run here.
 
@@ -92,7 +93,7 @@ class BackendReport:
                 "fix": self.fix, "checks": [c.to_json() for c in self.checks]}
 
 
-@dataclass(frozen=True)
+@record
 class Diagnosis:
     """The sandbox as this machine can provide it.
 
@@ -135,7 +136,7 @@ class Diagnosis:
                 "egress_proxy": self.proxy.to_json()}
 
 
-@dataclass(frozen=True)
+@record
 class HostProbe:
     """Where `diagnose` reads the host from (defaults: this machine).
 

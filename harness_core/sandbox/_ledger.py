@@ -25,10 +25,11 @@ import secrets
 import stat
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness_core._record import record
 from harness_core.sandbox._started import process_started as _started
 from harness_core.sandbox._started import started_between
 
@@ -54,7 +55,7 @@ def ledger_folder() -> Path:
     return folder
 
 
-@dataclass
+@record(frozen=False)
 class Ledger:
     """This process's ledger file, kept as JSON lines that are only ever appended.
 

@@ -48,9 +48,9 @@ import sys
 import tempfile
 import threading
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._proxy import SANDBOX_SOCKET
 from harness_core.sandbox._reads import ReadPlan
@@ -66,7 +66,7 @@ __all__ = [
 _PROBE_SECONDS = 10.0
 
 
-@dataclass(frozen=True)
+@record
 class BwrapInfo:
     """A bubblewrap binary that worked when probed.
 
@@ -81,7 +81,7 @@ class BwrapInfo:
     can_disable_userns: bool
 
 
-@dataclass(frozen=True)
+@record
 class ProtectionPlan:
     """How the protected paths of one command are bound.
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.sandbox._base import SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._linux import (
@@ -53,7 +53,7 @@ def _identity(paths: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
+@record
 class _Fit:
     """What a sandbox is built from; a command that needs another one gets a fresh sandbox."""
 

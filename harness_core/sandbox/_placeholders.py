@@ -25,17 +25,17 @@ import os
 import stat
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_core._record import record
 from harness_core.sandbox._ledger import current_ledger
 
 __all__ = ["claim_placeholders", "pending_placeholders", "release_placeholders",
            "remove_if_untouched"]
 
 
-@dataclass
+@record(frozen=False)
 class _Made:
     identity: tuple[int, int, int]  # device, inode, change time (ns)
     users: int
@@ -161,10 +161,10 @@ def remove_recorded(records: Iterable[dict[str, Any]]) -> list[str]:
         The paths removed.
     """
     removed: list[str] = []
-    for record in records:
+    for entry in records:
         with contextlib.suppress(KeyError, TypeError, ValueError):
-            path = Path(str(record["path"]))
-            identity = (int(record["device"]), int(record["inode"]), int(record["changed"]))
+            path = Path(str(entry["path"]))
+            identity = (int(entry["device"]), int(entry["inode"]), int(entry["changed"]))
             if path.is_absolute() and remove_if_untouched(path, identity):
                 removed.append(str(path))
     return removed

@@ -27,10 +27,11 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.errors import HarnessError, SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxLimits, SandboxSpec, Selected
 from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
@@ -214,7 +215,7 @@ def kill_process_tree(process: subprocess.Popen[bytes], cgroup: PidsCgroup | Non
     process.wait()
 
 
-@dataclass
+@record(frozen=False)
 class Launch:
     """What a backend asks `PosixLauncher.popen` to execute.
 
@@ -238,7 +239,7 @@ class Launch:
     on_finish: list[Callable[[], None]] = field(default_factory=lambda: [])
 
 
-@dataclass
+@record(frozen=False)
 class _Run:
     cgroup: PidsCgroup | None
     on_finish: list[Callable[[], None]]

@@ -35,9 +35,10 @@ import socket
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from harness_core._record import record
 
 __all__ = ["FORWARDER", "SANDBOX_SOCKET", "Admission", "Decide", "EgressProxy", "dial",
            "parse_request"]
@@ -47,7 +48,7 @@ SANDBOX_SOCKET = "/run/io-egress.sock"
 
 
 
-@dataclass(frozen=True)
+@record
 class Admission:
     """A decider's answer about one destination.
 

@@ -30,8 +30,9 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+from harness_core._record import record
 
 __all__ = ["SECRET_STORES", "TOOLCHAIN_DIRS", "ReadPlan", "empty_file", "plan_reads"]
 
@@ -84,7 +85,7 @@ TOOLCHAIN_DIRS: tuple[str, ...] = (
 """Directories under the home directory bound back read-only when they exist."""
 
 
-@dataclass(frozen=True)
+@record
 class ReadPlan:
     """The read-confinement mounts of one sandbox start.
 

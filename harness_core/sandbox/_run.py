@@ -23,9 +23,10 @@ import selectors
 import subprocess
 import time
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO
 
+from harness_core._record import record
 from harness_core.sandbox._base import LaunchRequest, ProcessLauncher, SandboxSpec
 from harness_core.sandbox._ledger import current_ledger, note_escapees
 from harness_core.sandbox._remote import exit_fd, peek_status
@@ -46,7 +47,7 @@ _SAMPLE_MAX = 1.0
 sample lists every process: about a millisecond on a host with a few hundred)."""
 
 
-@dataclass(frozen=True)
+@record
 class CommandResult:
     """How one command ended.
 

@@ -32,10 +32,10 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness_core._record import record
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, ledger_folder, read_ledger
 from harness_core.sandbox._placeholders import remove_recorded
 from harness_core.sandbox._started import process_started
@@ -54,7 +54,7 @@ _WAIT_SECONDS = 3.0
 (SIGKILL takes effect at once, except for a process in uninterruptible sleep)."""
 
 
-@dataclass(frozen=True)
+@record
 class Swept:
     """What one sweep did for one dead `io` process.
 

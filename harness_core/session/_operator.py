@@ -16,9 +16,9 @@ terminal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness_core._record import record
 from harness_core.errors import RunNotInFlight
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["Queued", "interrupt_run", "steer_run"]
 
 
-@dataclass(frozen=True)
+@record
 class Queued:
     """Where a queued message will land.
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness_core._record import record
 from harness_core.errors import UsageError
 from harness_core.messages import Message
 from harness_core.session._history import branch_history
@@ -48,7 +49,7 @@ def _own_start_time() -> float:
     return float(psutil.Process(os.getpid()).create_time())
 
 
-@dataclass(frozen=True)
+@record
 class SessionTree:
     """A session and its turns, as a tree (read once; a snapshot, not a live view).
 

@@ -25,10 +25,10 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.errors import ToolError
 from harness_core.sandbox import ProcessLauncher
@@ -101,7 +101,7 @@ class HandleStore(Protocol):
     def mark_orphaned_handles(self, run_id: str, at: str | None = None) -> int: ...
 
 
-@dataclass(frozen=True)
+@record
 class HandleStart:
     """What `start` did.
 
@@ -116,7 +116,7 @@ class HandleStart:
     blocked: Blocked | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HandlePoll:
     """A handle's state and what a poll read.
 

@@ -27,8 +27,9 @@ import os
 import posixpath
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from harness_core._record import record
 from harness_core.errors import PathEscape, WorkspaceError
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, Act, ActKind
 from harness_core.workspace import Workspace
@@ -44,7 +45,7 @@ check sees either."""
 _GLOB = frozenset("*?[")
 
 
-@dataclass(frozen=True)
+@record
 class _Spec:
     kind: str
     short_args: str = ""
@@ -78,7 +79,7 @@ OPERAND_PROGRAMS = frozenset(_SPECS)
 """Programs (by basename) whose file operands become Read/Write acts."""
 
 
-@dataclass(frozen=True)
+@record
 class OperandProblem:
     """Why operands could not be checked.
 

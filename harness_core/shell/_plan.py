@@ -8,9 +8,9 @@ the workspace and every act allowed by the gate. The runner only ever receives a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
+from harness_core._record import record
 from harness_core.policy import Act
 
 __all__ = [
@@ -63,7 +63,7 @@ class Connector(Enum):
     """Run when the previous status is not 0."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Redirect:
     """One redirect as written.
 
@@ -78,7 +78,7 @@ class Redirect:
     column: int
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Stage:
     """One simple command of a pipeline.
 
@@ -101,14 +101,14 @@ class Stage:
     cd: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Pipeline:
     """Stages joined by ``|``; its status is the last stage's."""
 
     stages: tuple[Stage, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Chain:
     """Pipelines joined by ``&&`` and ``||``; chains are joined by ``;``.
 
@@ -121,7 +121,7 @@ class Chain:
     connectors: tuple[Connector, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Plan:
     """A parsed line: chains run one after another, whatever their status.
 
@@ -138,7 +138,7 @@ class Plan:
         return tuple(s for c in self.chains for p in c.pipelines for s in p.stages)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Blocked:
     """Why a line may not run (or may not go on running): data for the model.
 
@@ -161,7 +161,7 @@ class Blocked:
     layer: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class CheckedRedirect:
     """A redirect whose target the workspace resolved and the gate allowed.
 
@@ -176,7 +176,7 @@ class CheckedRedirect:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class CheckedStage:
     """A stage ready to run.
 
@@ -201,14 +201,14 @@ class CheckedStage:
         return self.stage.argv
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class CheckedPipeline:
     """A pipeline of checked stages."""
 
     stages: tuple[CheckedStage, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class CheckedChain:
     """A chain of checked pipelines (see `Chain`)."""
 
@@ -216,7 +216,7 @@ class CheckedChain:
     connectors: tuple[Connector, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class RunPlan:
     """A plan every act of which was allowed before any process started.
 

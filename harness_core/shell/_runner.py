@@ -25,9 +25,9 @@ import selectors
 import subprocess
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.errors import ToolError
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, exit_fd, peek_status
@@ -105,7 +105,7 @@ class Capture:
         return bytes(self._head), tail
 
 
-@dataclass(frozen=True)
+@record
 class LineResult:
     """How a foreground line ended.
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import StateError, UsageError
 from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import StoreParts
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS batch_tasks (
 """The batch tables. Statements are separated by ``;`` and contain none inside."""
 
 
-@dataclass(frozen=True)
+@record
 class BatchRecord:
     """One batch: where its tasks came from and how it was launched."""
 
@@ -57,7 +57,7 @@ class BatchRecord:
     settings: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@record
 class BatchTaskRecord:
     """One task of a batch, with its run's outcome when the run exists.
 

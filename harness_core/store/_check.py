@@ -21,9 +21,10 @@ import sqlite3
 import stat
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import CheckpointFormatError, StoreDamaged, StoreUnavailable
 
 __all__ = [
@@ -295,7 +296,7 @@ def _one_line(found: list[str]) -> str:
     return text[:300]
 
 
-@dataclass(frozen=True)
+@record
 class StoreReport:
     """What `check_store` found.
 

@@ -9,9 +9,9 @@ kept at the start, the summary, then the messages from `cut` on). The conversati
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.messages import Usage
 from harness_core.store._parts import HOST, StoreParts
 from harness_core.store._parts import now as _now
@@ -49,7 +49,7 @@ _COLUMNS = ("seq, step_index, created_at, head, cut, summary, size_before, thres
             " cache_read_tokens, cache_write_tokens, reasoning_tokens, latency_ms")
 
 
-@dataclass(frozen=True)
+@record
 class CompactionRecord:
     """One recorded compaction.
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import StateError
 from harness_core.store._parts import StoreParts
 
@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS handle_output (
 """The two handle tables. Statements are separated by ``;`` and contain none inside."""
 
 
-@dataclass(frozen=True)
+@record
 class HandleRecord:
     """One row of `process_handles`, with how far polls have read.
 
@@ -80,7 +80,7 @@ class HandleRecord:
     cursor: int
 
 
-@dataclass(frozen=True)
+@record
 class HandleOutputRecord:
     """One row of `handle_output`: what one poll read.
 

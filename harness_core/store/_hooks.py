@@ -10,9 +10,9 @@ decides anything.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.messages import Message
 from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import StoreParts
@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS hook_runs (
 belongs to no tool call (`stop`); `answer` is NULL until the hook finished."""
 
 
-@dataclass(frozen=True)
+@record
 class HookRecord:
     """One recorded hook invocation.
 

@@ -9,9 +9,9 @@ duplicate anything. After the copy, each table's rows are counted on both sides.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import StateError
 from harness_core.store._store import Store
 
@@ -21,7 +21,7 @@ _SKIP = ("meta", "migrations")
 _BATCH = 500
 
 
-@dataclass(frozen=True)
+@record
 class CopyReport:
     """What `copy_store` copied.
 

@@ -14,9 +14,9 @@ reason, never deleted: the trace shows what the operator said and what became of
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import StoreParts
 from harness_core.store._parts import now as _now
@@ -30,7 +30,7 @@ OPERATOR_SCHEMA_SQL = "ALTER TABLE run_inbox ADD COLUMN void_reason TEXT"
 """Why a queued input never landed (NULL: it landed, or still waits)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class OperatorInputRecord:
     """One thing the operator told a run.
 

@@ -10,10 +10,10 @@ prompt, or `io resume --answer`).
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import StateError
 from harness_core.store._parts import StoreParts
 
@@ -43,7 +43,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-@dataclass(frozen=True)
+@record
 class QuestionRecord:
     """One question the agent asked.
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from harness_core._record import record
 from harness_core.messages import ToolCall, Usage
 from harness_core.records import Edit, ProviderAttempt
 from harness_core.tool_data import Refusal, ToolData, read_tool_data
@@ -51,7 +51,7 @@ class RunStatus(Enum):
         return self in (RunStatus.FINISHED, RunStatus.FAILED, RunStatus.STOPPED)
 
 
-@dataclass(frozen=True)
+@record
 class Pause:
     """What a paused run waits for: an approval of an act, or an answer to a question.
 
@@ -108,7 +108,7 @@ class Pause:
         return Pause(**{k: v for k, v in data.items() if k in known})
 
 
-@dataclass(frozen=True)
+@record
 class CheckpointState:
     """What a checkpoint records about its step.
 
@@ -132,7 +132,7 @@ class CheckpointState:
                                verified=None if verified is None else bool(verified))
 
 
-@dataclass(frozen=True)
+@record
 class RunRecord:
     """One row of `runs`."""
 
@@ -160,7 +160,7 @@ class RunRecord:
     agent: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class StepRecord:
     """A committed completion: the assistant's text and the calls it asked for.
 
@@ -187,7 +187,7 @@ class StepRecord:
     ttft_ms: float | None
 
 
-@dataclass(frozen=True)
+@record
 class LedgerEntry:
     """A tool call's intent and, once it ran, its observation.
 
@@ -262,7 +262,7 @@ def ledger_entry(step: int, index: int, call_id: str, name: str, arguments: Any,
                        is_error, record, refused, raw)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class DriveRecord:
     """One drive of a run (its start or a resume): when, which process, under what.
 
@@ -295,7 +295,7 @@ class DriveRecord:
                            sandbox if isinstance(sandbox, dict) else None)
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class EditRecord:
     """One recorded write's size (`Store.edits`): which call made it, and the `Edit`.
 
@@ -319,7 +319,7 @@ class EditRecord:
                           Edit.from_json(data))
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class AttemptRecord:
     """One recorded provider attempt (`Store.provider_attempts`).
 
@@ -345,7 +345,7 @@ class AttemptRecord:
                              ProviderAttempt.from_json(data))
 
 
-@dataclass(frozen=True)
+@record
 class CheckpointRecord:
     """The state committed with a step."""
 
@@ -354,7 +354,7 @@ class CheckpointRecord:
     state: CheckpointState
 
 
-@dataclass(frozen=True)
+@record
 class PolicyEventRecord:
     """A refusal or an approver decision, with the rule and layer that decided."""
 
@@ -369,7 +369,7 @@ class PolicyEventRecord:
     decided_by: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class InputsFate:
     """What became of a gate's inputs (the files it reads) since the run started.
 
@@ -400,7 +400,7 @@ class InputsFate:
             tuple(str(m) for m in data.get("modified") or ()))
 
 
-@dataclass(frozen=True)
+@record
 class VerificationRecord:
     """One run of one verification gate.
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import AmbiguousId, SessionInUse, StateError, UsageError
 from harness_core.messages import Message
 from harness_core.store._codec import loads, message_from_json
@@ -68,7 +68,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-@dataclass(frozen=True)
+@record
 class SessionRecord:
     """One conversation.
 
@@ -97,7 +97,7 @@ class SessionRecord:
         return dict(vars(self))
 
 
-@dataclass(frozen=True)
+@record
 class TurnRecord:
     """One turn of a session: a run, and where it hangs in the tree.
 

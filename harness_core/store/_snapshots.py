@@ -10,9 +10,9 @@ files at one point of a run; the contents live as blob files outside the store (
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import UsageError
 from harness_core.store._codec import dumps
 from harness_core.store._parts import StoreParts
@@ -40,7 +40,7 @@ Manifest = dict[str, tuple[str, int, str]]
 """Workspace path → (sha256 of the content, size, "f" file | "x" executable | "l" link)."""
 
 
-@dataclass(frozen=True)
+@record
 class SnapshotRecord:
     """One recorded state of the workspace's files.
 

@@ -4,17 +4,17 @@ numbers as reported."""
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import StateError
 from harness_core.messages import Usage
 
 __all__ = ["SpendQueries", "SpendRow"]
 
 
-@dataclass(frozen=True)
+@record
 class SpendRow:
     """One completion as the store recorded it: who asked, which model served, the counts.
 

@@ -10,9 +10,9 @@ child (a plain run, a session turn) is its own root at depth 0.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import StateError
 from harness_core.store._codec import loads
 from harness_core.store._parts import StoreParts
@@ -49,7 +49,7 @@ def run_record(r: tuple[Any, ...]) -> RunRecord:
     )
 
 
-@dataclass(frozen=True)
+@record
 class TreePlace:
     """Where a spawned child sits in its tree.
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from harness_core._record import record
 
 __all__ = ["TelemetryConfig"]
 
 
-@dataclass(frozen=True)
+@record
 class TelemetryConfig:
     """OTLP/HTTP export settings.
 

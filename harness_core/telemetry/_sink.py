@@ -23,9 +23,10 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import ConfigError
 from harness_core.events import Event
 from harness_core.telemetry._config import TelemetryConfig
@@ -35,7 +36,7 @@ __all__ = ["TelemetrySink"]
 _FAILED = ("failed", "errored")
 
 
-@dataclass
+@record(frozen=False)
 class _RunSpans:
     span: Any
     step: Any = None

@@ -5,10 +5,10 @@ way only)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from harness_core._record import record
 from harness_core.tool_data import TodoItem
 
 __all__ = ["Answer", "AnsweredBy", "PlanStore", "Responder"]
@@ -23,7 +23,7 @@ class AnsweredBy(Enum):
     """A human: at a terminal prompt, or through `io resume --answer`."""
 
 
-@dataclass(frozen=True)
+@record
 class Answer:
     """A responder's answer: text for the model, never a permission.
 

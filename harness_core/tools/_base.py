@@ -9,9 +9,10 @@ out of the loop.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.messages import Media, ToolSpec
 from harness_core.policy import Act, Decision
@@ -58,7 +59,7 @@ class PauseRequested(Exception):  # noqa: N818 - a control-flow signal, not an e
         self.payload = payload
 
 
-@dataclass(frozen=True)
+@record
 class ToolOutcome:
     """What a tool call produced.
 
@@ -103,7 +104,7 @@ class ActGate(Protocol):
         ...
 
 
-@dataclass
+@record(frozen=False)
 class RunServices:
     """Run-scoped services the built-in tools reach by type, each None when the caller
     has none (`io tool` outside a run has no plan and no one to ask).
@@ -123,7 +124,7 @@ class RunServices:
     documents: DocumentLimits | None = None
 
 
-@dataclass
+@record(frozen=False)
 class ToolContext:
     """What a tool call gets.
 

@@ -3,12 +3,12 @@ refuses it (the `[documents]` table of io.toml)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from harness_core._record import record
 
 __all__ = ["DocumentLimits"]
 
 
-@dataclass(frozen=True)
+@record
 class DocumentLimits:
     """Bounds on what an Office file (xlsx, docx, pptx: each a zip) may unpack to.
 

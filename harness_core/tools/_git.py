@@ -11,9 +11,10 @@ carried whole (decoded with ``surrogateescape``, shown with ``\\xNN`` escapes).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from harness_core._record import record
 from harness_core.messages import escape_surrogates
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class GitSettings:
     """The `[git]` table: who commits, and how long git may take.
 
@@ -46,7 +47,7 @@ class GitSettings:
 _KINDS = {"1": "changed", "2": "renamed", "u": "unmerged", "?": "untracked", "!": "ignored"}
 
 
-@dataclass(frozen=True)
+@record
 class StatusEntry:
     """One path `git status` reports.
 
@@ -83,7 +84,7 @@ def _json_path(key: str, path: str) -> dict[str, Any]:
             f"{key}_bytes": os.fsencode(path).hex()}
 
 
-@dataclass(frozen=True)
+@record
 class GitStatus:
     """What `git status` says about the branch and the paths.
 

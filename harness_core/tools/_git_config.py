@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import GitRefused
 
 __all__ = ["ConfigEntry", "check_attributes", "check_entries", "parse_config_list",
@@ -103,7 +103,7 @@ _BOOLEANS = frozenset({"true", "yes", "on", "1", "false", "no", "off", "0", ""})
 _TRUE = frozenset({"true", "yes", "on", "1"})
 
 
-@dataclass(frozen=True)
+@record
 class ConfigEntry:
     """One ``key = value`` git reads, with the file it comes from.
 

@@ -20,9 +20,9 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
+from harness_core._record import record
 from harness_core.errors import GitRefused, ToolError
 from harness_core.policy import Act, Policy, Tier, Verdict
 from harness_core.tools._git import GitSettings
@@ -44,7 +44,7 @@ or transport runs a program, and submodules are compared by commit only (a submo
 own status would run git with that submodule's unchecked configuration)."""
 
 
-@dataclass(frozen=True)
+@record
 class Repository:
     """A repository the git built-ins checked and may run git in.
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from harness_core._record import record
 from harness_core.records import Edit
 from harness_core.store import EditRecord, LedgerEntry
 from harness_core.tool_data import FileRead, FileWritten
@@ -30,7 +30,7 @@ __all__ = ["FileChange", "FileEdit", "changes_of"]
 _WRITERS = ("write_file", "edit_file")
 
 
-@dataclass(frozen=True)
+@record
 class FileEdit:
     """One change to one file by one tool call.
 
@@ -58,7 +58,7 @@ class FileEdit:
     complete: bool
 
 
-@dataclass(frozen=True)
+@record
 class FileChange:
     """Every recorded change to one file, in order.
 
@@ -112,7 +112,7 @@ def _str(args: dict[str, Any], key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-@dataclass(frozen=True)
+@record
 class _NoSize:
     """The sizes of a write the store did not record: each unknown."""
 

@@ -8,10 +8,11 @@ the operator's price table, never read back from the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import date
 from typing import Any
 
+from harness_core._record import record
 from harness_core.store import (
     CompactionRecord,
     DriveRecord,
@@ -26,7 +27,7 @@ from harness_core.trace._changes import FileChange
 __all__ = ["CallView", "CostView", "ModelCost", "PlanRevision", "RunTrace", "StepView"]
 
 
-@dataclass(frozen=True)
+@record
 class CallView:
     """One tool call: what the model asked for and what it observed.
 
@@ -69,7 +70,7 @@ class CallView:
         return self.output is not None
 
 
-@dataclass(frozen=True)
+@record
 class StepView:
     """One committed completion and the calls it asked for.
 
@@ -98,7 +99,7 @@ class StepView:
     calls: tuple[CallView, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class PlanRevision:
     """The agent's whole plan as one `todo_write` left it.
 
@@ -113,7 +114,7 @@ class PlanRevision:
     items: tuple[dict[str, str], ...]
 
 
-@dataclass(frozen=True)
+@record
 class ModelCost:
     """The calls one model served in the run and what they cost.
 
@@ -134,7 +135,7 @@ class ModelCost:
     unpriced_calls: int
 
 
-@dataclass(frozen=True)
+@record
 class CostView:
     """What the run cost, and how far to trust it.
 
@@ -158,7 +159,7 @@ class CostView:
         return self.unpriced_calls > 0
 
 
-@dataclass(frozen=True)
+@record
 class RunTrace:
     """One recorded run, projected for reading.
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
+from harness_core import record
 from io_harness_cli.commands._events import EventOutput
 from io_harness_cli.commands._failure import hint_for
 from io_harness_cli.commands._load import environment
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["EventOutput", "Reports", "assemble", "drive", "exit_with"]
 
 
-@dataclass(frozen=True)
+@record
 class Reports:
     """Where a driven run's results go besides the exit code.
 

@@ -20,9 +20,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from harness_core import record
 
 __all__ = ["Job", "Result", "execute", "run_local", "run_ray"]
 
@@ -30,7 +31,7 @@ _IN_USE_WAIT_SECONDS = 120.0  # a run driven by an orphan of a dead worker: wait
 _POLL_SECONDS = 0.25
 
 
-@dataclass(frozen=True)
+@record
 class Job:
     """Everything a worker needs for one task (plain values: Ray pickles it)."""
 
@@ -45,7 +46,7 @@ class Job:
     die_with_parent: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class Result:
     """How one task ended."""
 

@@ -4,9 +4,10 @@ library only (`xml.etree`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree
+
+from harness_core import record
 
 if TYPE_CHECKING:
     from harness_core import VerificationRecord
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["RunSummary", "junit_xml", "step_summary"]
 
 
-@dataclass(frozen=True)
+@record
 class RunSummary:
     """What the CI formats say about one drive of a run.
 

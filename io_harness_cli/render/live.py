@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
+from harness_core import record
 from io_harness_cli.render.lines import FinalText, brief, lines_for
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ _REDRAW = frozenset({"run_started", "step_started", "completion", "tool_call", "
 """Kinds after which the panel is redrawn at once (tokens wait for the next tick)."""
 
 
-@dataclass
+@record(frozen=False)
 class PanelState:
     """What the panel shows, folded from the run's events."""
 
