@@ -10,6 +10,12 @@ misspelt command) can only print the index, the version or an error, so it is pa
 the index: the same names and help texts, each command without its options (turning the
 options of every command into Click's took a third of `io --help`). Anything else gets
 the whole app, which `app` also is.
+
+`io --help` and `io --version` alone do not import typer at all: the index's help is
+rendered ahead of time into `io_harness_cli/_index_help.py` (`python -m
+io_harness_cli.main --write-index-help` rewrites it; tests/integration/cli/
+test_help_fast_path.py holds it to what typer prints) and printed as it is when the
+terminal is wide enough for Click to render it at the same width.
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterable
-from typing import Any
-
-import typer
+from typing import TYPE_CHECKING, Any
 
 from io_harness_cli import __version__
+
+if TYPE_CHECKING:
+    import typer
 
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("run", "run",
@@ -74,17 +81,25 @@ def command_path(argv: list[str]) -> str:
 
 
 def _version(value: bool) -> None:
+    import typer
+
     if value:
         sys.stdout.write(f"io {__version__}\n")
         raise typer.Exit(0)
 
 
-def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
-) -> None:
-    """Run an AI agent inside an explicit, enforced, auditable boundary."""
+def _root_callback() -> Any:
+    import typer
+
+    def _root(
+        version: bool = typer.Option(
+            False, "--version", callback=_version, is_eager=True,
+            help="Print the version and exit."
+        ),
+    ) -> None:
+        """Run an AI agent inside an explicit, enforced, auditable boundary."""
+
+    return _root
 
 
 def build_app(names: Iterable[str] | None = None, *, index: bool = False) -> typer.Typer:
@@ -94,6 +109,8 @@ def build_app(names: Iterable[str] | None = None, *, index: bool = False) -> typ
     module of theirs imported): enough for the help, the version and "No such command",
     and nothing that could run one.
     """
+    import typer
+
     from io_harness_cli.exit_codes import HELP_TABLE
 
     wanted = set(names) if names is not None else None
@@ -106,7 +123,7 @@ def build_app(names: Iterable[str] | None = None, *, index: bool = False) -> typ
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
-    app.callback()(_root)
+    app.callback()(_root_callback())
     for name, (module, function, summary) in _COMMANDS.items():
         if index:
             app.command(name, help=summary)(_not_in_index)
@@ -135,13 +152,73 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'io_harness_cli.main' has no attribute {name!r}")
 
 
+def _help_width() -> int:
+    """The width Click renders help at here: `min(terminal columns, 80) - 2`, at least 50
+    (the terminal's columns found as `shutil.get_terminal_size` finds them)."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+        columns = columns or 80
+    return max(min(columns, 80) - 2, 50)
+
+
+def _answered_without_typer(argv: list[str]) -> bool:
+    """`io --version`, and `io --help` at the width the stored index was rendered at."""
+    if argv == ["--version"]:
+        sys.stdout.write(f"io {__version__}\n")
+        return True
+    if argv == ["--help"]:
+        from io_harness_cli._index_help import INDEX_HELP, WIDTH
+
+        if _help_width() == WIDTH:
+            reconfigure = getattr(sys.stdout, "reconfigure", None)
+            if callable(reconfigure):  # as run_app does: escape what cannot be encoded
+                reconfigure(errors="backslashreplace")
+            sys.stdout.write(INDEX_HELP)
+            return True
+    return False
+
+
+def render_index_help(width: int) -> str:
+    """What typer prints for `io --help` at `width` (the index app, as `main` runs it)."""
+    import typer
+
+    command = typer.main.get_command(build_app(index=True))
+    context = command.make_context("io", ["--help"], resilient_parsing=True,
+                                   terminal_width=width)
+    return command.get_help(context) + "\n"
+
+
+def write_index_help() -> None:
+    """Rewrite `_index_help.py` from typer's own rendering of the index."""
+    from pathlib import Path
+
+    width = 78
+    text = render_index_help(width)
+    target = Path(__file__).with_name("_index_help.py")
+    target.write_text(
+        '"""`io --help` as typer prints it at WIDTH columns: written by `python -m '
+        'io_harness_cli.main --write-index-help`, never by hand."""\n\n'
+        f"WIDTH = {width}\nINDEX_HELP = {text!r}\n", encoding="utf-8")
+
+
 def main() -> None:
     """Console-script entry point: the one outermost frame."""
+    argv = sys.argv[1:]
+    if _answered_without_typer(argv):
+        return
     from io_harness_cli.commands._entry import run_app
     from io_harness_cli.commands._start_up import begin_start_up
 
     begin_start_up()
-    argv = sys.argv[1:]
     first = argv[0] if argv else ""
     if first in _COMMANDS or first in _GROUPS:
         run_app(build_app((first,)))
@@ -152,4 +229,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--write-index-help"]:
+        write_index_help()
+    else:
+        main()
