@@ -173,12 +173,12 @@ def _atomic_write(target: Path, data: bytes) -> None:
 
 
 def _ignores(directory: Path) -> pathspec.GitIgnoreSpec | None:
-    import pathspec  # only when a workspace is scanned: not on `io --help`'s path
-
     try:
         text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+    import pathspec  # only for a workspace with a .gitignore (~15 ms and 0.4 MiB to load)
+
     return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
 
 

@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING
 
 from harness_core.errors import SandboxUnavailable
 from harness_core.sandbox._base import (
@@ -36,16 +37,13 @@ from harness_core.sandbox._base import (
     SandboxSpec,
     Selected,
 )
-from harness_core.sandbox._cgroup import PidsHierarchy, find_pids_hierarchy
-from harness_core.sandbox._floor import FloorLauncher
-from harness_core.sandbox._linux import BwrapInfo, probe_bwrap
-from harness_core.sandbox._linux_launcher import LinuxLauncher
-from harness_core.sandbox._macos import MacosLauncher
 from harness_core.sandbox._off import OffLauncher
 from harness_core.sandbox._process import DEFAULT_ENV_NAMES
-from harness_core.sandbox._seccomp import DENIED_SYSCALLS, SeccompArch, build_filter, native_arch
-from harness_core.sandbox._secrets import ancestor_holding, make_undumpable
-from harness_core.sandbox._windows import WindowsLauncher
+
+if TYPE_CHECKING:  # the backends load when selected: a run with `off` loads none of them
+    from harness_core.sandbox._cgroup import PidsHierarchy
+    from harness_core.sandbox._linux import BwrapInfo
+    from harness_core.sandbox._seccomp import SeccompArch
 
 __all__ = ["launcher", "select"]
 
@@ -136,6 +134,8 @@ def _secrets_entry(platform: str, secrets: Collection[str], env: Mapping[str, st
             "none: a provider key is not taken from io's environment (it comes from a "
             "file, which the floor leaves readable to commands)",
         )
+    from harness_core.sandbox._secrets import ancestor_holding
+
     holder = ancestor_holding(secrets)
     if holder is not None:
         return (
@@ -168,23 +168,31 @@ def launcher(selected: Selected, spec: SandboxSpec) -> ProcessLauncher:
     """
     windows = sys.platform == "win32"
     if selected.backend is Backend.LINUX:
+        from harness_core.sandbox._linux_launcher import LinuxLauncher
+        from harness_core.sandbox._seccomp import build_filter, native_arch
+
         info = _bwrap_info(selected, spec.env)
         arch = native_arch() if "seccomp" in selected.enforced else None
         seccomp = build_filter(arch, allow_inet=spec.network) if arch else None
         pids = _pids_for(selected)
         return LinuxLauncher(selected, spec, bwrap=info, pids=pids, seccomp=seccomp)
     if selected.backend is Backend.MACOS:
+        from harness_core.sandbox._macos import MacosLauncher
+
         return MacosLauncher(selected, spec, sandbox_exec=selected.mechanisms["sandbox-exec"])
-    if selected.backend is Backend.WINDOWS:
-        return WindowsLauncher(selected, spec, use_job=True, contain=True)
+    if selected.backend is Backend.WINDOWS or (
+            windows and selected.backend in (Backend.FLOOR, Backend.OFF)):
+        from harness_core.sandbox._windows import WindowsLauncher
+
+        contained = selected.backend is Backend.WINDOWS
+        return WindowsLauncher(selected, spec, use_job=contained, contain=contained)
     if selected.backend is Backend.FLOOR:
-        if windows:
-            return WindowsLauncher(selected, spec, use_job=False, contain=False)
+        from harness_core.sandbox._floor import FloorLauncher
+        from harness_core.sandbox._secrets import make_undumpable
+
         if sys.platform.startswith("linux"):
             make_undumpable()
         return FloorLauncher(selected, spec, pids=_pids_for(selected))
-    if windows:
-        return WindowsLauncher(selected, spec, use_job=False, contain=False)
     return OffLauncher(selected, spec)
 
 
@@ -203,6 +211,8 @@ def _bwrap_info(selected: Selected, env: Mapping[str, str]) -> BwrapInfo:
     if not path:
         raise SandboxUnavailable("the selected Linux backend names no bwrap binary")
     seccomp = _probe_filter()
+    from harness_core.sandbox._linux import probe_bwrap
+
     found = probe_bwrap(path, command=_true_command(_which_over(env)), seccomp=seccomp)
     if isinstance(found, str):
         raise SandboxUnavailable(f"the Linux backend cannot start: {found}", hint=_NATIVE_HINT)
@@ -212,6 +222,8 @@ def _bwrap_info(selected: Selected, env: Mapping[str, str]) -> BwrapInfo:
 def _pids_for(selected: Selected) -> PidsHierarchy | None:
     if "cgroup" not in selected.mechanisms:
         return None
+    from harness_core.sandbox._cgroup import find_pids_hierarchy
+
     found = find_pids_hierarchy()
     if isinstance(found, str):
         raise SandboxUnavailable(
@@ -221,12 +233,18 @@ def _pids_for(selected: Selected) -> PidsHierarchy | None:
 
 
 def _probe_filter() -> bytes | None:
+    from harness_core.sandbox._seccomp import build_filter, native_arch
+
     arch = native_arch()
     return build_filter(arch, allow_inet=False) if arch else None
 
 
 def _native(config: SandboxConfig, platform: str, which: Which) -> Selected | str:
     if platform.startswith("linux"):
+        from harness_core.sandbox._cgroup import find_pids_hierarchy
+        from harness_core.sandbox._linux import probe_bwrap
+        from harness_core.sandbox._seccomp import native_arch
+
         bwrap = which("bwrap")
         if bwrap is None:
             return "bwrap (bubblewrap) is not on PATH"
@@ -310,6 +328,8 @@ def _wall_entry(limits: SandboxLimits, how: str) -> _Entry:
 def _linux_entries(
     config: SandboxConfig, info: BwrapInfo, pids: PidsHierarchy | str, arch: SeccompArch | None
 ) -> tuple[list[_Entry], None, dict[str, str]]:
+    from harness_core.sandbox._seccomp import DENIED_SYSCALLS
+
     limits = config.limits
     if arch is None:
         seccomp: _Entry = ("seccomp", False, "none: no syscall table for this machine")
@@ -365,6 +385,8 @@ def _linux_entries(
         _max_processes_entry(limits, pids),
         _wall_entry(limits, tree + ("" if isinstance(pids, str) else " and the cgroup's members")),
     ]
+    from harness_core.sandbox._cgroup import PidsHierarchy
+
     extra = {"bwrap": info.path}
     if isinstance(pids, PidsHierarchy):
         extra["cgroup"] = pids.describe()
@@ -374,6 +396,8 @@ def _linux_entries(
 def _floor(
     config: SandboxConfig, platform: str, degraded: str | None, keys: _Entry
 ) -> Selected:
+    from harness_core.sandbox._cgroup import PidsHierarchy, find_pids_hierarchy
+
     limits = config.limits
     pids: PidsHierarchy | str = (
         find_pids_hierarchy() if platform.startswith("linux") else "no pids cgroup on this platform"
