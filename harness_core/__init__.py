@@ -25,7 +25,8 @@ _PUBLIC: dict[str, str] = {
         "rewind_run RewindSettings RunAssembly RunSettings Scope secret_redactor "
         "ShownValue starter_config STARTER_PROVIDERS STARTER_SCRIPT undo_run"
     ),
-    "harness_core.documents": "check_document default_toolbox DocumentCheck TOOL_EXTRAS",
+    "harness_core.contract": "CriterionKind TaskContract VerifyCriterion",
+    "harness_core.documents": "check_document DocumentCheck",
     "harness_core.errors": (
         "AmbiguousId BudgetExceeded CheckpointFormatError ConfigError DocumentEncrypted "
         "DocumentTooLarge GitRefused HarnessError InvalidToolArguments McpUnavailable "
@@ -39,10 +40,8 @@ _PUBLIC: dict[str, str] = {
         "CompactVerdict HOOK_LAYER HookAnswer HookConfig HookDecision HookEvent "
         "HookRunner"
     ),
-    "harness_core.mcp": (
-        "McpCallResult McpElicitation McpFailure McpGrant McpOAuth McpRefusal "
-        "McpServerConfig McpSession McpTool McpToolInfo"
-    ),
+    "harness_core.mcp": "McpCallResult McpFailure McpRefusal McpSession McpTool McpToolInfo",
+    "harness_core.tool_servers": "McpElicitation McpGrant McpOAuth McpServerConfig",
     "harness_core.messages": (
         "IMAGE_MEDIA_TYPES Media Message Role ToolCall ToolResult ToolSpec Usage"
     ),
@@ -73,9 +72,8 @@ _PUBLIC: dict[str, str] = {
     ),
     "harness_core.session": "interrupt_run Queued Session SessionTree steer_run",
     "harness_core.shell": "CONSTRUCTS HandleRegistry MAX_LIVE_HANDLES",
-    "harness_core.spend": (
-        "ModelPrice PriceTable SpendBy SpendGroup SpendReport SpendRow summarize"
-    ),
+    "harness_core.prices": "ModelPrice PriceTable",
+    "harness_core.spend": "SpendBy SpendGroup SpendReport SpendRow summarize",
     "harness_core.store": (
         "AttemptRecord BatchRecord BatchTaskRecord check_store CHECKPOINT_FORMAT "
         "CheckpointState CompactionRecord copy_store CopyReport DriveRecord EditRecord "
@@ -85,7 +83,8 @@ _PUBLIC: dict[str, str] = {
     ),
     "harness_core.store._questions": "QuestionRecord",
     "harness_core.store._sessions": "SessionRecord TurnRecord",
-    "harness_core.telemetry": "TelemetryConfig TelemetrySink",
+    "harness_core.telemetry": "TelemetrySink",
+    "harness_core.otlp": "TelemetryConfig",
     "harness_core.templates": "discover_skills render_template Skill TemplateInfo Templates",
     "harness_core.tool_data": (
         "AnswerData ChildRunData DirListing DocumentRead ExecData FileRead FileWritten "
@@ -98,17 +97,16 @@ _PUBLIC: dict[str, str] = {
         "ToolchainReport"
     ),
     "harness_core.tools": (
-        "DocumentLimits GitSettings GitStatus PauseRequested Refusal RESERVED_TOOL_NAMES "
-        "Resumable StatusEntry Tool Toolbox ToolContext ToolOutcome"
+        "default_toolbox DocumentLimits GitSettings GitStatus PauseRequested Refusal "
+        "RESERVED_TOOL_NAMES Resumable StatusEntry Tool TOOL_EXTRAS Toolbox ToolContext "
+        "ToolOutcome"
     ),
     "harness_core.tools._answers": "Answer AnsweredBy Responder",
     "harness_core.trace": (
         "CallView CostView FileChange FileEdit load_trace load_tree ModelCost "
         "PlanRevision RunTrace StepView"
     ),
-    "harness_core.verification": (
-        "CriterionKind GateResult run_gates TaskContract VerifyCriterion"
-    ),
+    "harness_core.verification": "GateResult run_gates",
     "harness_core.workspace": "DirEntry Workspace",
 }
 

@@ -33,10 +33,11 @@ from harness_core.config import rewind_run as rewind_run
 from harness_core.config import secret_redactor as secret_redactor
 from harness_core.config import starter_config as starter_config
 from harness_core.config import undo_run as undo_run
-from harness_core.documents import TOOL_EXTRAS as TOOL_EXTRAS
+from harness_core.contract import CriterionKind as CriterionKind
+from harness_core.contract import TaskContract as TaskContract
+from harness_core.contract import VerifyCriterion as VerifyCriterion
 from harness_core.documents import DocumentCheck as DocumentCheck
 from harness_core.documents import check_document as check_document
-from harness_core.documents import default_toolbox as default_toolbox
 from harness_core.errors import AmbiguousId as AmbiguousId
 from harness_core.errors import BudgetExceeded as BudgetExceeded
 from harness_core.errors import CheckpointFormatError as CheckpointFormatError
@@ -78,12 +79,8 @@ from harness_core.hooks import HookDecision as HookDecision
 from harness_core.hooks import HookEvent as HookEvent
 from harness_core.hooks import HookRunner as HookRunner
 from harness_core.mcp import McpCallResult as McpCallResult
-from harness_core.mcp import McpElicitation as McpElicitation
 from harness_core.mcp import McpFailure as McpFailure
-from harness_core.mcp import McpGrant as McpGrant
-from harness_core.mcp import McpOAuth as McpOAuth
 from harness_core.mcp import McpRefusal as McpRefusal
-from harness_core.mcp import McpServerConfig as McpServerConfig
 from harness_core.mcp import McpSession as McpSession
 from harness_core.mcp import McpTool as McpTool
 from harness_core.mcp import McpToolInfo as McpToolInfo
@@ -95,6 +92,7 @@ from harness_core.messages import ToolCall as ToolCall
 from harness_core.messages import ToolResult as ToolResult
 from harness_core.messages import ToolSpec as ToolSpec
 from harness_core.messages import Usage as Usage
+from harness_core.otlp import TelemetryConfig as TelemetryConfig
 from harness_core.policy import BUILTIN_LAYER as BUILTIN_LAYER
 from harness_core.policy import GATE_LAYER as GATE_LAYER
 from harness_core.policy import PROTECTED_WRITE_PATTERNS as PROTECTED_WRITE_PATTERNS
@@ -112,6 +110,8 @@ from harness_core.policy import Policy as Policy
 from harness_core.policy import Rule as Rule
 from harness_core.policy import Tier as Tier
 from harness_core.policy import Verdict as Verdict
+from harness_core.prices import ModelPrice as ModelPrice
+from harness_core.prices import PriceTable as PriceTable
 from harness_core.providers import PROVIDER_KINDS as PROVIDER_KINDS
 from harness_core.providers import CarriedState as CarriedState
 from harness_core.providers import Citation as Citation
@@ -177,8 +177,6 @@ from harness_core.session import steer_run as steer_run
 from harness_core.shell import CONSTRUCTS as CONSTRUCTS
 from harness_core.shell import MAX_LIVE_HANDLES as MAX_LIVE_HANDLES
 from harness_core.shell import HandleRegistry as HandleRegistry
-from harness_core.spend import ModelPrice as ModelPrice
-from harness_core.spend import PriceTable as PriceTable
 from harness_core.spend import SpendBy as SpendBy
 from harness_core.spend import SpendGroup as SpendGroup
 from harness_core.spend import SpendReport as SpendReport
@@ -213,7 +211,6 @@ from harness_core.store import redact_url as redact_url
 from harness_core.store._questions import QuestionRecord as QuestionRecord
 from harness_core.store._sessions import SessionRecord as SessionRecord
 from harness_core.store._sessions import TurnRecord as TurnRecord
-from harness_core.telemetry import TelemetryConfig as TelemetryConfig
 from harness_core.telemetry import TelemetrySink as TelemetrySink
 from harness_core.templates import Skill as Skill
 from harness_core.templates import TemplateInfo as TemplateInfo
@@ -243,12 +240,17 @@ from harness_core.tool_data import SpawnRefused as SpawnRefused
 from harness_core.tool_data import TodoItem as TodoItem
 from harness_core.tool_data import ToolData as ToolData
 from harness_core.tool_data import read_tool_data as read_tool_data
+from harness_core.tool_servers import McpElicitation as McpElicitation
+from harness_core.tool_servers import McpGrant as McpGrant
+from harness_core.tool_servers import McpOAuth as McpOAuth
+from harness_core.tool_servers import McpServerConfig as McpServerConfig
 from harness_core.toolchain import DetectedToolchain as DetectedToolchain
 from harness_core.toolchain import Toolchain as Toolchain
 from harness_core.toolchain import ToolchainReport as ToolchainReport
 from harness_core.toolchain import detect as _detect_toolchain
 from harness_core.toolchain import survey as _survey_toolchain
 from harness_core.tools import RESERVED_TOOL_NAMES as RESERVED_TOOL_NAMES
+from harness_core.tools import TOOL_EXTRAS as TOOL_EXTRAS
 from harness_core.tools import DocumentLimits as DocumentLimits
 from harness_core.tools import GitSettings as GitSettings
 from harness_core.tools import GitStatus as GitStatus
@@ -260,6 +262,7 @@ from harness_core.tools import Tool as Tool
 from harness_core.tools import Toolbox as Toolbox
 from harness_core.tools import ToolContext as ToolContext
 from harness_core.tools import ToolOutcome as ToolOutcome
+from harness_core.tools import default_toolbox as default_toolbox
 from harness_core.tools._answers import Answer as Answer
 from harness_core.tools._answers import AnsweredBy as AnsweredBy
 from harness_core.tools._answers import Responder as Responder
@@ -273,10 +276,7 @@ from harness_core.trace import RunTrace as RunTrace
 from harness_core.trace import StepView as StepView
 from harness_core.trace import load_trace as load_trace
 from harness_core.trace import load_tree as load_tree
-from harness_core.verification import CriterionKind as CriterionKind
 from harness_core.verification import GateResult as GateResult
-from harness_core.verification import TaskContract as TaskContract
-from harness_core.verification import VerifyCriterion as VerifyCriterion
 from harness_core.verification import run_gates as run_gates
 from harness_core.workspace import DirEntry as DirEntry
 from harness_core.workspace import Workspace as Workspace

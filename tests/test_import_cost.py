@@ -64,8 +64,9 @@ def test_a_run_that_uses_no_document_tool_imports_no_document_library(tmp_path: 
         '[provider]\nkind = "scripted"\nscript = "replay.jsonl"\n[contract]\ngoal = "g"\n')
     loaded = _modules_after(["run", "--json", "-w", str(tmp_path)], cwd=str(tmp_path))
     assert (tmp_path / "a.txt").read_text() == "x"
-    assert "harness_core.documents" in loaded  # the document tools were offered …
-    for name in DOCUMENT_LIBRARIES:  # … and none of their libraries was imported
+    assert "harness_core.tools._document_tools" in loaded  # the document tools were offered …
+    assert not any(m.startswith("harness_core.documents") for m in loaded)  # … not their package
+    for name in DOCUMENT_LIBRARIES:  # … nor any of their libraries
         assert name not in loaded, f"{name} imported by a run that used no document tool"
     assert "psycopg" not in loaded  # a SQLite store loads nothing of PostgreSQL's driver
 
@@ -136,8 +137,12 @@ def test_a_command_named_first_builds_only_that_command(tmp_path: Path) -> None:
 # What each command may import (#24): the normal path loads no pydantic (io.toml is checked
 # by the plain validator generated from the models), no psutil (a start time is read from
 # /proc), no telemetry exporter, MCP client, JSON Schema checker, document library or
-# live view unless the command uses one.
+# live view unless the command uses one; nor io's own packages for gates, spend reports,
+# documents, MCP servers or telemetry (#24 item 3; tests/test_command_imports.py pins each
+# command's row).
 NEVER_ON_THE_NORMAL_PATH = frozenset({
+    "harness_core.verification", "harness_core.spend", "harness_core.documents",
+    "harness_core.mcp", "harness_core.telemetry",
     "pydantic", "pydantic_core", "annotated_types", "psutil", "jsonschema", "mcp", "httpx",
     "opentelemetry", "rich.live", "rich.progress", "ctypes", "decimal",
     "harness_core.config._model", "harness_core.config._fields",

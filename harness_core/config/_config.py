@@ -16,20 +16,20 @@ from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
+from harness_core.contract import TaskContract
 from harness_core.errors import ConfigError, MissingSecret
 from harness_core.hooks import HookConfig
-from harness_core.mcp._config import McpServerConfig
+from harness_core.otlp import TelemetryConfig
 from harness_core.policy import Policy
+from harness_core.prices import PriceTable
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
-from harness_core.spend import PriceTable
-from harness_core.telemetry import TelemetryConfig
+from harness_core.tool_servers import McpServerConfig
 from harness_core.toolchain import Toolchain
 from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
-from harness_core.verification import TaskContract
 
 __all__ = ["Config", "ContextSettings", "RewindSettings", "RunSettings"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness_core.errors import ConfigError
-from harness_core.mcp._config import McpElicitation, McpGrant, McpOAuth, McpServerConfig
+from harness_core.tool_servers import McpElicitation, McpGrant, McpOAuth, McpServerConfig
 
 if TYPE_CHECKING:  # the plain twins or the pydantic models: the same attributes
     from harness_core.config._model import McpOAuthTable, McpTable

@@ -27,16 +27,16 @@ from pydantic_core import PydanticCustomError
 from harness_core.agents import AgentLimits
 from harness_core.config import _checks
 from harness_core.config._tree import RULE_KEYS
+from harness_core.contract import CriterionKind, VerifyCriterion
 from harness_core.hooks import HookConfig
+from harness_core.otlp import TelemetryConfig
 from harness_core.policy import ApprovalMode, Policy, Tier
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run import RunSpec
 from harness_core.run._budget import Budget
 from harness_core.sandbox import BackendChoice, SandboxConfig, SandboxLimits
-from harness_core.telemetry import TelemetryConfig
 from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
-from harness_core.verification import CriterionKind, VerifyCriterion
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS", "MAX_NUMBER", "PLAIN_CHECKS", "RULE_KEYS", "SECRET", "IoToml",

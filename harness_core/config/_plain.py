@@ -18,9 +18,9 @@ from harness_core.config._plain_base import (
     Ctx, Fields, No, Plain, build, enum_value, first, literal, make, path_value, run_check,
 )
 from harness_core.config._checks import iso_date, only_false, path_nonempty, resolve_path
+from harness_core.contract import CriterionKind
 from harness_core.policy._rules import ApprovalMode, Tier
 from harness_core.sandbox._base import BackendChoice
-from harness_core.verification import CriterionKind
 
 __all__ = ["IoToml", "validate"]
 

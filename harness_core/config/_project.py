@@ -24,26 +24,21 @@ from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._telemetry import telemetry_config
 from harness_core.config._tree import RULE_KEYS, Node, Sourced, dotted
+from harness_core.contract import CriterionKind, TaskContract, VerifyCriterion
 from harness_core.errors import ConfigError, PolicyError
 from harness_core.hooks import HookConfig, HookEvent, hook_files
-from harness_core.mcp._config import McpServerConfig
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Effect, Policy, Rule
 from harness_core.policy._patterns import compile_path
 from harness_core.policy._rules import compile_rule_pattern
+from harness_core.prices import ModelPrice, PriceTable
 from harness_core.providers import ProviderConfig, WebAccess
 from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig, SandboxLimits
-from harness_core.spend import ModelPrice, PriceTable
 from harness_core.store import is_postgres_url
+from harness_core.tool_servers import McpServerConfig
 from harness_core.toolchain import Toolchain
 from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
-from harness_core.verification import (
-    CriterionKind,
-    TaskContract,
-    VerifyCriterion,
-    require_gate_extras,
-)
 
 if TYPE_CHECKING:  # the plain twins or the pydantic models: the same attributes
     from harness_core.config._model import (
@@ -183,6 +178,8 @@ def _document_gate(item: VerifyTable, path: tuple[str | int, ...], required: _Re
     criterion = VerifyCriterion(kind=CriterionKind.DOCUMENT_CONTAINS, path=document,
                                 text=item.text, regex=item.regex, page=item.page,
                                 sheet=item.sheet, timeout_seconds=float(item.timeout_seconds))
+    from harness_core.verification import require_gate_extras  # only a document gate's
+
     require_gate_extras(criterion)
     return criterion
 

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from harness_core.errors import ConfigError
-from harness_core.telemetry import TelemetryConfig
+from harness_core.otlp import TelemetryConfig
 
 __all__ = ["telemetry_config"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 from harness_core._record import record
-from harness_core.documents._registry import extra_for_suffix, require_extra
 from harness_core.errors import (
     DocumentEncrypted,
     DocumentTooLarge,
@@ -18,6 +17,7 @@ from harness_core.errors import (
     WorkspaceError,
 )
 from harness_core.tools import DocumentLimits
+from harness_core.tools._document_registry import extra_for_suffix, require_extra
 from harness_core.workspace import Workspace
 
 __all__ = ["DocumentCheck", "check_document", "document_text"]

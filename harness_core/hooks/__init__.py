@@ -6,18 +6,39 @@ stdin and answers with its exit status and, optionally, a JSON object on stdout.
 `pre_tool` hook may deny a call or send it to approval, never allow what the policy
 refuses; an error, a timeout or unreadable output is a refusal. Project-scope hooks run
 in the sandbox, user- and system-scope hooks on the host. See docs/guide/hooks.md.
+
+Importing this package stays cheap (config loading names `HookConfig`): the runner and
+the process launcher, with the store and sandbox they import, load on first use of
+their names.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from harness_core.hooks._answer import DENY_EXIT_STATUS, HookAnswer, HookDecision, read_answer
 from harness_core.hooks._config import HOOK_LAYER, HookConfig, HookEvent, hook_files, tool_names
-from harness_core.hooks._invoke import HOOK_SCHEMA, HookProcesses
-from harness_core.hooks._runner import (
-    CallAct,
-    CompactVerdict,
-    HookRunner,
-    StartVerdict,
-    recorded_act,
-)
+
+_LAZY = {
+    "HOOK_SCHEMA": "harness_core.hooks._invoke",
+    "HookProcesses": "harness_core.hooks._invoke",
+    "CallAct": "harness_core.hooks._runner",
+    "CompactVerdict": "harness_core.hooks._runner",
+    "HookRunner": "harness_core.hooks._runner",
+    "StartVerdict": "harness_core.hooks._runner",
+    "recorded_act": "harness_core.hooks._runner",
+}
+
+if TYPE_CHECKING:
+    from harness_core.hooks._invoke import HOOK_SCHEMA, HookProcesses
+    from harness_core.hooks._runner import (
+        CallAct,
+        CompactVerdict,
+        HookRunner,
+        StartVerdict,
+        recorded_act,
+    )
 
 __all__ = [
     "DENY_EXIT_STATUS",
@@ -37,3 +58,10 @@ __all__ = [
     "recorded_act",
     "tool_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness_core.hooks' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

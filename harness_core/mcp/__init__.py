@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from harness_core.mcp._config import McpElicitation, McpGrant, McpOAuth, McpServerConfig
+from harness_core.tool_servers import McpElicitation, McpGrant, McpOAuth, McpServerConfig
 
 _LAZY = {
     "SESSION_MARKER": "harness_core.mcp._client",

@@ -37,7 +37,6 @@ from typing import Any
 
 from harness_core._record import record
 from harness_core.errors import McpUnavailable, PolicyError, ToolError
-from harness_core.mcp._config import McpGrant, McpServerConfig
 from harness_core.mcp._relay import Relay
 from harness_core.mcp._server import (
     SESSION_EXPIRED,
@@ -51,6 +50,7 @@ from harness_core.mcp._stdio import SESSION_MARKER, kill_marked, server_environm
 from harness_core.mcp._tools import McpCallResult, McpTool, McpToolInfo, tool_name
 from harness_core.policy import Act, Decision, Verdict
 from harness_core.sandbox._process import resolve_program
+from harness_core.tool_servers import McpGrant, McpServerConfig
 from harness_core.tools import ActGate, PauseRequested, Tool
 from harness_core.workspace import Workspace
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, urlsplit
 
-from harness_core.mcp._config import McpGrant, McpOAuth, McpServerConfig
+from harness_core.tool_servers import McpGrant, McpOAuth, McpServerConfig
 
 if TYPE_CHECKING:
     import httpx2

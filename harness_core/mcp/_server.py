@@ -32,8 +32,8 @@ from concurrent.futures import CancelledError, Future
 from contextlib import AbstractAsyncContextManager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness_core.mcp._config import McpElicitation, McpServerConfig
 from harness_core.mcp._tools import McpCallResult, McpToolInfo
+from harness_core.tool_servers import McpElicitation, McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import ClientSession, types

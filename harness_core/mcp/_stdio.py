@@ -22,9 +22,9 @@ from typing import Any
 
 import psutil
 
-from harness_core.mcp._config import McpServerConfig
 from harness_core.mcp._server import Opener, ServerHandle
 from harness_core.sandbox._process import scrub_env
+from harness_core.tool_servers import McpServerConfig
 
 __all__ = ["SESSION_MARKER", "kill_marked", "server_environment", "stdio_opener"]
 

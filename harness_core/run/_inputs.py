@@ -34,13 +34,13 @@ from dataclasses import replace
 from typing import Any
 
 from harness_core._record import record
+from harness_core.contract import CriterionKind
 from harness_core.errors import ConfigError, PathEscape, PolicyError, WorkspaceError
 from harness_core.policy import GATE_LAYER, ActKind, Effect, Policy
 from harness_core.policy._patterns import GLOB_CHARS, compile_path
 from harness_core.run._gate_command import command_inputs, literal
 from harness_core.run._spec import RunSpec
 from harness_core.toolchain import GATE_INPUTS, Toolchain, survey
-from harness_core.verification import CriterionKind
 from harness_core.workspace import Workspace
 
 __all__ = [

@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness_core.documents import reload_media
 from harness_core.errors import HarnessError, UsageError
 from harness_core.events import Event, EventKind
 from harness_core.messages import Message
@@ -41,7 +40,7 @@ from harness_core.run._inputs import baseline_json, gate_inputs, protect_gate_in
 from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
-from harness_core.run._resume import restore_state
+from harness_core.run._resume import restore_state, stored_conversation
 from harness_core.run._snapshots import SnapshotKeeper
 from harness_core.run._spawn import plan_tree
 from harness_core.run._spec import RunOutcome, RunSpec
@@ -206,7 +205,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
         context = ContextBudget(spec.context_max_tokens if spec.context_strategy == "elide"
                                 else None)
         compactor = Compactor(self.store, self.provider, run_id, spec, self._emit)
-        compactor.open(context, reload_media(self.store.messages(run_id), spec.workspace),
+        compactor.open(context, stored_conversation(self.store.messages(run_id), spec.workspace),
                        self.store.opening_count(run_id))
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,

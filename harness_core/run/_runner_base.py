@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 from harness_core.clock import Clock, SystemClock
-from harness_core.documents import default_toolbox
 from harness_core.events import Event, EventSink
 from harness_core.messages import ToolCall
 from harness_core.policy import Approver
@@ -24,7 +23,7 @@ from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import TreeContext
 from harness_core.store import Pause, Store
 from harness_core.store._tree import TreePlace
-from harness_core.tools import Toolbox, ToolContext, ToolOutcome
+from harness_core.tools import Toolbox, ToolContext, ToolOutcome, default_toolbox
 from harness_core.tools._plan_tools import Responder
 
 __all__ = ["_RunnerBase"]

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from harness_core._record import record
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.contract import TaskContract
 from harness_core.hooks import HookConfig
-from harness_core.mcp import McpServerConfig
 from harness_core.messages import Message, Usage
 from harness_core.policy import Policy
 from harness_core.providers import WebAccess
@@ -18,11 +18,11 @@ from harness_core.run._budget import Budget
 from harness_core.sandbox import SandboxConfig
 from harness_core.store import Pause, RunStatus, VerificationRecord
 from harness_core.templates import Skill
+from harness_core.tool_servers import McpServerConfig
 from harness_core.toolchain import Toolchain
 from harness_core.tools import DEFAULT_OUTPUT_CAP
 from harness_core.tools._doc_limits import DocumentLimits
 from harness_core.tools._git import GitSettings
-from harness_core.verification import TaskContract
 from harness_core.workspace import Workspace
 
 __all__ = ["RunOutcome", "RunSpec"]

@@ -3,7 +3,7 @@ schema, the gates (with what became of their inputs), and the verdict recorded."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_core.events import Event, EventKind
 from harness_core.messages import Message
@@ -14,7 +14,10 @@ from harness_core.run._inputs import inputs_changed
 from harness_core.run._spec import RunOutcome
 from harness_core.run._stop import _StopPhase
 from harness_core.store import CheckpointState, InputsFate, RunStatus
-from harness_core.verification import run_gates
+
+if TYPE_CHECKING:
+    from harness_core.clock import Clock
+    from harness_core.verification import GateResult
 
 __all__ = ["_VerifyPhase"]
 
@@ -69,8 +72,7 @@ class _VerifyPhase(_StopPhase):
         # Before any gate runs: a gate's own writes (caches, reports) are not the agent's.
         fates = [self._gate_inputs_fate(drive, baseline, index, c.command or c.kind.value)
                  for index, c in enumerate(contract.verify)]
-        results = run_gates(contract, drive.spec.workspace, drive.launchers.gates, changed=changed,
-                            clock=self.clock, documents=drive.spec.documents)
+        results = _run_gates(drive, changed, self.clock) if contract.verify else []
         sandbox = drive.launchers.selected.backend.value
         failures: list[str] = []
         for result, inputs in zip(results, fates, strict=True):
@@ -116,3 +118,11 @@ class _VerifyPhase(_StopPhase):
         patterns = entries[index].get("inputs", [])
         return InputsFate(None if patterns is None else tuple(patterns), change.editable,
                           change.untouched, tuple(change.modified))
+
+
+def _run_gates(drive: _Drive, changed: list[str], clock: Clock) -> list[GateResult]:
+    """The contract's gates, run; the gate runner is imported only by a run that has one."""
+    from harness_core.verification import run_gates
+
+    return run_gates(drive.spec.contract, drive.spec.workspace, drive.launchers.gates,
+                     changed=changed, clock=clock, documents=drive.spec.documents)

@@ -9,7 +9,7 @@ events, and exports them over OTLP/HTTP. The OpenTelemetry SDK is an extra
 
 from typing import TYPE_CHECKING, Any
 
-from harness_core.telemetry._config import TelemetryConfig
+from harness_core.otlp import TelemetryConfig
 
 if TYPE_CHECKING:
     from harness_core.telemetry._sink import TelemetrySink

@@ -29,7 +29,7 @@ from typing import Any
 from harness_core._record import record
 from harness_core.errors import ConfigError
 from harness_core.events import Event
-from harness_core.telemetry._config import TelemetryConfig
+from harness_core.otlp import TelemetryConfig
 
 __all__ = ["TelemetrySink"]
 

@@ -12,6 +12,8 @@ from harness_core.tools._base import (
     ToolOutcome,
 )
 from harness_core.tools._doc_limits import DocumentLimits
+from harness_core.tools._document_registry import TOOL_EXTRAS
+from harness_core.tools._document_tools import default_toolbox
 from harness_core.tools._files import measure_edit
 from harness_core.tools._git import GitSettings, GitStatus, StatusEntry
 from harness_core.tools._toolbox import RESERVED_TOOL_NAMES, Toolbox
@@ -22,6 +24,7 @@ __all__ = [
     "GitSettings",
     "GitStatus",
     "RESERVED_TOOL_NAMES",
+    "TOOL_EXTRAS",
     "ActGate",
     "PauseRequested",
     "Refusal",
@@ -32,5 +35,6 @@ __all__ = [
     "ToolContext",
     "ToolOutcome",
     "Toolbox",
+    "default_toolbox",
     "measure_edit",
 ]

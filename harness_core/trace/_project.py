@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness_core.spend import PriceTable
+from harness_core.prices import PriceTable
 from harness_core.store import LedgerEntry, StepRecord, Store
 from harness_core.tool_data import ChildRunData, ExecData, HandleData, PlanData, ShellData
 from harness_core.trace._changes import changes_of
