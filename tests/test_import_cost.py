@@ -156,7 +156,11 @@ def _modules_of(argv: list[str], workspace: Path) -> tuple[int, str, set[str]]:
     """Run `io ARGV` through the console entry point in a fresh interpreter (stdout not a
     TTY); its exit code, stdout, and every module loaded by its exit."""
     env = {**os.environ, "IO_STORE": str(workspace / "state.db"), "HOME": str(workspace),
-           "IO_SYSTEM_CONFIG": str(workspace / "none"), "XDG_CONFIG_HOME": str(workspace)}
+           "IO_SYSTEM_CONFIG": str(workspace / "none"), "XDG_CONFIG_HOME": str(workspace),
+           # A private temp dir holds the sandbox ledger folder: residue that other tests'
+           # crashes left in the shared one would be swept here, with psutil.
+           "TMPDIR": str(workspace / "tmp")}
+    (workspace / "tmp").mkdir(exist_ok=True)
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     code = (
         "import sys, json, atexit\n"
