@@ -66,7 +66,7 @@ class _Body:
             self.tables += block["type"] == "table"
             lines = block_lines(block, self.tables)
             size = sum(map(_size, lines))
-            if self.budget is not None and self.size >= self.budget:
+            if self.budget is not None and self.size >= self.budget and self.lines:
                 self.omitted[block["type"]] += 1
                 self.omitted_bytes += size
                 continue

@@ -96,8 +96,9 @@ class WordPackage:
         """(kind, parsed root) of each part related to the main document that can hold
         text or style names: styles, headers, footers, footnotes, endnotes, comments."""
         wanted = ("styles", "header", "footer", "footnotes", "endnotes", "comments")
-        return [(kind, self._xml(name)) for kind, name in self._related(self.main)
-                if kind in wanted]
+        related = sorted((name, kind) for kind, name in self._related(self.main)
+                         if kind in wanted)  # header1, header2 … in name order
+        return [(kind, self._xml(name)) for name, kind in related]
 
     def body_blocks(self, visit: Callable[[Any], None]) -> None:
         """Call `visit` with each child element of the main document's body, in order,
