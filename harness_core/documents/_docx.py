@@ -1,18 +1,21 @@
-"""docx_read and docx_write over python-docx (the `docx` extra)."""
+"""docx_read over the package's XML (streamed), docx_write over python-docx (the `docx`
+extra)."""
 
 from __future__ import annotations
 
 import io
+import zipfile
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import docx
-from docx.oxml.parser import parse_xml
 from docx.styles import BabelFish
 
 from harness_core.documents._blocks import Block, parse_blocks
 from harness_core.documents._common import read_input, write_output
-from harness_core.documents._docx_walk import W, Walker, plain, render_blocks
+from harness_core.documents._docx_package import WordPackage
+from harness_core.documents._docx_walk import W, Walker, block_lines, plain
 from harness_core.documents._office import context_limits, office_bytes, opt_password
 from harness_core.tool_data import DocumentRead
 from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
@@ -26,11 +29,11 @@ _NOT_READ = ("pictures without text", "charts", "diagrams (SmartArt)", "embedded
 _NOTE_KINDS = {"footnotes": "footnote", "endnotes": "endnote", "comments": "comment"}
 
 
-def _style_names(document: Any) -> Callable[[str | None], str]:
+def _style_names(styles: Any) -> Callable[[str | None], str]:
     """styleId -> the name Word shows (built-in names as python-docx spells them)."""
     names: dict[str, str] = {}
     default = "Normal"
-    for style in document.styles.element.iter(W + "style"):
+    for style in styles.iter(W + "style") if styles is not None else ():
         if style.get(W + "type") != "paragraph":
             continue
         found = style.find(W + "name")
@@ -42,30 +45,63 @@ def _style_names(document: Any) -> Callable[[str | None], str]:
     return lambda sid: names.get(sid, default) if sid else default
 
 
-def _part_root(part: Any) -> Any:
-    element = getattr(part, "element", None)
-    return element if element is not None else parse_xml(part.blob)
+def _size(line: str) -> int:
+    return (len(line) if line.isascii() else len(line.encode("utf-8"))) + 1  # + newline
 
 
-def _parse(data: bytes) -> dict[str, Any]:
+class _Body:
+    """The body's blocks as they are walked: rendered, and kept until `budget` bytes of
+    text (the output cap: what the model can be shown), then only counted, so a long
+    document never holds more than a screenful of blocks (None: keep everything)."""
+
+    def __init__(self, budget: int | None, keep_blocks: bool) -> None:
+        self.budget, self.keep_blocks = budget, keep_blocks
+        self.blocks: list[dict[str, Any]] = []
+        self.lines: list[str] = []
+        self.size = self.tables = self.omitted_bytes = 0
+        self.omitted: Counter[str] = Counter()
+
+    def add(self, blocks: list[dict[str, Any]]) -> None:
+        for block in blocks:
+            self.tables += block["type"] == "table"
+            lines = block_lines(block, self.tables)
+            size = sum(map(_size, lines))
+            if self.budget is not None and self.size >= self.budget and self.lines:
+                self.omitted[block["type"]] += 1
+                self.omitted_bytes += size
+                continue
+            self.size += size
+            self.lines.extend(lines)
+            if self.keep_blocks:
+                self.blocks.append(block)
+
+    def left_out(self) -> str:
+        names = {"paragraph": "paragraph(s)", "table": "table(s)", "textbox": "text box(es)"}
+        parts = [f"{n:,} {names[kind]}" for kind, n in self.omitted.items()]
+        return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+def _parse(data: bytes, budget: int | None, keep_blocks: bool) -> tuple[dict[str, Any], _Body]:
     """Body, headers, footers, notes and comments, and the walker's counts."""
-    document = docx.Document(io.BytesIO(data))
-    walker = Walker(_style_names(document))
-    result: dict[str, Any] = {"blocks": walker.blocks(document.element.body), "headers": [],
-                              "footers": [], "footnotes": [], "endnotes": [], "comments": []}
-    rels = [r for r in document.part.rels.values() if not r.is_external]
-    for rel in sorted(rels, key=lambda r: str(r.target_ref)):
-        kind = rel.reltype.rpartition("/")[2]
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        package = WordPackage(archive)
+        parts = package.parts()
+        walker = Walker(_style_names(next((r for k, r in parts if k == "styles"), None)))
+        body = _Body(budget, keep_blocks)
+        package.body_blocks(lambda element: body.add(walker.blocks([element])))
+    result: dict[str, Any] = {"blocks": body.blocks, "headers": [], "footers": [],
+                              "footnotes": [], "endnotes": [], "comments": []}
+    for kind, root in parts:
         if kind in ("header", "footer"):
-            text = plain(walker.blocks(_part_root(rel.target_part))).strip()
+            text = plain(walker.blocks(root)).strip()
             if text and text not in result[kind + "s"]:
                 result[kind + "s"].append(text)
         elif kind in _NOTE_KINDS:
-            result[kind] = walker.notes(_part_root(rel.target_part), _NOTE_KINDS[kind])
+            result[kind] = walker.notes(root, _NOTE_KINDS[kind])
     counts = dict(walker.counts)
     result["not_read"] = {k: counts.pop(k) for k in _NOT_READ if k in counts}
     result["found"] = counts
-    return result
+    return result, body
 
 
 def _summary(result: dict[str, Any]) -> list[str]:
@@ -84,8 +120,8 @@ def _summary(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _render(result: dict[str, Any]) -> str:
-    lines = render_blocks(result["blocks"])
+def _render(result: dict[str, Any], body: _Body) -> str:
+    lines = list(body.lines)
     for key, label in (("headers", "header"), ("footers", "footer")):
         lines.extend(f"[{label}] {text}" for text in result[key])
     for key, label in _NOTE_KINDS.items():
@@ -93,6 +129,18 @@ def _render(result: dict[str, Any]) -> str:
             by = f" by {note['author']}" if "author" in note else ""
             lines.append(f"[{label} {note['id']}{by}] {note['text']}")
     return "\n".join(lines)
+
+
+def _shown(text: str, cap: int, body: _Body) -> tuple[str, int]:
+    """`text` cut to `cap` bytes; the note counts the bytes of the blocks never kept
+    too, and names them."""
+    shown, cut = bounded(text, cap)
+    if not body.omitted:
+        return shown, cut
+    total = cut + body.omitted_bytes
+    return (shown.rpartition("\n[output truncated:")[0] if cut else shown) + (
+        f"\n[output truncated: {total} more bytes not shown, among them the body's last"
+        f" {body.left_out()}]"), total
 
 
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -103,9 +151,11 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         return got
     rel, data = got
     data = office_bytes(data, "docx", context_limits(ctx), rel, password)
-    result = _parse(data)
-    text = "\n".join([*_summary(result), _render(result) or "(no text)"])
-    shown, cut = bounded(text, ctx.output_cap)
+    result, body = _parse(data, ctx.output_cap, keep_blocks=True)
+    text = "\n".join([*_summary(result), _render(result, body) or "(no text)"])
+    shown, cut = _shown(text, ctx.output_cap, body)
+    if body.omitted:
+        result["omitted"] = {**body.omitted, "bytes": body.omitted_bytes}
     return ToolOutcome(output=shown, data=DocumentRead(rel, result, cut))
 
 
@@ -114,7 +164,7 @@ def document_text(data: bytes, limits: DocumentLimits | None = None,
     """The whole text of a .docx (body with tracked changes marked, text boxes, tables,
     headers, footers, notes and comments), for the document gate."""
     data = office_bytes(data, "docx", limits, what)
-    return _render(_parse(data))
+    return _render(*_parse(data, None, keep_blocks=False))
 
 
 def _add(document: Any, block: Block) -> None:

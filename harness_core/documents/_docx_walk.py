@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["W", "Walker", "plain", "render_blocks"]
+__all__ = ["W", "Walker", "block_lines", "plain", "render_blocks"]
 
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
@@ -246,19 +246,22 @@ def plain(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def block_lines(block: dict[str, Any], table: int) -> list[str]:
+    """One block as the lines the model reads; `table` numbers a table."""
+    if block["type"] == "paragraph":
+        mark = "- " if block["list"] else ""
+        return [f"[{block['style']}] {mark}{block['text']}"]
+    if block["type"] == "textbox":
+        return [f"[text box] {line}" for line in render_blocks(block["blocks"])]
+    return [f"[table {table}]"] + ["| " + " | ".join(c.replace("\n", " / ") for c in row)
+                                   + " |" for row in block["rows"]]
+
+
 def render_blocks(blocks: list[dict[str, Any]]) -> list[str]:
-    """Blocks as the lines the model reads."""
+    """Blocks as the lines the model reads (tables numbered from 1)."""
     lines: list[str] = []
     tables = 0
     for block in blocks:
-        if block["type"] == "paragraph":
-            mark = "- " if block["list"] else ""
-            lines.append(f"[{block['style']}] {mark}{block['text']}")
-        elif block["type"] == "textbox":
-            lines.extend(f"[text box] {line}" for line in render_blocks(block["blocks"]))
-        else:
-            tables += 1
-            lines.append(f"[table {tables}]")
-            lines.extend("| " + " | ".join(c.replace("\n", " / ") for c in row) + " |"
-                         for row in block["rows"])
+        tables += block["type"] == "table"
+        lines.extend(block_lines(block, tables))
     return lines

@@ -58,8 +58,17 @@ def extract_pages(
     Raises:
         PdfUnreadable: The PDF is malformed or encrypted, or extraction passed `timeout`.
     """
+    result = _extract(data, pages, timeout, None)
+    return int(result["page_count"]), list(result["pages"])
+
+
+def _extract(data: bytes, pages: list[int] | None, timeout: float,
+             budget: int | None) -> dict[str, Any]:
+    """The worker's answer: page_count, pages and the 1-based `unread` pages (those past
+    `budget` bytes of text, never extracted)."""
     # poppler's pdftotext (the fallback for unusable text) gets half of the deadline.
-    argv = [sys.executable, str(_WORKER), json.dumps(pages), f"{timeout / 2:.3f}"]
+    argv = [sys.executable, str(_WORKER), json.dumps(pages), f"{timeout / 2:.3f}",
+            json.dumps(budget)]
     try:
         done = subprocess.run(argv, input=data, capture_output=True, timeout=timeout,
                               check=False)
@@ -73,25 +82,47 @@ def extract_pages(
             from None
     if "error" in result:
         raise PdfUnreadable(str(result["error"]))
-    return int(result["page_count"]), list(result["pages"])
+    return dict(result)
 
 
-def _pages(numbers: list[int]) -> str:
-    return ", ".join(map(str, numbers[:20])) + (f" and {len(numbers) - 20} more"
-                                                if len(numbers) > 20 else "")
+def _spans(numbers: list[int]) -> str:
+    """Page numbers as ranges, the first 20 of them: ``9-120, 200 and 31 more``."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    more = sum(b - a + 1 for a, b in spans[20:])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in spans[:20]) + (
+        f" and {more} more" if more else "")
 
 
-def _summary(pages: list[dict[str, Any]]) -> str:
-    """Which pages were read by poppler, and which have no usable text."""
+def _summary(pages: list[dict[str, Any]], unread: list[int]) -> str:
+    """Which pages were read by poppler, which have no usable text, which were not
+    read at all (past the output cap)."""
     poppler = [p["page"] for p in pages if p.get("source") == "pdftotext"]
     blank = [p["page"] for p in pages if "note" in p and p.get("source") != "pdftotext"]
     lines = []
     if poppler:
-        lines.append(f"[page(s) {_pages(poppler)}: text from poppler's pdftotext, pypdf's"
+        lines.append(f"[page(s) {_spans(poppler)}: text from poppler's pdftotext, pypdf's"
                      " was unusable]")
     if blank:
-        lines.append(f"[not read] page(s) {_pages(blank)}: no usable text layer (no OCR)")
+        lines.append(f"[not read] page(s) {_spans(blank)}: no usable text layer (no OCR)")
+    if unread:
+        lines.append(f"[not read] page(s) {_spans(unread)}: past the output cap, not"
+                     f" extracted; pass `pages` (e.g. \"{_next(unread)}\") to read them")
     return "".join(line + "\n" for line in lines)
+
+
+def _next(unread: list[int]) -> str:
+    """A `pages` value for the next few unread pages."""
+    last = unread[0]
+    for n in unread[1:10]:
+        if n != last + 1:
+            break
+        last = n
+    return f"{unread[0]}-{last}" if last > unread[0] else str(unread[0])
 
 
 def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -102,10 +133,12 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         return got
     rel, data = got
     try:
-        count, extracted = extract_pages(data, pages)
+        # Pages past the output cap are never extracted: the model could not see them.
+        result = _extract(data, pages, PDF_READ_SECONDS, ctx.output_cap)
     except PdfUnreadable as exc:
         return failed(f"pdf_read: cannot read {rel}: {exc}")
-    text = f"{rel}: {count} page(s)\n" + _summary(extracted) + "\n".join(
+    count, extracted, unread = int(result["page_count"]), result["pages"], result["unread"]
+    text = f"{rel}: {count} page(s)\n" + _summary(extracted, unread) + "\n".join(
         f"== page {p['page']} ==\n" + (f"[{p['note']}]\n" if "note" in p else "") + p["text"]
         for p in extracted)
     shown, cut = bounded(text, ctx.output_cap)
@@ -116,5 +149,7 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             break
         kept.append(page)
         size += len(page["text"].encode("utf-8")) + 16
-    return ToolOutcome(output=shown, data=DocumentRead(rel, {"page_count": count, "pages": kept},
-                                                       cut))
+    extra: dict[str, Any] = {"page_count": count, "pages": kept}
+    if unread:
+        extra["unread_pages"] = _spans(unread)
+    return ToolOutcome(output=shown, data=DocumentRead(rel, extra, cut))

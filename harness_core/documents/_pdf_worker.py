@@ -3,8 +3,10 @@
 Run as a script (not imported by the harness), so a PDF that makes the parser loop or
 balloon is killed with this process when the parent's deadline passes. Reads the PDF
 from stdin; argv[1] is a JSON list of 0-based page indexes (or null for every page),
-argv[2] the seconds left for poppler's `pdftotext`. Imports only pypdf and the standard
-library.
+argv[2] the seconds left for poppler's `pdftotext`, argv[3] (optional) a budget of text
+bytes: once the pages extracted hold that much, the rest are listed as unread instead
+(a 3,000-page manual took 11 s to show its first eight pages). Imports only pypdf and
+the standard library.
 
 Each page's text is measured: glyph-name tokens (``/g18``), control and private-use
 characters, replacement glyphs and lone combining marks count as noise. When pypdf's
@@ -106,7 +108,8 @@ def _page(index: int, text: str, poppler: dict[int, str] | None) -> dict[str, ob
     return page
 
 
-def _extract(data: bytes, wanted: list[int] | None, seconds: float) -> dict[str, object]:
+def _extract(data: bytes, wanted: list[int] | None, seconds: float,
+             budget: int | None = None) -> dict[str, object]:
     import logging
 
     logging.disable(logging.WARNING)  # pypdf logs every repair it makes
@@ -117,18 +120,26 @@ def _extract(data: bytes, wanted: list[int] | None, seconds: float) -> dict[str,
         return {"error": "the PDF is encrypted with a password"}
     count = len(reader.pages)
     indexes = range(count) if wanted is None else [i for i in wanted if i < count]
-    texts = {index: reader.pages[index].extract_text() or "" for index in indexes}
+    texts: dict[int, str] = {}
+    size = 0
+    for index in indexes:
+        if budget is not None and size >= budget:
+            break  # the rest would not be shown: named as unread, never extracted
+        texts[index] = reader.pages[index].extract_text() or ""
+        size += len(texts[index].encode("utf-8", "replace")) + 16
     poppler = _poppler(data, min(texts), max(texts), seconds) if texts else None
-    return {"page_count": count, "pages": [_page(i, t, poppler) for i, t in texts.items()]}
+    return {"page_count": count, "pages": [_page(i, t, poppler) for i, t in texts.items()],
+            "unread": [i + 1 for i in indexes if i not in texts]}
 
 
 def main() -> None:
     wanted = json.loads(sys.argv[1]) if len(sys.argv) > 1 else None
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 30.0
+    budget = json.loads(sys.argv[3]) if len(sys.argv) > 3 else None
     data = sys.stdin.buffer.read()
     _limit_memory()
     try:
-        result = _extract(data, wanted, seconds)
+        result = _extract(data, wanted, seconds, budget)
     except MemoryError:
         result = {"error": "the PDF needs more memory than extraction allows"}
     except RecursionError:

@@ -23,6 +23,7 @@ from harness_core.documents._office import (
     office_bytes,
     opt_password,
 )
+from harness_core.documents._xlsx_scan import count_cells
 from harness_core.documents._xlsx_scan import left_out as _left_out
 from harness_core.documents._xlsx_scan import scan_bounds as _scan_bounds
 from harness_core.errors import InvalidToolArguments, ToolError
@@ -33,6 +34,10 @@ from harness_core.tools._support import bounded, opt_int, req_str
 __all__ = ["edit", "read", "sheet_text", "write"]
 
 _DEFAULT_MAX_ROWS = 1000
+
+MAX_EDIT_CELLS = 500_000
+"""Cells a workbook may hold for xlsx_edit, which loads every one (openpyxl's full mode:
+about 30 µs and 1 KB of memory a cell; 300,000 cells took 10 s and 310 MB)."""
 
 
 def _json_value(value: Any) -> Any:
@@ -271,6 +276,9 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     rel, data = got
     protected = data[:8] == OLE_MAGIC
     data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
+    refused = _too_many_cells(rel, data)
+    if refused is not None:
+        return refused
     keep_vba = rel.lower().endswith(".xlsm")
     book = openpyxl.load_workbook(io.BytesIO(data), keep_vba=keep_vba, keep_links=True,
                                   rich_text=True)
@@ -302,6 +310,16 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         note += "; written encrypted with the same password"
     return write_output(ctx, output, saved, "xlsx_edit",
                         f"set {len(changes)} cell(s) ({summary}){note}", {"cells": changes})
+
+
+def _too_many_cells(rel: str, data: bytes) -> ToolOutcome | None:
+    held = count_cells(data)
+    if held <= MAX_EDIT_CELLS:
+        return None
+    return failed(f"xlsx_edit: {rel} holds {held:,} cells, over the {MAX_EDIT_CELLS:,} it"
+                  " edits (it loads every cell: about 1 KB of memory and 30 µs each)."
+                  " Nothing written; write a new workbook with xlsx_write, or edit this"
+                  " one with a script")
 
 
 def _close_vba(book: Any) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import io
 import re
+from operator import itemgetter
 from typing import Any
 
-__all__ = ["left_out", "scan_bounds"]
+__all__ = ["count_cells", "left_out", "scan_bounds"]
 
 _EMPTY = (1, 1, 1, 0)  # no cell: an empty range
 
@@ -28,46 +29,67 @@ def scan_bounds(ws: Any) -> tuple[int, int, int, int]:
     return found if found is not None else _scan_cells(ws)
 
 
-_CELL = re.compile(rb"<(?:\w+:)?c\s([^>]*?)(/?)>")
-_REF = re.compile(rb'\br="([A-Z]{1,3})([0-9]+)"')
+# A cell element with content (not `<c r="A1" s="3"/>`, a styled empty cell), and the
+# same with its reference: the two counts differ when a cell carries no reference.
+_FILLED = re.compile(rb"<(?:\w+:)?c(?:\s[^>]*)?(?<!/)>")
+_FILLED_REF = re.compile(rb'<(?:\w+:)?c\s[^>]*?\br="([A-Z]{1,3})([0-9]+)"[^>]*(?<!/)>')
 
 
-def _cell_refs(stream: Any) -> Any:
-    """(column letters, row) of each non-empty cell of a worksheet XML stream; None for
-    a cell without a reference."""
+def _chunks(stream: Any) -> Any:
+    """The worksheet XML in pieces of about 1 MiB, each cut before a tag."""
     tail = b""
     while True:
         chunk = stream.read(1 << 20)
         buffer = tail + chunk
         cut = buffer.rfind(b"<") if chunk else len(buffer)
         body, tail = buffer[:cut], buffer[cut:]
-        for match in _CELL.finditer(body):
-            if match.group(2):
-                continue  # <c r="A1" s="3"/>: a styled, empty cell
-            ref = _REF.search(match.group(1))
-            yield None if ref is None else (ref.group(1), int(ref.group(2)))
+        yield body
         if not chunk:
             return
 
 
 def _scan_xml(ws: Any) -> tuple[int, int, int, int] | None:
+    """The used range from the worksheet XML's cell references, or None when a filled
+    cell has no reference. Each piece is matched in C (`findall`, `set`, `map`): a
+    Python step per cell made a 5-million-cell sheet take 11 s, now 2 s."""
     from openpyxl.utils import column_index_from_string
 
     archive, part = getattr(ws.parent, "_archive", None), getattr(ws, "_worksheet_path", None)
     if archive is None or part is None:
         return None
-    first_row, last_row, columns = 0, 0, set()
+    first_row, last_row, columns = 0, 0, set[bytes]()
     with archive.open(part) as stream:
-        for ref in _cell_refs(stream):
-            if ref is None:
+        for body in _chunks(stream):
+            refs = _FILLED_REF.findall(body)
+            if len(refs) != len(_FILLED.findall(body)):
                 return None
-            columns.add(ref[0])
-            first_row = min(first_row or ref[1], ref[1])
-            last_row = max(last_row, ref[1])
+            if not refs:
+                continue
+            columns.update(map(itemgetter(0), refs))
+            rows = list(map(int, map(itemgetter(1), refs)))
+            first_row = min(first_row or rows[0], min(rows))
+            last_row = max(last_row, max(rows))
     if not last_row:
         return _EMPTY
     numbers = [column_index_from_string(c.decode()) for c in columns]
     return (min(numbers), first_row, max(numbers), last_row)
+
+
+_ANY_CELL = re.compile(rb"<(?:\w+:)?c[\s/>]")
+
+
+def count_cells(data: bytes) -> int:
+    """How many cell elements (empty styled ones too) the workbook's worksheets hold:
+    what a full openpyxl load makes objects of."""
+    import zipfile
+
+    total = 0
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if name.startswith("xl/worksheets/") and name.endswith(".xml"):
+                with archive.open(name) as stream:
+                    total += sum(len(_ANY_CELL.findall(body)) for body in _chunks(stream))
+    return total
 
 
 def _scan_cells(ws: Any) -> tuple[int, int, int, int]:

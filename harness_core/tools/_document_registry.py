@@ -25,7 +25,7 @@ __all__ = [
 
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "xlsx": ("openpyxl",),
-    "docx": ("docx",),
+    "docx": ("docx", "lxml"),
     "pptx": ("pptx",),
     "pdf": ("pypdf", "fpdf"),
     "barcode": ("zxingcpp", "PIL"),

@@ -73,3 +73,12 @@ def test_the_pdf_worker_caps_its_address_space() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=60)
     assert int(done.stdout) == 2 * 1024**3
+
+
+def test_a_workbook_named_docx_is_not_read_as_a_word_document(workspace: Path) -> None:
+    # docx_read finds the main part through the package's relationships and checks its
+    # content type, as python-docx did when it opened the whole package.
+    (workspace / "sheet.docx").write_bytes((workspace / "orders.xlsx").read_bytes())
+    out = call(make_ctx(workspace), "docx_read", path="sheet.docx")
+    assert out.is_error and "not a Word document: its main part xl/workbook.xml is" \
+        in out.output, out.output
