@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import shutil
 import tempfile
 from pathlib import Path
@@ -47,6 +46,8 @@ def report_scratch(original: Path, copy: Path) -> None:
     for rel in sorted(set(before) | set(after)):
         old, new = _lines(before.get(rel)), _lines(after.get(rel))
         if old != new:
+            import difflib  # only when a --scratch run changed a file
+
             chunks.extend(difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}"))
     if chunks:
         say("io: changes made in the scratch copy:")
