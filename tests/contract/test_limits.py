@@ -78,12 +78,22 @@ def test_typer_is_held_below_0_29() -> None:
 
 def test_the_start_up_figures_are_the_bench_readme_s() -> None:
     """The page quotes measured figures; they must be the ones bench/README.md records."""
-    stated = re.search(r"`io --help` measured (\d+) ms and a one-step `io run`[^)]*\)\s+([\d.]+) s",
-                       CONTRACT)
+    stated = re.search(r"one-step `io run` against a loopback\s+OpenAI-compatible server takes "
+                       r"(\d+) ms wall \(target 0\.25 s: met\), `io --help` ([\d.]+)x", CONTRACT)
     assert stated is not None
-    bench = (REPO / "bench" / "README.md").read_text()
-    assert f"`io --help` cold | {stated.group(1)} ms" in bench
-    assert f"one-step run (median / best) | {stated.group(2)} /" in bench
+    rss = re.search(r"peak RSS of a 20-step run is ([\d.]+)-([\d.]+) MiB", CONTRACT)
+    gaps = re.search(r"gap[^)]*\) is ([\d.]+) / ([\d.]+) /\s+([\d.]+) ms at 20 / 100 / 1,000",
+                     CONTRACT)
+    assert rss is not None and gaps is not None
+    bench = (REPO / "bench" / "README.md").read_text().split(
+        "### Second pass: records, the `--help` index, imports", 1)[1]
+    assert f"| one-step `io run`, wall | {stated.group(1)} ms" in bench
+    assert f"| `io --help` / `python3 -c pass` | {stated.group(2)}x" in bench
+    assert f"| peak RSS, 20-step run | {rss.group(2)} MiB" in bench
+    row = re.search(r"\| per-step gap, 20 / 100 / 1,000 steps, unsandboxed \| ([\d.]+) / "
+                    r"([\d.]+) / ([\d.]+) ms", bench)
+    assert row is not None
+    assert [round(float(v), 1) for v in row.groups()] == [float(v) for v in gaps.groups()]
 
 
 def test_the_shell_planning_figures_are_the_bench_readme_s() -> None:
