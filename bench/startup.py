@@ -6,6 +6,12 @@ the same load:
 
 * start-up + shut-down: wall and CPU of a one-step `io run` (one request, answered at
   once) against the loopback OpenAI-compatible fake (tests/fakes/vendor_server.py);
+* with `--codex`: a one-step `codex exec` of Codex CLI (the npm package @openai/codex at
+  a pinned version, installed into a cache folder on first use; its native Rust binary
+  is timed, not the node wrapper) against the same fake, speaking the Responses wire
+  (bench/codex_cli.py), its runs alternating with io's; wall and CPU the same way, and
+  io / Codex beside them (target: io no slower). Each Codex run must send exactly one
+  request; one untimed run under strace checks that Codex reaches nothing but the fake;
 * `io --help` beside `python3 -c pass` in the same environment (target: <= 1.8x);
 * with `--callgrind`: instructions executed (valgrind's callgrind, PYTHONHASHSEED=0) by
   the one-step run and by `--help` - a count the machine's load does not change, for
@@ -18,7 +24,7 @@ Targets (a quiet machine): one-step run <= 0.25 s, peak RSS of a 20-step run <= 
 gap <= 2 ms unsandboxed and <= 2.8 ms sandboxed, `io --help` <= 1.8x `python3 -c pass`.
 
 Run: python bench/startup.py [--repeat N] [--baseline REF] [--callgrind] [--skip-long]
-         [--skip-sandbox] [--skip-gaps]
+         [--skip-sandbox] [--skip-gaps] [--codex [--codex-cache DIR]]
 """
 
 from __future__ import annotations
@@ -30,21 +36,24 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from codex_cli import CODEX_CACHE, CODEX_VERSION, Codex, CodexFake, install_codex  # noqa: E402
 from loop_overhead import (  # noqa: E402
     _BOOT,
     MIB,
     ROOT,
+    Child,
     RunResult,
     child_env,
     export_tree,
     help_walls,
     loop_run,
     responder,
-    startup,
+    run_io,
     write_workspace,
 )
 
@@ -66,9 +75,27 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.0f} ms (best {min(values) * 1000:.0f})"
 
 
-def startup_rows(trees: dict[str, Path], tmp: Path, repeat: int) -> list[Row]:
-    children = startup("openai", repeat, tmp, trees)
-    ours, base = children.values()
+def startup_rows(trees: dict[str, Path], tmp: Path, repeat: int,
+                 codex: Codex | None) -> tuple[list[Row], str]:
+    """One-step runs of each tree (and of Codex), alternating run by run after one
+    untimed run each that warms the caches and the store; the rows, and a note on Codex."""
+    runs: dict[str, list[Child]] = {name: [] for name in trees}
+    theirs: list[Child] = []
+    with ExitStack() as stack:
+        fake = stack.enter_context(start_vendor_server("openai", responder=responder(0)))
+        ws = write_workspace(tmp / "openai-startup", "openai", fake.base_url, "off")
+        for name, code in trees.items():
+            run_io(ws, tmp / f"state-{name}.db", code)
+        if codex is not None:
+            other = stack.enter_context(CodexFake(codex, tmp / "codex-ws"))
+            other.run()
+            codex_rss, checked = other.check_run(tmp)
+        for _ in range(repeat):
+            for name, code in trees.items():
+                runs[name].append(run_io(ws, tmp / f"state-{name}.db", code))
+            if codex is not None:
+                theirs.append(other.run())
+    ours, base = runs.values()
     rows: list[Row] = [
         ("one-step `io run`, wall", _ms([c.wall for c in ours]), _ms([c.wall for c in base]),
          "<= 250 ms"),
@@ -76,7 +103,31 @@ def startup_rows(trees: dict[str, Path], tmp: Path, repeat: int) -> list[Row]:
         ("one-step `io run`, peak RSS", f"{max(c.peak_rss for c in ours) / MIB:.1f} MiB",
          f"{max(c.peak_rss for c in base) / MIB:.1f} MiB", ""),
     ]
-    return rows
+    if codex is None:
+        return rows, ""
+    rows += codex_rows(codex, ours, base, theirs, codex_rss)
+    return rows, (f"{codex.label} timed: {' '.join(codex.argv)}; every run sent one request"
+                  f" to the fake; network: {checked}")
+
+
+def codex_rows(codex: Codex, ours: list[Child], base: list[Child], theirs: list[Child],
+               rss: int | None) -> list[Row]:
+    label = f"one-step `codex exec` ({codex.label})"
+    wall = statistics.median(c.wall for c in theirs)
+    cpu = statistics.median(c.cpu for c in theirs)
+
+    def ratio(runs: list[Child], field: str, against: float) -> str:
+        return f"{statistics.median(getattr(c, field) for c in runs) / against:.2f}x"
+
+    return [
+        (f"{label}, wall", _ms([c.wall for c in theirs]), "(same runs)", ""),
+        (f"{label}, CPU", _ms([c.cpu for c in theirs]), "(same runs)", ""),
+        (f"{label}, peak RSS", "n/a" if rss is None else f"{rss / MIB:.1f} MiB", "", ""),
+        ("one-step `io run` / `codex exec`, wall", ratio(ours, "wall", wall),
+         ratio(base, "wall", wall), "<= 1.00x"),
+        ("one-step `io run` / `codex exec`, CPU", ratio(ours, "cpu", cpu),
+         ratio(base, "cpu", cpu), ""),
+    ]
 
 
 def help_rows(trees: dict[str, Path], tmp: Path, repeat: int) -> list[Row]:
@@ -157,13 +208,18 @@ def main() -> None:
     parser.add_argument("--skip-long", action="store_true", help="no 1,000-step runs")
     parser.add_argument("--skip-sandbox", action="store_true", help="no sandboxed gaps")
     parser.add_argument("--skip-gaps", action="store_true", help="no per-step gaps")
+    parser.add_argument("--codex", action="store_true",
+                        help=f"also time Codex CLI {CODEX_VERSION} (installed with npm if needed)")
+    parser.add_argument("--codex-cache", type=Path, default=CODEX_CACHE,
+                        help="where --codex installs Codex CLI (default: %(default)s)")
     args = parser.parse_args()
+    codex = install_codex(args.codex_cache.expanduser().resolve()) if args.codex else None
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="io-startup-") as name:
         tmp = Path(name)
         commit, baseline = export_tree(args.baseline or default_baseline(), tmp)
         trees = {"this tree": ROOT, f"baseline {commit}": baseline}
-        rows = startup_rows(trees, tmp, max(9, args.repeat * 2))
+        rows, codex_note = startup_rows(trees, tmp, max(9, args.repeat * 2), codex)
         rows += help_rows(trees, tmp, args.repeat)
         if args.callgrind:
             rows += callgrind_rows(trees, tmp)
@@ -172,7 +228,8 @@ def main() -> None:
     end = os.getloadavg()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average"
           f" {load[0]:.1f} at the start and {end[0]:.1f} at the end; {args.repeat} runs a"
-          " figure (medians; per-step gaps are the median of each step's minimum)\n")
+          " figure (medians; per-step gaps are the median of each step's minimum)")
+    print(f"{codex_note}\n" if codex_note else "")
     print(f"| figure | this tree | baseline {commit} | target |")
     print("|---|---|---|---|")
     for row in rows:
