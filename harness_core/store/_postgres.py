@@ -335,13 +335,36 @@ class PgConnection:
         if row and row[0]:
             return True
         self.flush()  # the wait below talks to the server directly
-        return self._wait_lock(key, not self.in_transaction)
+        if self.in_transaction:
+            return self._poll_lock(key)
+        return self._wait_lock(key)
 
-    def _wait_lock(self, key: int, own: bool) -> bool:
+    def _poll_lock(self, key: int) -> bool:
+        """Inside a write transaction (holding the store-wide lock): ask again until the
+        grace ends instead of queueing on the lock. The live owner of a run may itself be
+        queued on the store-wide lock this transaction holds; a blocking wait here was a
+        lock-order cycle the server broke by failing one of the two transactions."""
+        import time
+
+        import psycopg
+
+        deadline = time.monotonic() + _DEAD_OWNER_GRACE_MS / 1000
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            try:
+                row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            except psycopg.Error as exc:
+                raise _mapped(exc) from exc
+            if row and row[0]:
+                return True
+        return False
+
+    def _wait_lock(self, key: int) -> bool:
+        """Outside a transaction: queue on the lock for up to the grace period."""
         import psycopg
 
         try:
-            self._conn.execute("BEGIN" if own else "SAVEPOINT io_lock")
+            self._conn.execute("BEGIN")
             self._conn.execute("SELECT set_config('lock_timeout', %s, true)",
                                (f"{_DEAD_OWNER_GRACE_MS}ms",))
             self._conn.execute("SELECT pg_advisory_lock(%s)", (key,)).fetchall()  # syncs
@@ -351,19 +374,11 @@ class PgConnection:
         except psycopg.Error as exc:
             raise _mapped(exc) from exc
         finally:
-            self._end_lock_wait(own)
-        return got
-
-    def _end_lock_wait(self, own: bool) -> None:
-        try:
-            if own:
+            try:
                 self._conn.execute("COMMIT")
-            else:
-                self._conn.execute("ROLLBACK TO SAVEPOINT io_lock")
-                self._conn.execute("RELEASE SAVEPOINT io_lock")
-                self._conn.execute("SELECT set_config('lock_timeout', '0', true)")
-        except Exception as exc:
-            raise _mapped(exc) from exc
+            except Exception as exc:
+                raise _mapped(exc) from exc
+        return got
 
     def unlock(self, kind: str, name: str) -> None:
         """Give back one hold of the advisory lock for (kind, name) (no-op when not held)."""

@@ -33,12 +33,14 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 def _resume_until_done(tmp: Path, url: str) -> None:
+    said = []
     for _ in range(5):
         code, out, err = _finish(_spawn(tmp, url, "resume:run-crash"))
         assert code == 0, err
         if out.startswith("finished"):
             return
-    raise AssertionError("run did not finish after resuming")
+        said.append((out[-300:], err[-600:]))
+    raise AssertionError(f"run did not finish after resuming: {said}")
 
 
 def _has_run(url: str) -> bool:
@@ -160,3 +162,42 @@ def test_store_check_says_it_checks_files_not_a_postgresql_store(
     assert result.returncode == 2
     assert "PostgreSQL" in result.stderr and "io-test" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_run_lock_asked_for_inside_a_write_transaction_never_deadlocks(
+        postgres_url: str) -> None:
+    """The lock-order cycle behind a flaky kill/resume test: the live owner of a run lock
+    queues on the store-wide writer lock while another connection, holding that writer
+    lock in its transaction, asks for the run lock. The server used to break the cycle
+    by failing one of them ("deadlock detected"); now the asker answers "held elsewhere"
+    once the grace ends, and the owner's transaction then goes through."""
+    import threading
+
+    from harness_core.store._postgres import PgConnection
+
+    owner, asker = PgConnection(postgres_url), PgConnection(postgres_url)
+    try:
+        assert owner.try_lock("run", "shared")
+        asker.execute("BEGIN")
+        asker.execute("CREATE TABLE IF NOT EXISTS probe (n BIGINT)")
+        asker.flush()  # the asker now holds the store-wide writer lock
+        done: list[BaseException | None] = []
+
+        def owner_writes() -> None:
+            try:
+                owner.execute("BEGIN")
+                owner.execute("SELECT 1")
+                owner.execute("COMMIT")  # queues on the writer lock the asker holds
+                done.append(None)
+            except BaseException as exc:  # recorded for the assertion below
+                done.append(exc)
+
+        writer = threading.Thread(target=owner_writes)
+        writer.start()
+        assert asker.try_lock("run", "shared") is False  # held by a live owner
+        asker.execute("COMMIT")
+        writer.join(timeout=30)
+        assert done == [None]
+    finally:
+        owner.close()
+        asker.close()
