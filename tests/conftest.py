@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -62,6 +63,13 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("IO_STORE", str(home / "state" / "io" / "state.db"))
     if store_backend == "postgresql":
         monkeypatch.setenv("IO_STORE", request.getfixturevalue("postgres_url"))
+    # A private temp dir, here and in every child: the sandbox ledger folder lives there
+    # (`$TMPDIR/io-ledger-UID`), so residue a test's killed `io` leaves is swept by that
+    # test's next `io`, never by another test's (whose stderr would then say so).
+    tmp = home / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     for name in [n for n in os.environ if n.startswith("OTEL_")]:

@@ -123,6 +123,21 @@ def test_kill_mid_write_file_leaves_the_old_or_the_new_file_never_a_torn_one(tmp
     _check_store(tmp, STEPS).close()
 
 
+def test_kill_after_the_final_answer_was_checked_ends_the_run_on_resume(tmp: Path) -> None:
+    """Killed after the final answer's gates were recorded as passed (none here) but
+    before the run's end: the resume ends it finished, asking the model for nothing
+    (it asked for one more step, and a scripted replay ran out)."""
+    code, _, _ = _finish(_spawn(tmp, "start", "after_verify", STEPS))
+    assert code == -9
+    code, out, err = _finish(_spawn(tmp, "resume:run-crash"))
+    assert code == 0, err
+    assert out.startswith("finished"), out
+    assert _requests(tmp).count(STEPS + 1) == 0
+    with Store(tmp / "state.db") as store:
+        run = store.run("run-crash")
+        assert run.status is RunStatus.FINISHED and run.reason == "done; no gates configured"
+
+
 def test_resuming_a_finished_run_makes_no_provider_call(tmp: Path) -> None:
     code, out, _ = _finish(_spawn(tmp, "start"))
     assert code == 0 and out.startswith("finished")

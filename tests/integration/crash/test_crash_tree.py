@@ -69,7 +69,8 @@ def _check_tree(tmp: Path, appends: int) -> None:
         assert store.integrity_check() == "ok"
         runs = store.tree_runs("run-crash")
         assert sorted(r.goal for r in runs[1:]) == ["a", "a1", "a2", "b", "b1"]  # none lost, none twice
-        assert [r.status for r in runs] == [RunStatus.FINISHED] * 6
+        assert [r.status for r in runs] == [RunStatus.FINISHED] * 6, [
+            (r.goal, r.status.value, r.reason) for r in runs]
         assert sorted(r.depth for r in runs) == [0, 1, 1, 2, 2, 2]
         lines = (tmp / "ws" / "log.txt").read_text().splitlines()
         for n in range(1, appends + 1):
