@@ -251,3 +251,59 @@ def test_with_snapshots_off_nothing_is_kept_and_both_refuse(tmp_path: Path) -> N
         refused = run_io(args)
         assert refused.returncode == 2
         assert "snapshots are off ([rewind] enabled = false)" in refused.stderr
+
+
+_KILL_MID_RESTORE = """\
+import os, signal, sys
+from io_harness_cli.main import main
+real = os.replace
+done = []
+def replace(src, dst, *a, **k):
+    # The restore of the first file: copied beside it, not yet renamed into place.
+    if str(src).endswith(".io-restore"):
+        if done:
+            os.kill(os.getpid(), signal.SIGKILL)
+        done.append(src)
+    return real(src, dst, *a, **k)
+os.replace = replace
+sys.argv = ["io", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_kill_in_the_middle_of_an_undo_or_a_rewind_is_finished_by_running_it_again(
+        tmp_path: Path) -> None:
+    import sys
+
+    steps: list[dict[str, object]] = [
+        {"text": "edit both", "tool_calls": [_write("a.txt", "v1\n"), _write("c.txt", "c1\n")]},
+        {"text": "done"},
+    ]
+    ws = _workspace(tmp_path, steps)
+    (ws / "c.txt").write_text("c0\n")
+    run_id = _run(ws)
+    # io undo killed after restoring a.txt, with c.txt's copy beside it not yet in place.
+    killed = subprocess.run([sys.executable, "-c", _KILL_MID_RESTORE, "undo", run_id],
+                            capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (ws / "a.txt").read_text() == "v0\n" and (ws / "c.txt").read_text() == "c1\n"
+    again = run_io(["undo", run_id, "--json"])
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["undone_step"] == 0
+    assert (ws / "c.txt").read_text() == "c0\n"
+    assert sorted(p.name for p in ws.iterdir()) == [
+        ".gitignore", "a.txt", "build", "c.txt", "io.toml", "replay.jsonl"]
+    # io rewind killed the same way: running it again restores and records the branch.
+    killed = subprocess.run([sys.executable, "-c", _KILL_MID_RESTORE, "rewind", run_id,
+                             "--to", "1"], capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (ws / "a.txt").read_text() == "v1\n" and (ws / "c.txt").read_text() == "c0\n"
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # no branch yet
+    again = run_io(["rewind", run_id, "--to", "1", "--json"])
+    assert again.returncode == 0, again.stderr
+    assert (ws / "a.txt").read_text() == "v1\n" and (ws / "c.txt").read_text() == "c1\n"
+    assert not [p for p in ws.iterdir() if p.name.endswith(".io-restore")]
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs WHERE parent_run_id = ?",
+                          (run_id,)).fetchone()[0] == 1
