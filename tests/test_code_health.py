@@ -89,3 +89,11 @@ def test_harness_core_has_no_import_cycle() -> None:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"import cycle in harness_core: {' -> '.join(exc.args[1])}")
+
+
+def test_no_run_loop_module_passes_400_lines() -> None:
+    """The run loop stays readable in one sitting (#26): every module of
+    harness_core/run/ is at most 400 lines."""
+    long = {path.name: n for path in sorted((ROOT / "harness_core" / "run").glob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert not long, f"modules of harness_core/run/ over 400 lines: {long}"

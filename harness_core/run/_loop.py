@@ -364,24 +364,6 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
         except _Stop as stop:
             return self._end(drive, stop)
 
-    def _resumed_done(self, drive: _Drive, step: int, verified: bool | None) -> RunOutcome | None:
-        """A run stopped after its final answer: end it as that answer's checks decided.
-
-        `verified` None: the gates never ran (stopped before them), so they run now. True:
-        they ran and passed (or there were none) and only the run's end was not recorded:
-        it ends finished, without a new step. False: they failed; a root goes on (the
-        failure is its next message), a child ends and its parent sees the verdict."""
-        if verified is None:
-            return self._done(drive, step)
-        if verified:
-            drive.verified = True if drive.spec.contract.verify else None
-            said = "every gate passed" if drive.verified else "no gates configured"
-            return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}"))
-        if self._tree is None:
-            return None
-        return self._end(drive, _Stop(RunStatus.FAILED,
-                                      "done, but a gate failed (the parent decides what next)"))
-
     def _start_hooks(self, drive: _Drive, step: int, *, resumed: bool) -> None:
         refused, messages = start_messages(drive.hooks, self.store, drive.run_id, step,
                                            goal=drive.spec.contract.goal, resumed=resumed)

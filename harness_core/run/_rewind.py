@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from harness_core._record import record
 from harness_core.errors import RunInUse, UsageError, WorkspaceChanged
@@ -25,11 +24,6 @@ from harness_core.run._snapshots import Scanner, run_snapshot_dir, sweep_snapsho
 from harness_core.store import RunRecord, Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
 from harness_core.store._store import AliveCheck
-
-if TYPE_CHECKING:
-    pass
-else:
-    pass  # imported on its first use
 
 __all__ = ["Restored", "branch_at", "process_alive", "state_before", "undo_step"]
 
@@ -122,24 +116,55 @@ def _remove(root: Path, rel: str) -> None:
         parent = parent.parent
 
 
+_RESTORING = ".io-restore"
+"""The suffix of the copy a restore writes beside a file before renaming it into place."""
+
+
+def _temp_of(target: Path) -> Path:
+    return target.with_name(f".{target.name}{_RESTORING}")
+
+
 def _write(root: Path, rel: str, blob: Path, kind: str) -> None:
+    """Put `blob` at `rel`: copied beside it, then renamed over it, so a kill leaves the
+    old file or the new one, and at worst the copy beside it (`_clear_leftovers`)."""
     target = root / rel
     for parent in reversed(Path(rel).parents[:-1]):  # a file where a directory must be
         if (root / parent).is_symlink() or (root / parent).is_file():
             (root / parent).unlink()
     target.parent.mkdir(parents=True, exist_ok=True)
     target = _safe(root, rel)
-    if target.is_symlink() or target.is_file():
-        target.unlink()
-    elif target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         shutil.rmtree(target)
+    tmp = _temp_of(target)
+    tmp.unlink(missing_ok=True)
     if kind == "l":
-        os.symlink(blob.read_bytes().decode("utf-8", "surrogateescape"), target)
-        return
-    tmp = target.with_name(f".{target.name}.io-restore")
-    shutil.copyfile(blob, tmp)
-    os.chmod(tmp, 0o755 if kind == "x" else 0o644)
+        os.symlink(blob.read_bytes().decode("utf-8", "surrogateescape"), tmp)
+    else:
+        shutil.copyfile(blob, tmp)
+        os.chmod(tmp, 0o755 if kind == "x" else 0o644)
     os.replace(tmp, target)
+
+
+def _clear_leftovers(workspace: Path, blobs: Path, target: Manifest) -> None:
+    """Remove the copies a restore killed before renaming them left beside the files
+    being restored: only one holding what `target` says that file is, or the start of it
+    (a copy cut short), so a file of that name io did not write is never touched."""
+    root = workspace.resolve()
+    for rel, (digest, _size, kind) in target.items():
+        tmp = _temp_of(root / rel)
+        try:
+            if kind == "l":
+                data = os.readlink(tmp).encode("utf-8", "surrogateescape")
+            elif tmp.is_symlink():
+                continue
+            else:
+                data = tmp.read_bytes()
+            with open(blobs / digest[:2] / digest, "rb") as blob:
+                ours = blob.read(len(data) + 1)
+        except OSError:
+            continue
+        if ours == data or (kind != "l" and ours[:len(data)] == data):
+            tmp.unlink()
 
 
 def undo_step(store: Store, run_id: str, root: Path | None, *, alive: AliveCheck,
@@ -162,6 +187,7 @@ def undo_step(store: Store, run_id: str, root: Path | None, *, alive: AliveCheck
     before, after = rows[index - 1].manifest, rows[index].manifest
     paths = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
     workspace = Path(record.workspace)
+    _clear_leftovers(workspace, blobs, {p: before[p] for p in paths if p in before})
     current = _check(workspace, rows[-1].manifest, before, paths, exclude)
     written, removed = _restore(workspace, blobs, current, before, paths)
     state = {p: v for p, v in current.items() if p not in paths}
@@ -208,6 +234,7 @@ def branch_at(store: Store, run_id: str, step: int, root: Path | None, new_id: s
     rows, blobs = _usable(store, record, root, alive)
     target = state_before(rows, step)
     workspace = Path(record.workspace)
+    _clear_leftovers(workspace, blobs, target)
     current = _check(workspace, rows[-1].manifest, target, None, exclude)
     paths = set(current) | set(target)
     written, removed = _restore(workspace, blobs, current, target, paths)

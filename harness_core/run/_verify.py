@@ -39,7 +39,25 @@ class _VerifyPhase(_StopPhase):
             problem = answer_problem(self._last_text(drive.run_id), schema)
             if problem is not None:
                 return self._bad_answer(drive, step, problem)
-        if self._verify(drive, step):
+        return self._gates_decided(drive, passed=self._verify(drive, step))
+
+    def _resumed_done(self, drive: _Drive, step: int, verified: bool | None) -> RunOutcome | None:
+        """A run stopped after its final answer: end it as that answer's checks decided.
+
+        `verified` None: the gates never ran (stopped before them), so they run now. True:
+        they ran and passed (or there were none) and only the run's end was not recorded:
+        it ends finished, without a new step. False: they failed; a root goes on (the
+        failure is its next message), a child ends and its parent sees the verdict."""
+        if verified is None:
+            return self._done(drive, step)
+        if verified:
+            drive.verified = True if drive.spec.contract.verify else None
+        return self._gates_decided(drive, passed=verified)
+
+    def _gates_decided(self, drive: _Drive, *, passed: bool) -> RunOutcome | None:
+        """The end a final answer's checks decide: passed, the run finishes; failed, a
+        root goes on (None: the failure is its next message) and a child ends failed."""
+        if passed:
             said = "every gate passed" if drive.verified else "no gates configured"
             return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}"))
         if self._tree is None:

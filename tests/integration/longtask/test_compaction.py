@@ -189,3 +189,60 @@ def test_a_pre_compact_hook_that_refuses_skips_the_compaction(tmp_path: Path) ->
     assert "no summaries here" in refused[0]["reason"]
     run_id = str(events[-1]["run_id"])
     assert json.loads(run_io(["trace", run_id, "--json"]).stdout)["compactions"] == []
+
+
+def test_a_known_models_window_and_the_providers_count_decide_and_a_template_asks(
+        tmp_path: Path) -> None:
+    """Against a loopback OpenAI-compatible fake: the threshold is a share of the window
+    io's model table gives gpt-4o-mini (128,000 tokens; no `[context] window`); the size
+    is the provider's reported usage (70,000 prompt tokens, where the four-characters
+    estimate of these few short messages is a few hundred); the summary is asked under
+    the operator's template, with no tools, and the next request carries the summary in
+    place of the older turns."""
+    from tests.fakes.vendor_server import FakeCall, Turn, start_vendor_server
+
+    def write(step: int) -> FakeCall:
+        return FakeCall(f"call_{step}", "write_file",
+                        json.dumps({"path": f"n{step}.md", "content": f"note {step}\n"}))
+
+    ws = tmp_path / "ws"
+    (ws / ".io" / "templates").mkdir(parents=True)
+    (ws / ".io" / "templates" / "brief.md").write_text(
+        "TEMPLATE-SUMMARY-ASK for the goal: {{goal}}. Keep file names.\n")
+    with start_vendor_server("openai") as fake:
+        (ws / "io.toml").write_text(
+            f'[provider]\nkind = "openai"\nmodel = "gpt-4o-mini"\n'
+            f'base_url = "{fake.base_url}"\napi_key = "${{env:FAKE_KEY}}"\n'
+            '[policy]\ntier = "workspace-write"\napproval = "deny"\n'
+            '[context]\nstrategy = "compact"\nthreshold = 0.5\nkeep_steps = 1\n'
+            'compact_template = "brief"\n')
+        fake.push(
+            Turn(text="first note", tool_calls=(write(0),),
+                 usage={"prompt_tokens": 120, "completion_tokens": 10, "total_tokens": 130}),
+            Turn(text="second note", tool_calls=(write(1),),
+                 usage={"prompt_tokens": 70000, "completion_tokens": 20,
+                        "total_tokens": 70020}),
+            Turn(text="SUMMARY: wrote n0.md and n1.md",
+                 usage={"prompt_tokens": 70100, "completion_tokens": 30,
+                        "total_tokens": 70130}),
+            Turn(text="all done",
+                 usage={"prompt_tokens": 900, "completion_tokens": 5, "total_tokens": 905}),
+        )
+        done = run_io(["run", "write the notes GOAL-7", "-w", str(ws), "--json"],
+                      env={"FAKE_KEY": "sk-fake-compaction"})
+        assert done.returncode == 0, done.stderr
+        assert not fake.violations, fake.violations
+        bodies = [r.body for r in fake.requests]
+    assert len(bodies) == 4
+    events = json_lines(done.stdout)
+    compactions = [e for e in events if e["kind"] == "compaction" and e["phase"] == "done"]
+    assert [(c["step"], c["threshold"]) for c in compactions] == [(2, 64000)]
+    assert compactions[0]["size_before"] >= 70020
+    ask = bodies[2]
+    assert "tools" not in ask
+    assert ask["messages"][-1]["content"].strip() == (
+        "TEMPLATE-SUMMARY-ASK for the goal: write the notes GOAL-7. Keep file names.")
+    sent = json.dumps(bodies[3]["messages"])
+    assert "SUMMARY: wrote n0.md and n1.md" in sent
+    assert "first note" not in sent and "second note" in sent
+    assert (ws / "n0.md").is_file() and (ws / "n1.md").is_file()

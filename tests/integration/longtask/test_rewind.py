@@ -165,3 +165,145 @@ def test_snapshots_survive_a_kill_and_undo_then_rewind_resume(tmp_path: Path) ->
     resumed = run_io(["resume", branch, "--json"])
     assert resumed.returncode == 0, resumed.stderr
     assert (ws / "b.txt").read_text() == "new\n"
+
+
+def test_a_run_still_running_is_refused_by_undo_and_rewind(tmp_path: Path) -> None:
+    sleep = {"text": "wait", "tool_calls": [
+        {"name": "exec", "arguments": {"argv": ["sleep", "300"]}}]}
+    ws = _workspace(tmp_path, [_STEPS[0], sleep, _STEPS[2]])
+    proc = subprocess.Popen([*io_cmd(), "run", "do it", "-w", str(ws), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _wait_for("SELECT COUNT(*) FROM ledger WHERE step_index = 1 AND observation IS NULL")
+        with sqlite3.connect(os.environ["IO_STORE"]) as db:
+            run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+        for args in (["undo", run_id], ["rewind", run_id, "--to", "0"]):
+            refused = run_io(args)
+            assert refused.returncode == 5, refused.stderr
+            assert f"run {run_id} is in use by process {proc.pid}" in refused.stderr
+            assert "Traceback" not in refused.stderr
+        assert (ws / "a.txt").read_text() == "v1\n"  # nothing was restored
+        with sqlite3.connect(os.environ["IO_STORE"]) as db:
+            assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # no branch
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        proc.communicate()
+
+
+def test_past_the_snapshot_cap_the_run_warns_and_undo_and_rewind_refuse(
+        tmp_path: Path) -> None:
+    big = {"text": "big", "tool_calls": [_write("big.txt", "x" * 6000)]}
+    ws = _workspace(tmp_path, [_STEPS[0], big, _STEPS[2]])
+    baseline = sum(p.stat().st_size for p in ws.iterdir() if p.is_file())
+    with (ws / "io.toml").open("a") as toml:  # room for the baseline and step 0, not big.txt
+        toml.write(f"[rewind]\nmax_bytes = {baseline + 100}\n")
+    done = run_io(["run", "do it", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    warnings = [e for e in events if e["kind"] == "warning" and "snapshots stopped" in
+                str(e.get("text", ""))]
+    assert len(warnings) == 1 and "snapshots stopped at step 1" in warnings[0]["text"]
+    run_id = str(events[-1]["run_id"])
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        kinds = [r[0] for r in db.execute("SELECT kind FROM snapshots WHERE run_id = ?"
+                                          " ORDER BY seq", (run_id,))]
+    assert kinds == ["baseline", "after", "capped"]
+    blobs = sum(p.stat().st_size for p in (_snapshot_root() / _store_id() / run_id)
+                .rglob("*") if p.is_file())
+    assert blobs <= baseline + 100
+    for args in (["undo", run_id], ["rewind", run_id, "--to", "0"]):
+        refused = run_io(args)
+        assert refused.returncode == 2, refused.stderr
+        assert "stopped taking snapshots at step 1" in refused.stderr
+        assert "raise [rewind] max_bytes" in refused.stderr
+    assert (ws / "big.txt").is_file() and (ws / "a.txt").read_text() == "v1\n"
+
+
+def _snapshot_root() -> Path:
+    return Path(os.environ["IO_STORE"]).parent / "snapshots"
+
+
+def _store_id() -> str:
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        return str(db.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0])
+
+
+def test_snapshots_of_a_run_gone_from_the_store_are_swept(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    kept = _run(ws)
+    gone_dir = _snapshot_root() / _store_id() / "0123456789ab"
+    (gone_dir / "blobs" / "ab").mkdir(parents=True)
+    (gone_dir / "blobs" / "ab" / "abcd").write_text("left by a run the store lost\n")
+    assert run_io(["undo", kept]).returncode == 0
+    assert not gone_dir.exists()
+    assert (_snapshot_root() / _store_id() / kept / "blobs").is_dir()
+
+
+def test_with_snapshots_off_nothing_is_kept_and_both_refuse(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    with (ws / "io.toml").open("a") as toml:
+        toml.write("[rewind]\nenabled = false\n")
+    run_id = _run(ws)
+    assert not _snapshot_root().exists()
+    for args in (["undo", run_id], ["rewind", run_id, "--to", "0"]):
+        refused = run_io(args)
+        assert refused.returncode == 2
+        assert "snapshots are off ([rewind] enabled = false)" in refused.stderr
+
+
+_KILL_MID_RESTORE = """\
+import os, signal, sys
+from io_harness_cli.main import main
+real = os.replace
+done = []
+def replace(src, dst, *a, **k):
+    # The restore of the first file: copied beside it, not yet renamed into place.
+    if str(src).endswith(".io-restore"):
+        if done:
+            os.kill(os.getpid(), signal.SIGKILL)
+        done.append(src)
+    return real(src, dst, *a, **k)
+os.replace = replace
+sys.argv = ["io", *sys.argv[1:]]
+main()
+"""
+
+
+def test_a_kill_in_the_middle_of_an_undo_or_a_rewind_is_finished_by_running_it_again(
+        tmp_path: Path) -> None:
+    import sys
+
+    steps: list[dict[str, object]] = [
+        {"text": "edit both", "tool_calls": [_write("a.txt", "v1\n"), _write("c.txt", "c1\n")]},
+        {"text": "done"},
+    ]
+    ws = _workspace(tmp_path, steps)
+    (ws / "c.txt").write_text("c0\n")
+    run_id = _run(ws)
+    # io undo killed after restoring a.txt, with c.txt's copy beside it not yet in place.
+    killed = subprocess.run([sys.executable, "-c", _KILL_MID_RESTORE, "undo", run_id],
+                            capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (ws / "a.txt").read_text() == "v0\n" and (ws / "c.txt").read_text() == "c1\n"
+    again = run_io(["undo", run_id, "--json"])
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["undone_step"] == 0
+    assert (ws / "c.txt").read_text() == "c0\n"
+    assert sorted(p.name for p in ws.iterdir()) == [
+        ".gitignore", "a.txt", "build", "c.txt", "io.toml", "replay.jsonl"]
+    # io rewind killed the same way: running it again restores and records the branch.
+    killed = subprocess.run([sys.executable, "-c", _KILL_MID_RESTORE, "rewind", run_id,
+                             "--to", "1"], capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (ws / "a.txt").read_text() == "v1\n" and (ws / "c.txt").read_text() == "c0\n"
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1  # no branch yet
+    again = run_io(["rewind", run_id, "--to", "1", "--json"])
+    assert again.returncode == 0, again.stderr
+    assert (ws / "a.txt").read_text() == "v1\n" and (ws / "c.txt").read_text() == "c1\n"
+    assert not [p for p in ws.iterdir() if p.name.endswith(".io-restore")]
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        assert db.execute("SELECT COUNT(*) FROM runs WHERE parent_run_id = ?",
+                          (run_id,)).fetchone()[0] == 1
