@@ -102,17 +102,29 @@ class WorkspaceChanged(UsageError):
     """`io rewind` / `io undo` refused: files changed outside io since the last state io
     recorded for the run, and restoring would throw that work away.
 
+    When the run was rewound, its newest branch (a run of its own) may be what changed
+    the files: the message names it instead of blaming a change outside io.
+
     Attributes:
         paths: The workspace paths that changed, sorted.
+        branch: The id of the run's newest rewound branch, or None.
     """
 
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], branch: str | None = None) -> None:
         shown = ", ".join(paths[:20]) + (f" (and {len(paths) - 20} more)" if len(paths) > 20
                                          else "")
-        super().__init__(
-            f"files changed outside io since the run's last recorded state: {shown}",
-            hint="commit, move or revert those changes, then run the command again")
+        if branch is None:
+            super().__init__(
+                f"files changed outside io since the run's last recorded state: {shown}",
+                hint="commit, move or revert those changes, then run the command again")
+        else:
+            super().__init__(
+                f"files changed since the run's last recorded state: {shown}; the run was "
+                f"rewound, and its branch {branch} (or a change outside io) changed them",
+                hint=f"undo or rewind the branch instead: io undo {branch}, "
+                     f"io rewind {branch} --to STEP")
         self.paths = tuple(paths)
+        self.branch = branch
 class AmbiguousId(UsageError):
     """A shortened id that starts more than one run's (or session's) id.
 

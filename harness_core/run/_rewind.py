@@ -64,8 +64,15 @@ def _usable(store: Store, record: RunRecord, root: Path | None,
     return rows, run_snapshot_dir(root, store, record.run_id) / "blobs"
 
 
-def _check(workspace: Path, last: Manifest, target: Manifest, paths: set[str] | None,
-           exclude: frozenset[str]) -> Manifest:
+def _newest_branch(store: Store, run_id: str) -> str | None:
+    """The id of the newest run rewound from `run_id`, or None."""
+    branches = [child.run_id for child in store.child_runs(run_id)
+                if isinstance(child.settings.get("rewound_from"), dict)]
+    return branches[-1] if branches else None
+
+
+def _check(store: Store, run_id: str, workspace: Path, last: Manifest, target: Manifest,
+           paths: set[str] | None, exclude: frozenset[str]) -> Manifest:
     """The workspace now, after refusing if a path differs from both `last` and (for the
     paths being restored) `target`."""
     current = Scanner(workspace, exclude=exclude).scan(trust_stat=False)
@@ -78,7 +85,7 @@ def _check(workspace: Path, last: Manifest, target: Manifest, paths: set[str] | 
             continue
         changed.append(path)
     if changed:
-        raise WorkspaceChanged(changed)
+        raise WorkspaceChanged(changed, _newest_branch(store, run_id))
     return current
 
 
@@ -188,7 +195,7 @@ def undo_step(store: Store, run_id: str, root: Path | None, *, alive: AliveCheck
     paths = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
     workspace = Path(record.workspace)
     _clear_leftovers(workspace, blobs, {p: before[p] for p in paths if p in before})
-    current = _check(workspace, rows[-1].manifest, before, paths, exclude)
+    current = _check(store, run_id, workspace, rows[-1].manifest, before, paths, exclude)
     written, removed = _restore(workspace, blobs, current, before, paths)
     state = {p: v for p, v in current.items() if p not in paths}
     state.update({p: before[p] for p in paths if p in before})
@@ -235,7 +242,7 @@ def branch_at(store: Store, run_id: str, step: int, root: Path | None, new_id: s
     target = state_before(rows, step)
     workspace = Path(record.workspace)
     _clear_leftovers(workspace, blobs, target)
-    current = _check(workspace, rows[-1].manifest, target, None, exclude)
+    current = _check(store, run_id, workspace, rows[-1].manifest, target, None, exclude)
     paths = set(current) | set(target)
     written, removed = _restore(workspace, blobs, current, target, paths)
     assert root is not None

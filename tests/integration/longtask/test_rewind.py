@@ -117,6 +117,30 @@ def test_rewind_refuses_changed_files_and_a_step_past_the_end(tmp_path: Path) ->
     assert (ws / "a.txt").read_text() == "mine\n"
 
 
+def test_after_a_rewind_the_original_names_its_branch_and_the_branch_undoes(
+        tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, _STEPS)
+    script = ws / "build" / "replay.jsonl"  # ignored by .gitignore: outside the snapshots
+    (ws / "replay.jsonl").rename(script)
+    (ws / "io.toml").write_text(_TOML.replace('"replay.jsonl"', '"build/replay.jsonl"'))
+    run_id = _run(ws)
+    steps = [_STEPS[0], {"text": "add b", "tool_calls": [_write("b.txt", "b2\n")]}, _STEPS[2]]
+    script.write_text("\n".join(json.dumps(s) for s in steps) + "\n")
+    rewound = run_io(["rewind", run_id, "--to", "1", "--json"])  # the branch goes another way
+    assert rewound.returncode == 0, rewound.stderr
+    branch = str(json_lines(rewound.stdout)[-1]["run_id"])
+    assert (ws / "b.txt").read_text() == "b2\n"
+    refused = run_io(["undo", run_id])
+    assert refused.returncode == 2, refused.stderr
+    assert "changed outside io" not in refused.stderr  # io's own branch changed it
+    assert f"its branch {branch}" in refused.stderr and "b.txt" in refused.stderr
+    assert f"io undo {branch}" in refused.stderr and "Traceback" not in refused.stderr
+    assert (ws / "b.txt").read_text() == "b2\n"
+    undone = run_io(["undo", branch, "--json"])
+    assert undone.returncode == 0, undone.stderr
+    assert not (ws / "b.txt").exists() and (ws / "a.txt").read_text() == "v1\n"
+
+
 def _wait_for(query: str) -> None:
     end = time.monotonic() + 60
     while time.monotonic() < end:
