@@ -49,6 +49,7 @@ from harness_core.mcp._server import (
 from harness_core.mcp._stdio import SESSION_MARKER, kill_marked, server_environment, stdio_opener
 from harness_core.mcp._tools import McpCallResult, McpTool, McpToolInfo, tool_name
 from harness_core.policy import Act, Decision, Verdict
+from harness_core.sandbox import Admission
 from harness_core.sandbox._process import resolve_program
 from harness_core.tool_servers import McpGrant, McpServerConfig
 from harness_core.tools import ActGate, PauseRequested, Tool
@@ -169,7 +170,7 @@ class McpSession:
         workspace: Workspace,
         timeout: float = 30,
         notice: Callable[[str], None] | None = None,
-        net: Callable[[str, int], Decision] | None = None,
+        net: Callable[[str, int], Decision | Admission] | None = None,
     ) -> McpSession:
         """Connect every configured server the policy allows, and list its tools.
 
@@ -187,8 +188,10 @@ class McpSession:
             notice: Shows a person one line (the URL to authorize a remote server at);
                 None when nobody can be shown one (such a server then fails).
             net: Decides (and records) dialling a host and port, as the run's egress
-                check does (by name, then every address it resolves to); None checks
-                ``Act.net(host, port)`` through `gate`.
+                check does (by name, then every address it resolves to); an
+                `Admission` names the checked addresses, the only ones then dialled
+                (an admission without one refuses). None checks ``Act.net(host, port)``
+                through `gate`, and the client dials the name.
 
         Returns:
             The session; an optional server that was refused or failed is listed in
@@ -209,7 +212,7 @@ class McpSession:
     def _start(self, configs: Sequence[McpServerConfig], gate: ActGate,
                env: Mapping[str, str], workspace: Workspace, timeout: float,
                notice: Callable[[str], None] | None,
-               net: Callable[[str, int], Decision] | None) -> None:
+               net: Callable[[str, int], Decision | Admission] | None) -> None:
         relay = self._relay = Relay(
             net or (lambda host, port: _decide(gate, Act.net(host, port))), notice)
         planned = [server for config in configs if (

@@ -4,7 +4,11 @@ Every request the HTTP client sends (the MCP endpoint's POSTs and GET stream, an
 OAuth flow's discovery, registration and token requests, which may go to another host)
 passes `_Guarded`, which asks the policy about the request's host and port as a net
 act (`Act.net`, the same check the egress proxy makes) and refuses to dial one the
-policy does not allow. The client talks to the host directly (no environment proxy).
+policy does not allow. When the check resolved the name itself (a run's egress check
+does), the request goes to those checked addresses, in order, and to nothing else, as
+the egress proxy dials them: no second lookup can answer differently. The `Host` header
+and the TLS server name (certificate checked against it) stay the name. The client talks
+to the host directly (no environment proxy).
 
 The SDK keeps the session (`Mcp-Session-Id` on every request, a DELETE at the end) and
 resumes a dropped SSE stream with `Last-Event-ID`. `headers` go with every request; an
@@ -40,10 +44,23 @@ def _guarded(inner: httpx2.AsyncBaseTransport, relay: Relay) -> httpx2.AsyncBase
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
             url = request.url
             port = url.port or (443 if url.scheme == "https" else 80)
-            decision = await relay.admit(url.host, port)
-            if not decision.is_allowed:
-                raise NetRefused(f"the policy refused {url.host}:{port}: {decision.reason}")
-            return await inner.handle_async_request(request)
+            dial = await relay.admit(url.host, port)
+            if not dial.decision.is_allowed:
+                raise NetRefused(
+                    f"the policy refused {url.host}:{port}: {dial.decision.reason}")
+            if not dial.addresses:
+                return await inner.handle_async_request(request)
+            failure = httpx2.ConnectError(f"no address of {url.host} to dial")
+            for address in dial.addresses:
+                pinned = httpx2.Request(
+                    request.method, url.copy_with(host=str(address)), headers=request.headers,
+                    stream=request.stream,
+                    extensions={**request.extensions, "sni_hostname": url.host})
+                try:
+                    return await inner.handle_async_request(pinned)
+                except httpx2.ConnectError as exc:  # nothing was sent: try the next one
+                    failure = exc
+            raise failure
 
         async def aclose(self) -> None:
             await inner.aclose()

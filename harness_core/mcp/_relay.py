@@ -8,7 +8,11 @@ person (where to authorize), it posts the question here; the run's thread answer
 while it waits for the MCP work it asked for (`Relay.wait`). A question nobody answers
 in time is a refusal: the check fails closed.
 
-Decisions are kept per host and port for the session, so each is asked once.
+Decisions are kept per host and port for the session, so each is asked once. A decider
+may answer with an `Admission` (the run's egress check): its addresses, the ones the
+check resolved and checked, are kept with the decision and are the only ones the HTTP
+client dials (no second lookup); an admission without an address is a refusal, as the
+egress proxy makes it.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from typing import TypeVar
 
 from harness_core._record import record
 from harness_core.policy import Decision, Verdict
+from harness_core.policy._net import IPAddress
+from harness_core.sandbox import Admission
 
-__all__ = ["Relay"]
+__all__ = ["Dial", "Relay"]
 
 _T = TypeVar("_T")
 
@@ -33,26 +39,50 @@ whenever it waits on a start or a call; one outside any is refused after this)."
 
 
 @record
+class Dial:
+    """A decision about one host and port, with the addresses to dial when it allows.
+
+    Attributes:
+        decision: The policy's answer.
+        addresses: The checked addresses, in the order to try them; empty when the
+            decider resolved nothing itself (the client then dials the name).
+    """
+
+    decision: Decision
+    addresses: tuple[IPAddress, ...] = ()
+
+
+def _dial(answer: Decision | Admission) -> Dial:
+    if isinstance(answer, Decision):
+        return Dial(answer)
+    if answer.admitted and answer.addresses:
+        return Dial(Decision(Verdict.ALLOW, answer.reason), answer.addresses)
+    reason = answer.reason if not answer.admitted else f"{answer.reason}; no address to dial"
+    return Dial(Decision(Verdict.DENY, reason))
+
+
+@record
 class _Question:
     host: str
     port: int
-    reply: Future[Decision]
+    reply: Future[Dial]
 
 
 class Relay:
     """Questions from the loop thread, answered by the run's thread.
 
     Args:
-        decide: Decides dialling (host, port) through the run's gate (run's thread).
+        decide: Decides dialling (host, port) through the run's gate (run's thread); an
+            `Admission` also names the addresses to dial.
         notice: Shows a person a line (run's thread); None when nobody can be shown one.
     """
 
-    def __init__(self, decide: Callable[[str, int], Decision],
+    def __init__(self, decide: Callable[[str, int], Decision | Admission],
                  notice: Callable[[str], None] | None) -> None:
         self._decide = decide
         self._notice = notice
         self._queue: queue.SimpleQueue[_Question | str | None] = queue.SimpleQueue()
-        self._decided: dict[tuple[str, int], Decision] = {}
+        self._decided: dict[tuple[str, int], Dial] = {}
 
     @property
     def can_notify(self) -> bool:
@@ -61,10 +91,13 @@ class Relay:
 
     def decide(self, host: str, port: int) -> Decision:
         """Decide (host, port) now, in the run's thread, and remember the decision."""
+        return self._dial(host, port).decision
+
+    def _dial(self, host: str, port: int) -> Dial:
         key = (host.lower(), port)
         known = self._decided.get(key)
         if known is None:
-            known = self._decided[key] = self._decide(host, port)
+            known = self._decided[key] = _dial(self._decide(host, port))
         return known
 
     def wait(self, future: Future[_T], timeout: float) -> _T:
@@ -89,23 +122,23 @@ class Relay:
     def _answer(self, item: _Question | str | None) -> None:
         if isinstance(item, _Question):
             try:
-                item.reply.set_result(self.decide(item.host, item.port))
+                item.reply.set_result(self._dial(item.host, item.port))
             except BaseException as exc:  # a pause or a store failure: refuse the dial
-                item.reply.set_result(Decision(Verdict.DENY, f"could not decide: {exc}"))
+                item.reply.set_result(Dial(Decision(Verdict.DENY, f"could not decide: {exc}")))
         elif isinstance(item, str) and self._notice is not None:
             self._notice(item)
 
-    async def admit(self, host: str, port: int) -> Decision:
-        """Ask (from the loop thread) whether (host, port) may be dialled."""
+    async def admit(self, host: str, port: int) -> Dial:
+        """Ask (from the loop thread) whether (host, port) may be dialled, and where."""
         known = self._decided.get((host.lower(), port))
         if known is not None:
             return known
-        reply: Future[Decision] = Future()
+        reply: Future[Dial] = Future()
         self._queue.put(_Question(host, port, reply))
         try:
             return await asyncio.wait_for(asyncio.wrap_future(reply), _ASK_WAIT)
         except TimeoutError:
-            return Decision(Verdict.DENY, f"nobody decided within {_ASK_WAIT:g} s")
+            return Dial(Decision(Verdict.DENY, f"nobody decided within {_ASK_WAIT:g} s"))
 
     def notify(self, text: str) -> None:
         """Post a notice (from the loop thread) for the run's thread to show."""

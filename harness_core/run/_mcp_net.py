@@ -1,6 +1,8 @@
 """How a run decides the hosts its remote MCP servers' HTTP client dials: the egress
 proxy's own check (`harness_core.run._egress.admit`), by name and then by every address
-the name resolves to, through the run's gate, each refusal recorded. Nobody can be asked
+the name resolves to, through the run's gate, each refusal recorded. The admission
+carries the checked addresses, and the client dials those and nothing else, as the
+proxy does. Nobody can be asked
 (a server starts before the run's first step, and a token refresh happens inside a
 call), so an `ask` is a refusal, as it is for the proxy.
 """
@@ -9,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness_core.policy import Act, Decision, Verdict
+from harness_core.policy import Act, Decision
 from harness_core.run._egress import SystemNetView, admit
 from harness_core.run._gate import Gate
+from harness_core.sandbox import Admission
 
 __all__ = ["mcp_net_decider"]
 
@@ -19,8 +22,8 @@ _BY = "MCP client"
 """Who the recorded refusals name as deciding."""
 
 
-def mcp_net_decider(gate: Gate) -> Callable[[str, int], Decision]:
-    """(host, port) → the decision, for `McpSession.start(net=...)` (the run's thread)."""
+def mcp_net_decider(gate: Gate) -> Callable[[str, int], Admission]:
+    """(host, port) → the admission, for `McpSession.start(net=...)` (the run's thread)."""
     view = SystemNetView()
 
     def decide(act: Act) -> Decision:
@@ -29,10 +32,7 @@ def mcp_net_decider(gate: Gate) -> Callable[[str, int], Decision]:
     def refuse(act: Act, decision: Decision) -> None:
         gate.record_unattended(act, decision, by=_BY)
 
-    def net(host: str, port: int) -> Decision:
-        admission = admit(gate.policy, host, port, decide=decide, refuse=refuse, view=view)
-        if admission.admitted:
-            return Decision(Verdict.ALLOW, admission.reason)
-        return Decision(Verdict.DENY, admission.reason)
+    def net(host: str, port: int) -> Admission:
+        return admit(gate.policy, host, port, decide=decide, refuse=refuse, view=view)
 
     return net

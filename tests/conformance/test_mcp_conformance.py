@@ -10,7 +10,10 @@ it), runs alone at the end.
 
 The suite needs Node 22. When the `node` on PATH is older (or missing), the test
 installs Node and the suite with npm into a cache folder (`IO_CONFORMANCE_CACHE`,
-default ``~/.cache/io-conformance``) once, and reuses it. Without npm it is skipped.
+default ``~/.cache/io-conformance`` of the user running the tests, not the private HOME
+each test gets) once, and reuses it. Without npm it is skipped, and on CI
+(`IO_REQUIRE_SANDBOX=1`, set by `.ci/run`, which installs npm) it fails: the suite is
+never silently left out of a CI run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import pwd
 import re
 import shutil
 import subprocess
@@ -59,8 +63,9 @@ def _node_package() -> str:
 
 def _toolchain() -> tuple[str, str]:
     """(node, the suite's entry point), installing both into the cache when needed."""
-    cache = Path(os.environ.get("IO_CONFORMANCE_CACHE")
-                 or Path.home() / ".cache" / "io-conformance")
+    # The user's own home: every test runs with HOME pointed at a private temp folder.
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    cache = Path(os.environ.get("IO_CONFORMANCE_CACHE") or home / ".cache" / "io-conformance")
     entry = cache / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
     local_node = cache / "node_modules" / _node_package() / "bin" / "node"
     node = shutil.which("node") or ""
@@ -69,7 +74,10 @@ def _toolchain() -> tuple[str, str]:
     if not entry.exists() or _node_major(node) < 22:
         npm = shutil.which("npm")
         if npm is None:
-            pytest.skip("the MCP conformance suite needs Node 22 and npm to install it")
+            missing = "the MCP conformance suite needs Node 22 and npm to install it"
+            if os.environ.get("IO_REQUIRE_SANDBOX") == "1":
+                pytest.fail(f"{missing}; .ci/run installs npm", pytrace=False)
+            pytest.skip(missing)
         cache.mkdir(parents=True, exist_ok=True)
         packages = [SUITE] + ([f"{_node_package()}@22"] if node == str(local_node) else [])
         subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),

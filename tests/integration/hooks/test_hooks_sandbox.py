@@ -5,6 +5,7 @@ command names are protected from the agent's tools, redirects and sandboxed comm
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -18,9 +19,13 @@ from tests.integration.cli.helpers import json_lines
 
 
 def _native_or_skip() -> None:
+    """Skip where the native sandbox cannot run; fail instead on CI (IO_REQUIRE_SANDBOX=1)."""
     try:
         select(SandboxConfig(backend=BackendChoice.NATIVE), env={"PATH": "/usr/bin:/bin"})
     except SandboxUnavailable as exc:
+        if os.environ.get("IO_REQUIRE_SANDBOX") == "1":
+            pytest.fail(f"IO_REQUIRE_SANDBOX=1 but the native sandbox cannot run here: {exc}",
+                        pytrace=False)
         pytest.skip(f"the native sandbox cannot run here: {exc}")
 
 

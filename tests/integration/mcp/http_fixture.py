@@ -6,7 +6,10 @@ bearer token (answering 401 with a `WWW-Authenticate` that names the protected r
 metadata, RFC 9728), and can forget its MCP sessions (as a restarted server would), so
 a client must connect again. With `oauth=True` the same port also serves a small
 authorization server (`FakeAuthServer`): metadata, registration, authorization with
-PKCE (consent is automatic), and the token endpoint.
+PKCE (consent is automatic), and the token endpoint. With `name`, its URL names the
+server by a host name (which the test's own resolver maps to 127.0.0.1) and the SDK
+accepts only that name in `Host`; with `tls_pem` (a key and certificate chain in one PEM
+file) it speaks HTTPS.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 from tests.integration.mcp.auth_fixture import PATHS as AUTH_PATHS
 from tests.integration.mcp.auth_fixture import FakeAuthServer
@@ -76,16 +80,21 @@ class HttpServer:
 
     def __init__(self, *, token: str | None = None, metadata_url: str | None = None,
                  oauth: bool = False, expires_in: int = 3600,
-                 client: tuple[str, str] | None = None, auth_host: str = "127.0.0.1") -> None:
+                 client: tuple[str, str] | None = None, auth_host: str = "127.0.0.1",
+                 name: str | None = None, tls_pem: str | None = None) -> None:
         self.mcp = build_server()
         self.token = token
         self.metadata_url = metadata_url
         self.auth: FakeAuthServer | None = None
         self.seen: list[tuple[str, str, str | None]] = []
-        self._inner: App = self.mcp.streamable_http_app()
+        self.hosts: list[str] = []
+        """Every request's `Host` header."""
+        security = None if name is None else TransportSecuritySettings(
+            allowed_hosts=[f"{name}:*"], allowed_origins=[f"https://{name}:*"])
+        self._inner: App = self.mcp.streamable_http_app(transport_security=security)
         self._reset = False
         config = uvicorn.Config(self._app, host="127.0.0.1", port=0, log_level="critical", interface="asgi3",
-                                lifespan="on")
+                                lifespan="on", ssl_certfile=tls_pem, ssl_keyfile=tls_pem)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
@@ -95,7 +104,7 @@ class HttpServer:
             threading.Event().wait(0.01)
         sock = self._server.servers[0].sockets[0]
         self.port: int = sock.getsockname()[1]
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"{'https' if tls_pem else 'http'}://{name or '127.0.0.1'}:{self.port}"
         self.url = f"{self.base}/mcp"
         if oauth:
             issuer = f"http://{auth_host}:{self.port}"
@@ -120,6 +129,7 @@ class HttpServer:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         auth = headers.get("authorization")
         self.seen.append((scope["method"], scope["path"], auth))
+        self.hosts.append(headers.get("host", ""))
         if self.auth is not None and scope["path"] in AUTH_PATHS:
             await self.auth(scope, receive, send)
             return

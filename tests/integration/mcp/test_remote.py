@@ -4,17 +4,20 @@ tool call an mcp act; a refused host or tool never reaches the server."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trustme
 
 from harness_core.errors import McpUnavailable
 from harness_core.events import Event, EventKind
 from harness_core.mcp import McpCallResult, McpServerConfig, McpTool, McpToolInfo
-from harness_core.policy import ApprovalMode, Policy, Tier
+from harness_core.policy import ApprovalMode, Decision, Policy, Tier, Verdict
+from harness_core.sandbox import Admission
 from tests.integration.mcp.conftest import make_gate, start, tool_context
 from tests.integration.mcp.http_fixture import CALLS, HttpServer
 
@@ -181,3 +184,74 @@ def test_a_tools_spec_follows_the_servers_current_listing() -> None:
     assert tool.spec.parameters == after.input_schema
     caller.listed = ()  # the server dropped it: the last known spec stays
     assert tool.spec.description == "Search v2."
+
+
+PINNED = "mcp-pinned.invalid"
+"""A name no resolver answers (RFC 6761): only the admitted addresses can reach it."""
+
+
+def _admitting(*addresses: str) -> tuple[list[tuple[str, int]], Callable[[str, int], Admission]]:
+    asked: list[tuple[str, int]] = []
+
+    def net(host: str, port: int) -> Admission:
+        asked.append((host, port))
+        return Admission(True, "checked by name and address",
+                         tuple(ipaddress.ip_address(a) for a in addresses))
+
+    return asked, net
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_the_client_dials_the_addresses_the_egress_check_admitted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tls: bool) -> None:
+    # As the egress proxy does: the name is resolved once, by the check, and the client
+    # dials the checked addresses in order (::1 has no listener here: the next one is
+    # tried), never a second lookup; `Host` and the TLS server name stay the name.
+    pem = None
+    if tls:
+        ca = trustme.CA()
+        pem = str(tmp_path / "server.pem")
+        ca.issue_cert(PINNED).private_key_and_cert_chain_pem.write_to_path(pem)
+        ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    server = HttpServer(name=PINNED, tls_pem=pem)
+    CALLS.clear()
+    try:
+        asked, net = _admitting("::1", "127.0.0.1")
+        gate = make_gate(Policy.from_lists(tier=Tier.FULL, allow_mcp=["pinned/*"]))
+        with start([McpServerConfig("pinned", url=server.url)], tmp_path, gate=gate,
+                   net=net) as session:
+            ctx = tool_context(tmp_path)
+            ctx.gate = gate
+            outcome = _tool(session.tools, "mcp__pinned__echo").run({"text": "hi"}, ctx)
+        assert (outcome.output, outcome.is_error) == ("echo: hi", False)
+        assert CALLS == ["hi"]
+        assert asked == [(PINNED, server.port)]  # decided once, for the session
+        assert server.hosts and set(server.hosts) == {f"{PINNED}:{server.port}"}
+    finally:
+        server.close()
+
+
+def test_negative_control_a_decision_without_addresses_dials_the_name_which_resolves_to_none(
+        tmp_path: Path) -> None:
+    server = HttpServer(name=PINNED)
+    try:
+        with pytest.raises(McpUnavailable):
+            start([McpServerConfig("pinned", url=server.url)], tmp_path, timeout=5,
+                  net=lambda host, port: Decision(Verdict.ALLOW, "by name only")).close()
+        assert server.seen == []
+    finally:
+        server.close()
+
+
+def test_an_admission_without_addresses_is_refused_as_the_proxy_refuses_it(
+        tmp_path: Path) -> None:
+    server = HttpServer(name=PINNED)
+    try:
+        _, net = _admitting()
+        with pytest.raises(McpUnavailable, match="no address"):
+            start([McpServerConfig("pinned", url=server.url)], tmp_path, net=net,
+                  timeout=5).close()
+        assert server.seen == []
+    finally:
+        server.close()
