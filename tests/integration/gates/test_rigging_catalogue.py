@@ -143,6 +143,14 @@ MOVES: dict[str, list[Call]] = {
                                    " '__pycache__', sys.implementation.cache_tag)\n"),
         ("exec", {"argv": ["python3", "rigpyc.py"]})],
     "handle that loops rewriting the test": [("shell_start", {"line": _LOOP})],
+    "a .dist-info entry point loads a plugin": [
+        _write("rigplug.py", _HOOK),
+        _write("rig-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: rig\nVersion: 1.0\n"),
+        _write("rig-1.0.dist-info/entry_points.txt", "[pytest11]\nrig = rigplug\n")],
+    "an .egg-info entry point loads a plugin": [
+        _write("rigplug.py", _HOOK),
+        _write("rig.egg-info/PKG-INFO", "Metadata-Version: 2.1\nName: rig\nVersion: 1.0\n"),
+        _write("rig.egg-info/entry_points.txt", "[pytest11]\nrig = rigplug\n")],
     "handle that waits for the gate then rewrites": [("shell_start", {"line": _LATE})],
 }
 
