@@ -104,7 +104,8 @@ class ToolchainReport:
 
 GATE_INPUTS: dict[str, tuple[str, ...]] = {
     "python": ("tests/**", "**/test_*.py", "**/*_test.py", "**/conftest.py", "pyproject.toml",
-               "setup.cfg", "pytest.ini", "tox.ini", "noxfile.py"),
+               "setup.cfg", "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini",
+               "tox.ini", "noxfile.py"),
     "node": ("package.json", "**/*.test.*", "**/__tests__/**", "jest.config.*",
              "vitest.config.*", "vitest.workspace.*"),
     "rust": ("tests/**", "Cargo.toml"),
@@ -121,9 +122,13 @@ GATE_INPUTS: dict[str, tuple[str, ...]] = {
 """Per ecosystem, the path patterns (policy dialect, relative to the marker's directory)
 of files a test verdict usually depends on: a gate's inputs when it names none."""
 
-_PYTHON_START = ("**/sitecustomize.py", "**/usercustomize.py", "**/*.pth")
-"""What a Python interpreter may run before the gate's own code, wherever it lies."""
-_PYTEST = ("**/conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
+_PYTHON_START = ("**/sitecustomize.py", "**/usercustomize.py", "**/*.pth",
+                 "**/*.dist-info/**", "**/*.egg-info/**")
+"""What a Python interpreter may run before the gate's own code, wherever it lies: a
+distribution's metadata in a folder on ``sys.path`` (the workspace root is one) names
+entry points that runners load on their own (a ``pytest11`` plugin)."""
+_PYTEST = ("**/conftest.py", "pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini",
+           "tox.ini", "setup.cfg",
            "pyproject.toml", "tests/**", "test/**", "**/test_*.py", "**/*_test.py",
            "noxfile.py", "pytest.py", "pytest/**", "_pytest/**", "py.py", "pluggy.py",
            "pluggy/**", *_PYTHON_START)

@@ -12,8 +12,9 @@ would let every other spelling through, so the net rules also compare addresses:
 * **A rule may name a network** in CIDR form: ``10.0.0.0/8``, ``10.0.0.0/8:443``,
   ``fd00::/8``, ``[fd00::/8]:443``.
 * **Deny rules look through embeddings**: an IPv6 address that carries an IPv4
-  address (IPv4-compatible ``::a.b.c.d``, the NAT64 prefix ``64:ff9b::/96``, 6to4
-  ``2002::/16``) is denied when its IPv4 address is.
+  address (IPv4-compatible ``::a.b.c.d``, IPv4-translated ``::ffff:0:a.b.c.d``, the
+  NAT64 prefixes ``64:ff9b::/96`` and ``64:ff9b:1::/48``, 6to4 ``2002::/16``) is denied
+  when its IPv4 address is.
 * **This machine is one host** for deny rules: a deny rule that covers any local
   address (the loopback networks ``127.0.0.0/8`` and ``::1``, the unspecified
   ``0.0.0.0/8`` and ``::``, which connect to the local host, and, given a `NetView`,
@@ -66,6 +67,11 @@ _LOCAL_NETWORKS: tuple[IPNetwork, ...] = (
 """Addresses that reach this machine whatever its interfaces are."""
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+"""RFC 8215's local-use translation prefix; its IPv4 address is taken from the low 32
+bits (the /96 layout), failing closed for the other layouts."""
+_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+"""IPv4-translated addresses (RFC 2765, ``::ffff:0:a.b.c.d``)."""
 _COMPAT = ipaddress.IPv6Network("::/96")
 _HEX = frozenset("0123456789abcdef")
 _OCT = frozenset("01234567")
@@ -156,7 +162,8 @@ def _deny_forms(address: IPAddress) -> tuple[IPAddress, ...]:
         forms.append(address.ipv4_mapped)
     if address.sixtofour is not None:
         forms.append(address.sixtofour)
-    if address in _NAT64 or (address in _COMPAT and int(address) > 1):
+    if address in _NAT64 or address in _LOCAL_NAT64 or address in _TRANSLATED or (
+            address in _COMPAT and int(address) > 1):
         forms.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     return tuple(forms)
 

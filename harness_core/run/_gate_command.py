@@ -223,7 +223,8 @@ class _Follow:
                 names.append(args[i + 1])
             elif word.startswith("-p") and len(word) > 2:
                 names.append(word[2:])
-        for config in ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"):
+        for config in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "tox.ini",
+                       "setup.cfg", "pyproject.toml"):
             names += tables.PLUGIN.findall(self.text(config)) if self.is_file(config) else []
         for conftest in ("conftest.py", "tests/conftest.py"):
             if self.is_file(conftest):

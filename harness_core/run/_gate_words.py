@@ -40,7 +40,8 @@ NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "npx"})
 MAX_DEPTH = 4
 """Scripts, recipes and package scripts followed into at most this deep."""
 MAX_SCRIPT = 256 * 1024
-PLUGIN = re.compile(r"-p\s*([A-Za-z_][\w.]*)")
+PLUGIN = re.compile(r"-p[\s\"',]*([A-Za-z_][\w.]*)")
+"""``-p NAME`` in an ``addopts`` line, also spelled as a TOML array (``["-p", "NAME"]``)."""
 PLUGINS_LIST = re.compile(r"pytest_plugins\s*=\s*[\[(]?([^\n\])]*)")
 NAME = re.compile(r"['\"]([A-Za-z_][\w.]*)['\"]")
 

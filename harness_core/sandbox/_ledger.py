@@ -197,23 +197,33 @@ class Ledger:
             self._append({"seen": entry})
 
 
-def note_escapee(of: int, process: psutil.Process) -> None:
+def note_escapee(of: int, process: psutil.Process) -> bool:
     """Record `process`, a descendant of command `of`, in the active ledger if it left
-    the command's session or group (a sweep reaches the others through the command)."""
+    the command's session or group (a sweep reaches the others through the command).
+
+    Returns:
+        Whether it is settled: recorded, gone, or no ledger is kept. False while it is
+        still in the command's session and group: it may call ``setsid()`` later (a
+        fork is seen before its child's first act), so the caller looks again.
+    """
     ledger = current_ledger()
     if ledger is None:
-        return
+        return True
     try:
+        if not process.is_running():  # gone, or its pid is another process's now
+            return True
         if os.getsid(process.pid) == of and os.getpgid(process.pid) == of:
-            return
+            return False
         ledger.note_seen(of, process.pid, process.create_time())
     except (OSError, psutil.Error):
-        return
+        return True
+    return True
 
 
 def note_escapees(of: int, known: set[int]) -> None:
     """Look at command `of`'s descendants now; record each one not in `known` that left
-    its session or group (`note_escapee`), and add every pid looked at to `known`."""
+    its session or group (`note_escapee`), and add each one settled to `known` (one
+    still in the command's session and group is looked at again next time)."""
     if current_ledger() is None:
         return
     try:
@@ -221,9 +231,8 @@ def note_escapees(of: int, known: set[int]) -> None:
     except psutil.Error:
         return
     for child in children:
-        if child.pid not in known:
+        if child.pid not in known and note_escapee(of, child):
             known.add(child.pid)
-            note_escapee(of, child)
 
 
 def _group_and_session(pid: int) -> dict[str, int | None]:

@@ -59,6 +59,7 @@ class ProcessTracker:
         self._groups: list[int] = []
         self._seen: dict[int, psutil.Process] = {}
         self._stage_of: dict[int, int] = {}
+        self._unsettled: dict[int, tuple[psutil.Process, int]] = {}
         self._killed = False
 
     @property
@@ -112,18 +113,23 @@ class ProcessTracker:
                     found.setdefault(child.pid, (child, self._stage_of.get(root.pid)))
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-        new: list[tuple[psutil.Process, int | None]] = []
+        new = 0
         with self._lock:
             for pid, (proc, stage) in found.items():
                 if pid not in self._seen:
                     self._seen[pid] = proc
+                    new += 1
                     if stage is not None:
                         self._stage_of[pid] = stage
-                    new.append((proc, stage))
-        for proc, stage in new:
-            if stage is not None:
-                note_escapee(stage, proc)
-        return len(new)
+                        self._unsettled[pid] = (proc, stage)
+            # One still in its stage's session and group may leave it later (a fork
+            # is seen before its child's setsid()): looked at again each time.
+            pending = list(self._unsettled.items())
+        for pid, (proc, stage) in pending:
+            if note_escapee(stage, proc):
+                with self._lock:
+                    self._unsettled.pop(pid, None)
+        return new
 
     def kill(self) -> int:
         """SIGKILL every process of the line: groups, then each descendant seen.

@@ -13,7 +13,8 @@ A configuration entry is refused when:
 
 - the file it comes from lies inside the workspace and is not one of the protected
   ``.git`` files (`PROTECTED_WRITE_PATTERNS`): the agent could write it, now or between
-  this check and git's own read;
+  this check and git's own read; so is an ``include.path`` or ``includeIf.*.path``
+  naming such a file, whether or not the file exists now;
 - its key names a program (`_RULES`: filters, textconv and diff commands, merge drivers,
   fsmonitor, hooks, editors, pagers, signing programs, credential helpers, ``!``
   aliases...), or, failing closed for keys this table does not list, its variable name
@@ -36,8 +37,8 @@ from pathlib import Path
 from harness_core._record import record
 from harness_core.errors import GitRefused
 
-__all__ = ["ConfigEntry", "check_attributes", "check_entries", "parse_config_list",
-           "program_rule"]
+__all__ = ["ConfigEntry", "check_attributes", "check_entries", "include_target",
+           "parse_config_list", "program_rule"]
 
 
 class _Test(Enum):
@@ -181,14 +182,32 @@ def _inside(path: Path, root: Path) -> str | None:
         return None
 
 
+def include_target(entry: ConfigEntry, home: str) -> Path | None:
+    """The file an ``include.path`` or ``includeIf.<condition>.path`` entry names
+    (resolved the way git resolves it: ``~/`` from git's `home`, a relative path from
+    the including file's folder), or None for any other entry."""
+    section, _, name = _split(entry.key)
+    if section not in ("include", "includeif") or name != "path" or not entry.value:
+        return None
+    value = entry.value
+    if value == "~" or value.startswith("~/"):
+        target = Path(home, value[2:])
+    elif os.path.isabs(value):
+        target = Path(value)
+    else:
+        target = Path(entry.origin.partition(":")[2]).parent / value
+    return Path(os.path.realpath(target))
+
+
 def check_entries(entries: Iterable[ConfigEntry], root: Path,
-                  is_protected: Callable[[str], bool]) -> None:
+                  is_protected: Callable[[str], bool], home: str = "/nonexistent") -> None:
     """Refuse a configuration that names a program or comes from a file the agent writes.
 
     Args:
         entries: What git reads, from `parse_config_list`.
         root: The workspace root, resolved.
         is_protected: Whether a workspace-relative path is one the agent cannot write.
+        home: The ``HOME`` git runs with (where an include's ``~/`` leads).
 
     Raises:
         GitRefused: An entry from a file the agent can write (the first), or every entry
@@ -207,6 +226,14 @@ def check_entries(entries: Iterable[ConfigEntry], root: Path,
             raise GitRefused(entry.key, str(path),
                              f"git would read its configuration ({entry.key}) from {rel}, a"
                              " file in the workspace that the agent can write")
+        target = include_target(entry, home)
+        inside = None if target is None else _inside(target, root)
+        if inside is not None and not is_protected(inside):
+            raise GitRefused(entry.key, str(target),
+                             f"{entry.key} = {entry.value!r} (in {path}) makes git read its"
+                             f" configuration from {inside}, a file in the workspace that the"
+                             " agent can write (now or before git reads it, whether it exists"
+                             " or not)")
         what = program_rule(entry.key, entry.value)
         if what is not None:
             named.append((entry, what, path))

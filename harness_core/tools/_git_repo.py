@@ -26,7 +26,13 @@ from harness_core._record import record
 from harness_core.errors import GitRefused, ToolError
 from harness_core.policy import Act, Policy, Tier, Verdict
 from harness_core.tools._git import GitSettings
-from harness_core.tools._git_config import check_attributes, check_entries, parse_config_list
+from harness_core.tools._git_config import (
+    ConfigEntry,
+    check_attributes,
+    check_entries,
+    include_target,
+    parse_config_list,
+)
 
 __all__ = ["Repository", "check_repository", "commit_identity", "open_repository", "run_git"]
 
@@ -266,6 +272,8 @@ def _attribute_files(repo: Repository, git: str) -> list[Path]:
 def check_repository(repo: Repository, git: str) -> None:
     """Refuse a repository in which git could run a program a file names.
 
+    Every file an include names is read as well, whatever its condition says now.
+
     Raises:
         GitRefused: See `_git_config`; also a git directory inside the workspace other
             than ``.git``, and a ``.git/commondir``.
@@ -273,9 +281,27 @@ def check_repository(repo: Repository, git: str) -> None:
     """
     root = Path(os.path.realpath(repo.root))
     _check_directories(repo, root)
-    listed = _invoke([git, "config", "--list", "--show-origin", "--includes", "-z"],
+    home = repo.env["HOME"]
+    entries = _config_list(repo, git, [])
+    read = {os.path.realpath(e.origin.partition(":")[2]) for e in entries}
+    pending = [entries]
+    while pending:
+        batch = pending.pop()
+        check_entries(batch, root, _is_protected, home)
+        # A conditional include git skips now (``onbranch:``) may be taken when git
+        # reads again: every file an include names is checked, whatever its condition.
+        for entry in batch:
+            target = include_target(entry, home)
+            if target is not None and str(target) not in read and target.is_file():
+                read.add(str(target))
+                pending.append(_config_list(repo, git, ["--file", str(target)]))
+    check_attributes(_attribute_files(repo, git))
+
+
+def _config_list(repo: Repository, git: str, source: list[str]) -> list[ConfigEntry]:
+    """``git config --list`` of the repository (or of one file), includes followed."""
+    listed = _invoke([git, "config", *source, "--list", "--show-origin", "--includes", "-z"],
                      repo.root, repo.env, repo.settings.timeout_seconds)
     if listed.returncode != 0:
         raise ToolError(f"git config failed (exit {listed.returncode}): {_said(listed)}")
-    check_entries(parse_config_list(listed.stdout), root, _is_protected)
-    check_attributes(_attribute_files(repo, git))
+    return parse_config_list(listed.stdout)

@@ -111,6 +111,10 @@ MOVES: dict[str, list[Call]] = {
     ".pytest.ini addopts": [_write(".pytest.ini", _INI)],
     "python writes .pytest.ini": [_pywrite(".pytest.ini", _INI)],
     "tox.ini [pytest]": [_write("tox.ini", _INI)],
+    "pytest.toml addopts (pytest 9)": [_write("pytest.toml",
+                                              "[pytest]\naddopts = ['--collect-only']\n")],
+    ".pytest.toml addopts (pytest 9)": [_write(".pytest.toml",
+                                               "[pytest]\naddopts = ['--collect-only']\n")],
     "setup.cfg [tool:pytest]": [_write("setup.cfg", "[tool:pytest]\naddopts = --collect-only\n")],
     "pyproject addopts": [_write("pyproject.toml",
                                  "[tool.pytest.ini_options]\naddopts = '--collect-only'\n")],
@@ -143,6 +147,14 @@ MOVES: dict[str, list[Call]] = {
                                    " '__pycache__', sys.implementation.cache_tag)\n"),
         ("exec", {"argv": ["python3", "rigpyc.py"]})],
     "handle that loops rewriting the test": [("shell_start", {"line": _LOOP})],
+    "a .dist-info entry point loads a plugin": [
+        _write("rigplug.py", _HOOK),
+        _write("rig-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: rig\nVersion: 1.0\n"),
+        _write("rig-1.0.dist-info/entry_points.txt", "[pytest11]\nrig = rigplug\n")],
+    "an .egg-info entry point loads a plugin": [
+        _write("rigplug.py", _HOOK),
+        _write("rig.egg-info/PKG-INFO", "Metadata-Version: 2.1\nName: rig\nVersion: 1.0\n"),
+        _write("rig.egg-info/entry_points.txt", "[pytest11]\nrig = rigplug\n")],
     "handle that waits for the gate then rewrites": [("shell_start", {"line": _LATE})],
 }
 

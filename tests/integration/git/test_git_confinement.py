@@ -346,3 +346,49 @@ def test_the_issue_s_escape_from_a_sandboxed_command_is_refused(native_scene: Sc
         assert code == 1 and ".git/commondir" in out["refused"]["reason"], out
     assert not scene.escaped.exists()
     assert scene.plain_git_fires("status")  # the same repository, under plain git
+
+
+def test_an_include_of_a_workspace_file_not_there_yet_is_refused(scene: Scene) -> None:
+    """`include.path` naming a workspace file that does not exist at the check: git
+    would read whatever a background command writes there before git's own read, so
+    the include itself is refused, not only what the file holds now."""
+    git(scene.ws, "config", "include.path", "../later.cfg")
+    (scene.ws / "a.txt").write_text("two\n")
+    for tool, args in TOOLS:
+        code, out = scene.tool(tool, args)
+        assert code == 1 and out["refused"]["layer"] == "builtin", (tool, out)
+        assert "later.cfg" in out["refused"]["reason"], out["refused"]["reason"]
+    git(scene.ws, "config", "--unset", "include.path")
+    outside = scene.outside / "harmless.cfg"
+    outside.write_text("[diff]\n\tcontext = 3\n")
+    git(scene.ws, "config", "include.path", str(outside))  # negative control: outside
+    _ordinary_answers(scene)
+
+
+def test_a_conditional_include_not_taken_now_is_checked_too(scene: Scene) -> None:
+    """`includeIf "onbranch:evil"` names a file outside the workspace holding a textconv
+    program for `*.txt diff=x`: on `main` git does not read it, on
+    `evil` it does. A branch can change between io's check and git's read (a background
+    `git checkout -b evil`), so the file is checked whatever the condition says now."""
+    cfg = scene.outside / "textconv.cfg"
+    cfg.write_text(f'[diff "x"]\n\ttextconv = {scene.hook}\n')
+    git(scene.ws, "config", "includeIf.onbranch:evil.path", str(cfg))
+    (scene.ws / ".gitattributes").write_text("*.txt diff=x\n")
+    (scene.ws / "a.txt").write_text("two\n")
+    assert not scene.plain_git_fires("diff")  # on main the include is not taken
+    for tool, args in TOOLS:
+        code, out = scene.tool(tool, args)
+        assert code == 1 and "diff.x.textconv" in out["refused"]["reason"], (tool, out)
+        assert "textconv.cfg" in out["refused"]["reason"], out["refused"]["reason"]
+        assert not scene.escaped.exists()
+    git(scene.ws, "checkout", "-q", "-b", "evil")
+    assert scene.plain_git_fires("diff")  # the trap is real
+    git(scene.ws, "checkout", "-q", "main")
+    # Negative control: a conditional include of harmless settings is accepted.
+    cfg.write_text("[diff]\n\tcontext = 3\n")
+    _ordinary_answers(scene)
+    # In .git, outside the protected files, the agent could write it: refused as such.
+    (scene.ws / ".git" / "mine.cfg").write_text("[diff]\n\tcontext = 3\n")
+    git(scene.ws, "config", "includeIf.onbranch:other.path", "mine.cfg")
+    code, out = scene.tool("git_status", {})
+    assert code == 1 and ".git/mine.cfg" in out["refused"]["reason"], out

@@ -3,6 +3,7 @@ key = value -> the program it names (or None), and the parsing of `git config --
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from harness_core.tools._git_config import (
     ConfigEntry,
     check_attributes,
     check_entries,
+    include_target,
     parse_config_list,
     program_rule,
 )
@@ -97,3 +99,28 @@ def test_attribute_files_selecting_a_filter_are_refused(tmp_path: Path) -> None:
     link = tmp_path / "link"
     link.symlink_to(bad)
     check_attributes([link])  # git does not follow a symbolic link in the work tree
+
+
+def test_an_include_naming_a_workspace_file_is_refused_even_when_missing(tmp_path: Path) -> None:
+    origin = f"file:{tmp_path}/.git/config"
+    for key, value in (("include.path", "../later.cfg"), ("includeif.onbranch:x.path",
+                                                          f"{tmp_path}/sub/later.cfg")):
+        with pytest.raises(GitRefused) as caught:
+            check_entries([ConfigEntry(origin, key, value)], tmp_path,
+                          lambda rel: rel == ".git/config")
+        assert "later.cfg" in caught.value.reason and not Path(caught.value.file).exists()
+    # `~/` is git's home (io's empty one), not the workspace; outside paths are read.
+    check_entries([ConfigEntry(origin, "include.path", "~/x.cfg")], tmp_path,
+                  lambda rel: rel == ".git/config", home=str(tmp_path.parent / "home"))
+    check_entries([ConfigEntry(origin, "include.path", "/etc/x.cfg")], tmp_path,
+                  lambda rel: rel == ".git/config")
+
+
+def test_include_target_resolves_like_git(tmp_path: Path) -> None:
+    origin = f"file:{tmp_path}/.git/config"
+    assert include_target(ConfigEntry(origin, "include.path", "../a.cfg"), "/h") == \
+        Path(os.path.realpath(tmp_path / "a.cfg"))
+    assert include_target(ConfigEntry(origin, "include.path", "~/b.cfg"), "/h") == Path("/h/b.cfg")
+    assert include_target(ConfigEntry(origin, "includeIf.gitdir:/.path", "/c.cfg"), "/h") == \
+        Path("/c.cfg")
+    assert include_target(ConfigEntry(origin, "core.path", "x"), "/h") is None

@@ -24,6 +24,8 @@ ALLOW = Policy.from_lists(tier="workspace-write", approval="deny",
     "169.254.169.254", "2852039166", "0xa9fea9fe", "0251.0376.0251.0376", "169.254.43518",
     "0xa9.0xfe.0xa9.0xfe", "[::ffff:169.254.169.254]", "[::ffff:a9fe:a9fe]",
     "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::]", "[::169.254.169.254]", "169.254.169.254.",
+    "[::ffff:0:a9fe:a9fe]", "[::ffff:0:169.254.169.254]", "[64:ff9b:1::a9fe:a9fe]",
+    "0x00a9fea9fe", "00251.254.169.254", "169.254.0xa9fe",
 ])
 def test_every_spelling_of_the_metadata_address_is_denied(host: str) -> None:
     decision = METADATA.check(Act.net(host, 80))

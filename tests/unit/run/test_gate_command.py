@@ -49,7 +49,8 @@ def ws(tmp_path: Path) -> Workspace:
 
 _PYTEST = {"**/conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
            "pyproject.toml", "tests/**", "**/test_*.py", "**/*_test.py", "pytest.py",
-           "pytest/**", "**/sitecustomize.py", "**/usercustomize.py", "**/*.pth", "noxfile.py"}
+           "pytest/**", "**/sitecustomize.py", "**/usercustomize.py", "**/*.pth", "noxfile.py",
+           "pytest.toml", ".pytest.toml", "**/*.dist-info/**", "**/*.egg-info/**"}
 
 KNOWN: list[tuple[str, set[str]]] = [
     ("python -m pytest -q", _PYTEST | {"cfgplug.py", "cfgplug/**"}),
@@ -225,3 +226,13 @@ def test_a_virtual_environment_in_the_workspace_is_an_input(tmp_path: Path) -> N
         assert found.known and {".venv/bin/python", ".venv/**"} <= set(found.patterns)
     outside = command_inputs(f"{sys.executable} -m pytest", ws, "")
     assert ".venv/**" not in outside.patterns
+
+
+def test_a_plugin_named_in_a_toml_array_is_an_input(tmp_path: Path) -> None:
+    """pytest 9's ``pytest.toml`` (and pyproject's ini_options) spell ``addopts`` as a
+    TOML array: ``["-p", "tomlplug"]`` names a plugin module just as ``-p tomlplug`` does."""
+    (tmp_path / "pytest.toml").write_text('[pytest]\naddopts = ["-p", "tomlplug", "-q"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\naddopts = ['-p','pyplug']\n")
+    found = command_inputs("python -m pytest -q", Workspace(tmp_path))
+    assert {"tomlplug.py", "tomlplug/**", "pyplug.py", "pyplug/**"} <= set(found.patterns)
