@@ -146,3 +146,21 @@ def test_every_command_with_an_unknown_option_or_a_missing_argument_exits_2(
     for group in ("config", "session", "store", "templates"):  # a group without a command
         _assert_usage_error(_io(readme_io, [group], tmp_path, user_env), [group])
     _assert_usage_error(_io(readme_io, ["nosuchcommand"], tmp_path, user_env), ["nosuchcommand"])
+
+
+def test_commands_that_succeed_print_no_python_warning(readme_io: Path, tmp_path: Path,
+                                                      user_env: dict[str, str]) -> None:
+    """The README's install resolves the newest libraries (pydantic, typer), which the dev
+    environment may not have: a library warning there reaches the user's terminal."""
+    home = tmp_path / "home"
+    env = {**user_env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_STATE_HOME": str(home / "state"), "IO_STORE": str(home / "state.db")}
+    assert _io(readme_io, ["config", "init", "--provider", "scripted"], tmp_path,
+               env).returncode == 0
+    for args in (["config", "schema"], ["config", "check"], ["config", "show"],
+                 ["toolchain"], ["doctor"], ["run", "hello"], ["runs"], ["spend"],
+                 ["templates", "list"], ["session", "list"], ["store", "check"]):
+        result = _io(readme_io, args, tmp_path, env)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Warning" not in result.stderr and "Traceback" not in result.stderr, (
+            args, result.stderr)
