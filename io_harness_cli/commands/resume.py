@@ -53,6 +53,12 @@ def resume(
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id
+            if record.status.is_terminal and (approve or deny or answer is not None):
+                flag = "--answer" if answer is not None else "--approve/--deny"
+                raise UsageError(
+                    f"run {record.run_id} has ended ({record.status.value}): it waits for"
+                    f" no decision, so {flag} would apply to nothing",
+                    hint=f"`io trace {record.run_id}` shows how it ended")
             ws = ws_hint or Path(record.workspace)
             if ws_hint is None:
                 ws = workspace_path(ws)

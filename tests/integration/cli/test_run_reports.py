@@ -118,3 +118,18 @@ def test_trace_shows_an_answer_a_denial_and_an_interrupt(tmp_path: Path,
     body = page.read_text()
     for kind in ("answer", "deny", "interrupt", "approve", "resume"):
         assert f'data-operator="{kind}"' in body, kind
+
+
+def test_a_decision_for_a_run_that_has_ended_is_refused_with_exit_2(tmp_path: Path) -> None:
+    """A resume-all script that approves a run another job already finished is told so,
+    instead of exit 0 for an approval that applied to nothing."""
+    ws = make_workspace(tmp_path / "w", [replay_line("done")])
+    done = run_io(["run", "goal", "-w", str(ws), "--json"])
+    run_id = str(json_lines(done.stdout)[-1]["run_id"])
+    for decision in (["--approve"], ["--deny"], ["--answer", "yes"]):
+        refused = run_io(["resume", run_id, "-w", str(ws), *decision])
+        assert refused.returncode == 2, (decision, refused.stderr)
+        assert f"run {run_id} has ended (finished)" in refused.stderr
+        assert "hint:" in refused.stderr and refused.stdout == ""
+    plain = run_io(["resume", run_id, "-w", str(ws)])  # without a decision: its outcome
+    assert plain.returncode == 0 and plain.stdout == "done\n", plain.stderr
