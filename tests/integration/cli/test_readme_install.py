@@ -103,6 +103,12 @@ NAMED_CASES = [
     (["run", "goal", "--output-schema", "missing.json"], "--output-schema"),
     (["run", "goal", "--max-steps", "0"], "max-steps"),
     (["trace", "nosuch-run"], "no run"),
+    (["spend", "--by"], "see `io spend --help`"),
+    (["session", "list", "--status"], "see `io session list --help`"),
+    (["resume", "0123abcd", "--approve"], "no run"),
+    (["tool", "read_file", "--args", "[]"], "JSON object"),
+    (["config", "check", "-c", "missing.toml"], "does not exist"),
+    (["doctor", "--bogus"], "see `io doctor --help`"),
 ]
 
 
