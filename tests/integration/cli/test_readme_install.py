@@ -170,3 +170,22 @@ def test_commands_that_succeed_print_no_python_warning(readme_io: Path, tmp_path
         assert result.returncode == 0, (args, result.stderr)
         assert "Warning" not in result.stderr and "Traceback" not in result.stderr, (
             args, result.stderr)
+
+
+def test_the_readme_s_first_command_runs_the_quickstart(readme_io: Path, tmp_path: Path,
+                                                       user_env: dict[str, str]) -> None:
+    """`pip install . pytest && io run --workspace examples/quickstart --scratch`, on the
+    venv that install made (its own pytest runs the gate): exit 0, the fix in the diff."""
+    import shutil
+
+    example = tmp_path / "examples" / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", example)
+    home = tmp_path / "home"
+    env = {**user_env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_STATE_HOME": str(home / "state"), "IO_STORE": str(home / "state.db"),
+           "PATH": f"{readme_io.parent}{os.pathsep}{user_env['PATH']}"}
+    result = _io(readme_io, ["run", "--workspace", "examples/quickstart", "--scratch"],
+                 tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert "+    return a + b" in result.stderr and "Traceback" not in result.stderr
+    assert "Warning" not in result.stderr
