@@ -15,8 +15,18 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-__all__ = ["drop", "error", "is_tty", "redact_output", "say", "use_color", "use_live",
-           "write_json", "write_stdout"]
+__all__ = [
+    "answer_beside_trace",
+    "drop",
+    "error",
+    "is_tty",
+    "redact_output",
+    "say",
+    "use_color",
+    "use_live",
+    "write_json",
+    "write_stdout",
+]
 
 _redact: Callable[[str], str] | None = None
 
@@ -32,6 +42,19 @@ def is_tty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def answer_beside_trace() -> bool:
+    """Whether the answer printed on stdout lands where the trace (stderr) is shown: both
+    on a terminal, or both the same file or pipe (`2>&1`, a CI log). Each message is then
+    printed once: the trace leaves out the answer's `says:` line."""
+    if is_tty(sys.stdout) and is_tty(sys.stderr):
+        return True
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (out.st_dev, out.st_ino) == (err.st_dev, err.st_ino)
 
 
 def use_color(stream: TextIO | None = None) -> bool:

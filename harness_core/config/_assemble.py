@@ -20,6 +20,7 @@ from harness_core._record import record
 from harness_core.clock import Clock, SystemClock
 from harness_core.config._config import Config
 from harness_core.config._restore import snapshot_root
+from harness_core.config._substitute import is_reference
 from harness_core.errors import ConfigError, MissingSecret
 from harness_core.events import EventSink
 from harness_core.hooks import hook_files
@@ -180,7 +181,8 @@ def provider_keys(config: Config, env: Mapping[str, str]) -> tuple[str, ...]:
             provider = config.provider_for_run()
         except ConfigError:
             pass  # a key that cannot be resolved is not held: nothing to keep out
-        keys += [p.api_key for p in (provider, *provider.fallback) if p.api_key]
+        keys += [p.api_key for p in (provider, *provider.fallback)
+                 if p.api_key and not is_reference(p.api_key)]
     return tuple(dict.fromkeys(keys))
 
 

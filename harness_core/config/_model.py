@@ -79,6 +79,12 @@ def _ceiling(value: Any) -> Any:
     return False if value is None else value
 
 
+def _num_ceiling(value: Any) -> Any:
+    """A `NumCeiling` default as the float the key holds (an int default made pydantic
+    2.14 warn on stderr when it wrote the JSON Schema: `io config schema`)."""
+    return False if value is None else float(value)
+
+
 def _pydantic(check: Callable[[Any, Mapping[str, Any] | None], Any], value: Any,
               context: Any) -> Any:
     try:
@@ -241,7 +247,7 @@ class SandboxTable(Table):
     """Memory ceiling per command, in MiB (or false)."""
     cpu_seconds: IntCeiling = _ceiling(_LIMITS.cpu_seconds)
     """CPU-time ceiling per command, in seconds (or false)."""
-    wall_seconds: NumCeiling = _ceiling(_LIMITS.wall_seconds)
+    wall_seconds: NumCeiling = _num_ceiling(_LIMITS.wall_seconds)
     """Wall-clock ceiling per command, in seconds (or false)."""
     max_processes: IntCeiling = _ceiling(_LIMITS.max_processes)
     """Process ceiling per command: stops a fork bomb (or false)."""
@@ -270,9 +276,9 @@ class BudgetTable(Table):
     max_tokens: IntCeiling = _ceiling(_BUDGET.max_tokens)
     """Tokens a run may spend, counted as billed (cache reads at cache_read_weight);
     opt-in: no token ceiling by default (or false)."""
-    max_cost_usd: NumCeiling = _ceiling(_BUDGET.max_cost_usd)
+    max_cost_usd: NumCeiling = _num_ceiling(_BUDGET.max_cost_usd)
     """Derived cost in USD a run may spend; needs [prices] for the model (or false)."""
-    wall_seconds: NumCeiling = _ceiling(_BUDGET.wall_seconds)
+    wall_seconds: NumCeiling = _num_ceiling(_BUDGET.wall_seconds)
     """Wall-clock seconds a run may take, summed over resumes (or false)."""
     cache_read_weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = (
         _BUDGET.cache_read_weight)

@@ -868,7 +868,7 @@ _F_SandboxTable: Fields = (
     ('backend', 'backend', _t17, lambda: BackendChoice.AUTO),
     ('memory_mb', 'memory_mb', _t19, lambda: 2048),
     ('cpu_seconds', 'cpu_seconds', _t19, lambda: 300),
-    ('wall_seconds', 'wall_seconds', _t21, lambda: 600),
+    ('wall_seconds', 'wall_seconds', _t21, lambda: 600.0),
     ('max_processes', 'max_processes', _t19, lambda: 256),
     ('open_files', 'open_files', _t19, lambda: 1024),
     ('network', 'network', _t9, lambda: False),
@@ -1137,7 +1137,7 @@ def _m_RewindTable(v: Any, c: Ctx) -> Any:
 _F_IoToml: Fields = (
     ('provider', 'provider', _t44, lambda: None),
     ('policy', 'policy', _m_PolicyTable, lambda: make(PolicyTable, [], None, tier=Tier.WORKSPACE_WRITE, approval=ApprovalMode.ASK, allow_read=[], deny_read=[], allow_write=[], deny_write=[], allow_exec=[], deny_exec=[], allow_net=[], deny_net=[], allow_mcp=[], deny_mcp=[])),
-    ('sandbox', 'sandbox', _m_SandboxTable, lambda: make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
+    ('sandbox', 'sandbox', _m_SandboxTable, lambda: make(SandboxTable, [], None, backend=BackendChoice.AUTO, memory_mb=2048, cpu_seconds=300, wall_seconds=600.0, max_processes=256, open_files=1024, network=False, commands=True, env_allow=[], read_paths=[])),
     ('budget', 'budget', _m_BudgetTable, lambda: make(BudgetTable, [], None, max_steps=50, max_tokens=False, max_cost_usd=False, wall_seconds=1800.0, cache_read_weight=0.1)),
     ('contract', 'contract', _m_ContractTable, lambda: make(ContractTable, [], None, goal='', constraints=[], verify=[])),
     ('context', 'context', _m_ContextTable, lambda: make(ContextTable, [], None, max_tokens=120000, strategy='elide', threshold=0.8, window=None, keep_steps=2, compact_template=None)),

@@ -22,6 +22,7 @@ from harness_core.config._config import Config, ContextSettings, RewindSettings,
 from harness_core.config._mcp import mcp_auth_dir, mcp_servers
 from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
+from harness_core.config._substitute import is_reference
 from harness_core.config._telemetry import telemetry_config
 from harness_core.config._tree import RULE_KEYS, Node, Sourced, dotted
 from harness_core.contract import CriterionKind, TaskContract, VerifyCriterion
@@ -474,7 +475,8 @@ def _credentials(node: Mapping[str, Node] | Sourced, out: set[str]) -> None:
                 _credentials(item, out)
         elif node.secret:
             values = node.value.values() if isinstance(node.value, Mapping) else [node.value]
-            out.update(v for v in values if isinstance(v, str) and v)
+            # A key still written as `${env:NAME}` could not be resolved: no secret.
+            out.update(v for v in values if isinstance(v, str) and v and not is_reference(v))
     else:
         for child in node.values():
             _credentials(child, out)

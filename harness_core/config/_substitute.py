@@ -20,7 +20,7 @@ from pathlib import Path
 from harness_core._record import record
 from harness_core.errors import ConfigError, MissingSecret
 
-__all__ = ["Substituter"]
+__all__ = ["Substituter", "is_reference"]
 
 _TOKEN = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 
@@ -135,6 +135,15 @@ class Substituter:
             # Chained cause deliberately dropped: its repr quotes the secret's bytes.
             raise ConfigError(f"{where}: ${{file:{raw}}} ({path}) is not UTF-8 text") from None
         return text.rstrip("\r\n")
+
+
+_REFERENCE = re.compile(r"\$\{(?:env|file):[^}]*\}")
+
+
+def is_reference(value: str) -> bool:
+    """Whether `value` is still one unresolved reference (`${env:NAME}`,
+    `${file:PATH}`): no secret, so the message saying it is unset may name it."""
+    return _REFERENCE.fullmatch(value) is not None
 
 
 def _parse(body: str, where: str) -> tuple[str, str]:

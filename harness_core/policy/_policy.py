@@ -228,7 +228,8 @@ def _act_size(act: Act) -> int:
     return len(act.target) + sum(map(len, act.argv))
 
 
-_OUTSIDE = Decision(Verdict.DENY, "the path is outside the workspace root", layer=BUILTIN_LAYER)
+_OUTSIDE = Decision(Verdict.DENY, "the path is outside the workspace root", "workspace-boundary",
+                    BUILTIN_LAYER)
 
 
 @record

@@ -122,11 +122,12 @@ def admit(
                 return Admission(False, denial.reason)
     except PolicyError as exc:
         denial = Decision(Verdict.DENY, f"{exc.message}; a destination that cannot be "
-                          "checked is refused", None, "builtin")
+                          "checked is refused", "destination-unchecked", "builtin")
         refuse(act, denial)
         return Admission(False, denial.reason)
     if not addresses:
-        denial = Decision(Verdict.DENY, f"{host} resolves to no address", None, "builtin")
+        denial = Decision(Verdict.DENY, f"{host} resolves to no address", "destination-unresolved",
+                          "builtin")
         refuse(act, denial)
         return Admission(False, denial.reason)
     return Admission(True, decision.reason, addresses)

@@ -97,8 +97,8 @@ class Gate:
             return decision
         return replace(decision, rule=f"tier:{self.policy.tier.value}")
 
-    def refuse(self, act: Act, reason: str) -> Decision:
-        decision = Decision(Verdict.DENY, reason, "workspace-boundary", BUILTIN_LAYER)
+    def refuse(self, act: Act, reason: str, *, rule: str = "workspace-boundary") -> Decision:
+        decision = Decision(Verdict.DENY, reason, rule, BUILTIN_LAYER)
         self._record(act, decision, "policy")
         return decision
 

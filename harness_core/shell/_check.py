@@ -43,8 +43,9 @@ class Gate(Protocol):
         """Decide `act` (policy, then approver); may raise the loop's pause signal."""
         ...
 
-    def refuse(self, act: Act, reason: str) -> Decision:
-        """Record a refusal the workspace resolver made and return the deny decision."""
+    def refuse(self, act: Act, reason: str, *, rule: str = "workspace-boundary") -> Decision:
+        """Record a built-in refusal (by default the workspace resolver's) and return the
+        deny decision, named `rule` in layer `builtin`."""
         ...
 
 

@@ -98,9 +98,10 @@ class ActGate(Protocol):
         """
         ...
 
-    def refuse(self, act: Act, reason: str) -> Decision:
-        """Record a built-in refusal the workspace resolver made (a path outside the
-        root, through a symlink or otherwise) and return the deny decision."""
+    def refuse(self, act: Act, reason: str, *, rule: str = "workspace-boundary") -> Decision:
+        """Record a built-in refusal and return the deny decision, named `rule` in layer
+        `builtin`: by default the workspace resolver's (a path outside the root, through a
+        symlink or otherwise)."""
         ...
 
 

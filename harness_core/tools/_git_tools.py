@@ -28,7 +28,7 @@ from typing import Any
 
 from harness_core.errors import GitRefused, InvalidToolArguments, ToolError
 from harness_core.messages import ToolSpec
-from harness_core.policy import BUILTIN_LAYER, Act, ActKind, Decision, Verdict
+from harness_core.policy import Act, ActKind
 from harness_core.tool_data import GitCommitData, GitDiffData, GitStatusData
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._git import GitSettings, GitStatus, parse_status, quote_path
@@ -49,9 +49,8 @@ def _settings(ctx: ToolContext) -> GitSettings:
 def _failed(tool: str, exc: ToolError, ctx: ToolContext) -> ToolOutcome:
     if isinstance(exc, GitRefused):
         act = Act.exec(["git", tool.removeprefix("git_")])
-        decision = ctx.gate.refuse(act, exc.reason)
-        return refusal_outcome(act, Decision(Verdict.DENY, decision.reason, None,
-                                             decision.layer or BUILTIN_LAYER))
+        decision = ctx.gate.refuse(act, exc.reason, rule=f"git:{exc.key}")
+        return refusal_outcome(act, decision)
     return ToolOutcome(f"{tool}: {exc}", is_error=True)
 
 

@@ -20,9 +20,8 @@ def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
                      junit: Path | None) -> None:
     """Write the JUnit file (when asked) and the step summary (when the variable is set).
 
-    Raises:
-        UsageError: A file cannot be written.
-    """
+    The run has ended: a file that cannot be written is a warning on stderr, and the
+    run's exit code stands (2 would say nothing ran)."""
     summary_file = environment().get("GITHUB_STEP_SUMMARY")
     if junit is None and not summary_file:
         return
@@ -36,13 +35,13 @@ def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
 
 
 def _write(path: Path, data: bytes, *, append: bool) -> None:
-    from harness_core import UsageError
+    from io_harness_cli.output import say
 
     try:
         with path.open("ab" if append else "wb") as handle:
             handle.write(data)
     except OSError as exc:
-        raise UsageError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+        say(f"io: warning: cannot write {str(path)!r}: {exc.strerror}")
 
 
 def _summary(config: Config | None, outcome: RunOutcome, code: int) -> RunSummary:

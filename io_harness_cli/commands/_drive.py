@@ -110,21 +110,24 @@ def drive(out: EventOutput, body: Callable[[], RunOutcome],
 def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
     """Report an outcome: answer, gates, pause, CI files, then the closing line."""
     code = int(exit_code_for_outcome(outcome))
+    # A run that waits (paused, interrupted, errored) has no final answer yet: the text of
+    # its last committed step is not one, so nothing is printed or written for it.
+    answer = outcome.answer if outcome.status.is_terminal else ""
     extra: dict[str, Any] = {"steps": outcome.steps, "verified": outcome.verified,
                              "gates": [g.to_json() for g in outcome.gates],
-                             "answer": outcome.answer}
+                             "answer": answer}
     out.run_id = outcome.run_id
     if not out.json_mode:
         _explain_gates(outcome)
-        if outcome.answer.strip():
-            write_stdout(outcome.answer.rstrip("\n") + "\n")
+        if answer.strip():
+            write_stdout(answer.rstrip("\n") + "\n")
     if outcome.pause:
         extra["pause"] = outcome.pause.to_json()
         extra["resume"] = _resume_command(outcome)
         if not out.json_mode:
             _explain_pause(outcome)
-    if reports.last_message is not None:
-        _write_text(reports.last_message, outcome.answer)
+    if reports.last_message is not None:  # empty while the run waits: never a stale answer
+        _write_text(reports.last_message, answer)
     from io_harness_cli.commands._ci_reports import write_ci_reports
 
     write_ci_reports(out.config, outcome, code, reports.junit)
@@ -133,12 +136,12 @@ def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
 
 
 def _write_text(path: Path, text: str) -> None:
-    from harness_core import UsageError
-
+    """Write the answer file; the run has ended, so a failure is a warning, never the
+    exit code (2 would say nothing ran)."""
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+        say(f"io: warning: cannot write {str(path)!r}: {exc.strerror}")
 
 
 def _explain_gates(outcome: RunOutcome) -> None:

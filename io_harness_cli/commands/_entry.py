@@ -78,7 +78,11 @@ def _parse_failure(exc: typer.TyperException) -> int:
         sys.stderr.write(text + "\n")
         return code
     ctx = getattr(exc, "ctx", None)
-    where = getattr(ctx, "command_path", None) or "io"
+    where = getattr(ctx, "command_path", None)
+    if not where:  # an option's missing value is reported without a context
+        from io_harness_cli.main import command_path
+
+        where = command_path(sys.argv[1:])
     error(" ".join(text.split()), f"see `{where} --help`")
     return code
 

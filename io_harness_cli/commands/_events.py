@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from io_harness_cli.output import drop, is_tty, say, use_color, use_live, write_json
+from io_harness_cli.output import (
+    answer_beside_trace,
+    drop,
+    say,
+    use_color,
+    use_live,
+    write_json,
+)
 
 RUN_FINISHED_WRITTEN = False
 """Whether this process wrote the `run_finished` line (`run_app` writes one otherwise)."""
@@ -34,9 +41,8 @@ class EventOutput:
         if not json_mode:
             from io_harness_cli.render import make_renderer
 
-            both = is_tty(sys.stdout) and is_tty(sys.stderr)  # the answer shows on screen
             self._human = make_renderer(color=use_color(sys.stderr), live=use_live(),
-                                        answer_shown=both)
+                                        answer_shown=answer_beside_trace())
 
     def configure(self, config: Config) -> None:
         """Keep the run's config (its store and `[prices]` serve the reports), give the

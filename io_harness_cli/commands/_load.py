@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from harness_core import Config, Store
 
 __all__ = ["STORE_AND_PRICES", "STORE_ONLY", "environment", "load_config", "open_store",
-           "read_stdin_text", "workspace_path"]
+           "read_stdin_text", "recorded_workspace", "workspace_path"]
 
 STORE_ONLY = ("store",)
 """The tables a command that only reads or writes the store resolves."""
@@ -34,6 +34,29 @@ def workspace_path(workspace: Path | None) -> Path:
         raise UsageError(f"workspace {str(path)!r} is not a directory",
                          hint="pass an existing directory with --workspace/-w")
     return path.resolve()
+
+
+def recorded_workspace(recorded: str, given: Path | None, what: str) -> Path:
+    """The workspace a recorded run or session acts in: the one it was recorded in.
+
+    `given` (`-w`) may name that same directory, or a new place for it when the recorded
+    one no longer exists (the workspace moved); naming another existing workspace would
+    run the record's acts there (a resume approving another project's act), so it is
+    refused.
+
+    Raises:
+        UsageError: `given` is another workspace than the recorded one, which still
+            exists; or no `given` and the recorded one is gone.
+    """
+    from harness_core import UsageError
+
+    if given is None:
+        return workspace_path(Path(recorded))
+    ws = workspace_path(given)
+    if str(ws) == recorded or not Path(recorded).is_dir():
+        return ws
+    raise UsageError(f"{what} belongs to workspace {recorded!r}, not {str(ws)!r}",
+                     hint=f"drop -w (io uses the recorded workspace) or give -w {recorded}")
 
 
 def load_config(workspace: Path, config: Path | None,

@@ -41,7 +41,12 @@ def resume(
     def body() -> object:
         from harness_core import UsageError
         from io_harness_cli.commands._drive import assemble
-        from io_harness_cli.commands._load import load_config, open_store, workspace_path
+        from io_harness_cli.commands._load import (
+            load_config,
+            open_store,
+            recorded_workspace,
+            workspace_path,
+        )
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other",
@@ -53,9 +58,14 @@ def resume(
         try:
             record = store.find_run(run_id)
             out.run_id = record.run_id
-            ws = ws_hint or Path(record.workspace)
+            if record.status.is_terminal and (approve or deny or answer is not None):
+                flag = "--answer" if answer is not None else "--approve/--deny"
+                raise UsageError(
+                    f"run {record.run_id} has ended ({record.status.value}): it waits for"
+                    f" no decision, so {flag} would apply to nothing",
+                    hint=f"`io trace {record.run_id}` shows how it ended")
+            ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
             if ws_hint is None:
-                ws = workspace_path(ws)
                 cfg = load_config(ws, config)
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,

@@ -87,14 +87,19 @@ def undo(
 def _open(run_id: str, workspace: Path | None,
           config: Path | None) -> tuple[Config, Store, RunRecord, Path]:
     """The config of the run's workspace, the store, the run and its workspace."""
-    from io_harness_cli.commands._load import load_config, open_store, workspace_path
+    from io_harness_cli.commands._load import (
+        load_config,
+        open_store,
+        recorded_workspace,
+        workspace_path,
+    )
 
     ws_hint = workspace_path(workspace) if workspace is not None else None
     cfg = load_config(ws_hint or Path("."), config)
     store = open_store(cfg)
     try:
         record = store.find_run(run_id)
-        ws = ws_hint or workspace_path(Path(record.workspace))
+        ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
         if ws_hint is None:
             store.close()
             cfg = load_config(ws, config)

@@ -99,7 +99,12 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
     def body() -> Any:
         from harness_core import Session, UsageError
         from io_harness_cli.commands._drive import assemble
-        from io_harness_cli.commands._load import load_config, read_stdin_text, workspace_path
+        from io_harness_cli.commands._load import (
+            load_config,
+            read_stdin_text,
+            recorded_workspace,
+            workspace_path,
+        )
 
         text = read_stdin_text("the message") if message == "-" else message
         if not text.strip():
@@ -108,7 +113,8 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
         cfg, store = _open(ws_hint or Path("."), config)
         try:
             session = Session.open(store, session_id)
-            ws = ws_hint or workspace_path(Path(session.record.workspace))
+            ws = recorded_workspace(session.record.workspace, ws_hint,
+                                    f"session {session.record.session_id}")
             if ws_hint is None:
                 cfg = load_config(ws, config)
             with assemble(cfg, ws, text, store, interactive=not json_out, out=out) as run:

@@ -78,9 +78,27 @@ def _tool_result(d: dict[str, Any], run_id: str) -> list[Line]:
 
 def _approval(d: dict[str, Any], run_id: str) -> list[Line]:
     if d.get("pending"):
-        return [(f"  ⏸ approval needed: {d.get('target')}", STYLE_ASK)]
-    return [(f"    approval: {d.get('target')} → {d.get('verdict')} by {d.get('decided_by')}",
-             STYLE_ASK)]
+        return [(f"  ⏸ approval needed: {shown(d.get('target'))}", STYLE_ASK)]
+    return [(f"    approval: {shown(d.get('target'))} → {shown(d.get('verdict'))}"
+             f" by {shown(d.get('decided_by'))}", STYLE_ASK)]
+
+
+def _question(d: dict[str, Any], run_id: str) -> list[Line]:
+    """A question the run waits on, or the answer it got (never the raw event)."""
+    question = brief(shown(d.get("question")))
+    if d.get("pending"):
+        return [(f"  ⏸ question: {question}", STYLE_ASK)]
+    if d.get("answer") is None:
+        return [(f"  question: {question}", STYLE_ASK)]
+    return [(f"  question: {question} → {brief(d.get('answer'), 80)}"
+             f" (answered by {shown(d.get('answered_by'))})", STYLE_ASK)]
+
+
+def _hook(d: dict[str, Any], run_id: str) -> list[Line]:
+    reason = d.get("reason")
+    return [(f"    hook {shown(d.get('hook'))} ({shown(d.get('event'))}):"
+             f" {shown(d.get('verdict'))}" + (f" — {reason}" if reason else ""),
+             STYLE_BAD if d.get("verdict") in ("deny", "error") else STYLE_DIM)]
 
 
 def _verification(d: dict[str, Any], run_id: str) -> list[Line]:
@@ -100,11 +118,9 @@ _FORMATS: dict[str, Callable[[dict[str, Any], str], list[Line]]] = {
                                f" {decided_by(d.get('rule'), d.get('layer'))}", STYLE_BAD)],
     "approval": _approval,
     "verification": _verification,
-    "hook": lambda d, _r: [(f"    hook {d.get('hook')} ({d.get('event')}): {d.get('verdict')}"
-                            f" — {d.get('reason')}",
-                            STYLE_BAD if d.get("verdict") in ("deny", "error") else STYLE_DIM)],
-    "steer": lambda d, _r: [(f"  steer: {brief(d)}", "")],
-    "question": lambda d, _r: [(f"  question: {brief(d)}", STYLE_ASK)],
+    "hook": _hook,
+    "steer": lambda d, _r: [(f"  steer (operator): {brief(shown(d.get('text')))}", "")],
+    "question": _question,
     "plan": lambda d, _r: [(f"  plan: {brief(d)}", "")],
     "stall": lambda d, _r: [(f"  stall: {brief(d)}", STYLE_BAD)],
     "warning": lambda d, _r: [(f"  warning: {brief(d)}", STYLE_ASK)],

@@ -100,3 +100,38 @@ def test_the_ci_guide_workflow_runs_and_resumes_a_paused_run(tmp_path: Path) -> 
     assert (ws / "io-gates.xml").read_text().count("<testcase") == 1
     assert (ws / "answer.txt").exists()
     assert summary.read_text().count("io run `") == 2  # the pause and the resume
+
+
+def test_the_guide_s_answer_path_runs_the_resume_command_run_finished_names(
+        tmp_path: Path) -> None:
+    """"To answer a question instead … resume with `--answer "…"`: the `resume` field of
+    `run_finished` holds the command the run waits for." The run job's step pauses on a
+    question; the command from `resume`, with the answer put in, finishes the run."""
+    ws = make_workspace(tmp_path / "repo", [
+        replay_line("asking", ("ask_question", {"question": "which file?"})),
+        replay_line("made it", ("write_file", {"path": "approved.txt", "content": "x"})),
+        replay_line("done"),
+    ], verify="test -f approved.txt")
+    guide = " ".join(GUIDE.read_text().split())
+    assert 'resume with `--answer "…"`: the `resume` field of `run_finished`' in guide
+    bin_dir = tmp_path / "bin"
+    _io_shim(bin_dir)
+    workflow = _workflow()
+    context = {"github.workspace": str(ws), "secrets.ANTHROPIC_API_KEY": "",
+               "inputs.goal": "make approved.txt"}
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "NO_COLOR": "1",
+           "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    for key, value in workflow["env"].items():
+        env[key] = _expand(str(value), context)
+    out_file = tmp_path / "run.out"
+    out_file.write_text("")
+    _run_job(workflow["jobs"]["run"], ws, {**env, "GITHUB_OUTPUT": str(out_file)}, context,
+             out_file)
+    assert "exit=4" in out_file.read_text()
+    paused = json.loads((ws / "events.jsonl").read_text().splitlines()[-1])
+    assert paused["pause"]["kind"] == "question"
+    command = str(paused["resume"]).replace("…", "approved.txt, please")
+    resumed = subprocess.run(["bash", "-e", "-c", command + " --json"], cwd=ws, env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.splitlines()[-1])["verified"] is True

@@ -81,6 +81,17 @@ def test_check_warns_when_no_key_is_configured_and_the_vendor_variable_is_unset(
     assert io(["config", "check", "-w", str(tmp_path), "--for-run"]).returncode == 2
 
 
+def test_an_unset_key_s_message_names_its_reference_unredacted(tmp_path: Path) -> None:
+    """The reference `${env:NAME}` is not a secret: the warning and the error show it
+    (it was printed as `[REDACTED]`, the unresolved reference taken for the key)."""
+    (tmp_path / "io.toml").write_text(
+        '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${env:IO_TEST_UNSET_KEY}"\n')
+    for args in (["config", "check"], ["config", "check", "--for-run"], ["run", "go"]):
+        result = io([*args, "-w", str(tmp_path)])
+        assert "${env:IO_TEST_UNSET_KEY}" in result.stderr, (args, result.stderr)
+        assert "REDACTED" not in result.stderr, (args, result.stderr)
+
+
 def test_check_still_refuses_a_real_error_beside_an_unset_key(tmp_path: Path) -> None:
     (tmp_path / "io.toml").write_text(
         '[provider]\nkind = "openai"\nmodel = "m"\napi_key = "${env:IO_TEST_UNSET_KEY}"\n'

@@ -19,6 +19,24 @@ def test_streamed_text_is_printed_once_off_a_terminal(tmp_path: Path) -> None:
     assert result.stdout == "streaming hello there\n"
 
 
+def test_the_answer_is_printed_once_when_stdout_and_stderr_are_one_log(tmp_path: Path) -> None:
+    """`io run … 2>&1 | tee log` (a CI log): the answer on stdout is not also a `says:`
+    line of the trace in the same stream; a step before it still shows its text."""
+    import subprocess
+
+    from tests.conftest import io_cmd
+
+    ws = make_workspace(tmp_path / "w", [
+        json.dumps({"text": "first look", "tool_calls": [{"name": "list_dir", "arguments": {}}]}),
+        json.dumps({"text": "the final answer here"})])
+    log = subprocess.run([*io_cmd(), "run", "goal", "-w", str(ws)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert log.returncode == 0, log.stdout
+    assert log.stdout.count("the final answer here") == 1, log.stdout
+    assert "the final answer here" in log.stdout.splitlines()  # the answer, whole
+    assert "says: first look" in log.stdout
+
+
 def test_no_none_in_the_trace_when_the_provider_reports_no_usage(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "w", [
         json.dumps({"text": "look", "tool_calls": [

@@ -103,6 +103,12 @@ NAMED_CASES = [
     (["run", "goal", "--output-schema", "missing.json"], "--output-schema"),
     (["run", "goal", "--max-steps", "0"], "max-steps"),
     (["trace", "nosuch-run"], "no run"),
+    (["spend", "--by"], "see `io spend --help`"),
+    (["session", "list", "--status"], "see `io session list --help`"),
+    (["resume", "0123abcd", "--approve"], "no run"),
+    (["tool", "read_file", "--args", "[]"], "JSON object"),
+    (["config", "check", "-c", "missing.toml"], "does not exist"),
+    (["doctor", "--bogus"], "see `io doctor --help`"),
 ]
 
 
@@ -146,3 +152,40 @@ def test_every_command_with_an_unknown_option_or_a_missing_argument_exits_2(
     for group in ("config", "session", "store", "templates"):  # a group without a command
         _assert_usage_error(_io(readme_io, [group], tmp_path, user_env), [group])
     _assert_usage_error(_io(readme_io, ["nosuchcommand"], tmp_path, user_env), ["nosuchcommand"])
+
+
+def test_commands_that_succeed_print_no_python_warning(readme_io: Path, tmp_path: Path,
+                                                      user_env: dict[str, str]) -> None:
+    """The README's install resolves the newest libraries (pydantic, typer), which the dev
+    environment may not have: a library warning there reaches the user's terminal."""
+    home = tmp_path / "home"
+    env = {**user_env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_STATE_HOME": str(home / "state"), "IO_STORE": str(home / "state.db")}
+    assert _io(readme_io, ["config", "init", "--provider", "scripted"], tmp_path,
+               env).returncode == 0
+    for args in (["config", "schema"], ["config", "check"], ["config", "show"],
+                 ["toolchain"], ["doctor"], ["run", "hello"], ["runs"], ["spend"],
+                 ["templates", "list"], ["session", "list"], ["store", "check"]):
+        result = _io(readme_io, args, tmp_path, env)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "Warning" not in result.stderr and "Traceback" not in result.stderr, (
+            args, result.stderr)
+
+
+def test_the_readme_s_first_command_runs_the_quickstart(readme_io: Path, tmp_path: Path,
+                                                       user_env: dict[str, str]) -> None:
+    """`pip install . pytest && io run --workspace examples/quickstart --scratch`, on the
+    venv that install made (its own pytest runs the gate): exit 0, the fix in the diff."""
+    import shutil
+
+    example = tmp_path / "examples" / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", example)
+    home = tmp_path / "home"
+    env = {**user_env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / "config"),
+           "XDG_STATE_HOME": str(home / "state"), "IO_STORE": str(home / "state.db"),
+           "PATH": f"{readme_io.parent}{os.pathsep}{user_env['PATH']}"}
+    result = _io(readme_io, ["run", "--workspace", "examples/quickstart", "--scratch"],
+                 tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert "+    return a + b" in result.stderr and "Traceback" not in result.stderr
+    assert "Warning" not in result.stderr

@@ -178,6 +178,7 @@ def test_io_s_git_refuses_the_repository_and_runs_nothing(scene: Scene, name: st
         refused = out["refused"]
         assert refused["layer"] == "builtin" and refused["act"] == "exec", refused
         assert named.lower() in refused["reason"].lower(), refused["reason"]
+        assert str(refused["rule"]).startswith("git:"), refused  # every refusal names its rule
         assert not scene.escaped.exists(), (tool, "the planted program ran")
 
 

@@ -176,7 +176,8 @@ def test_extra_protected_paths_guard_the_store() -> None:
 def test_paths_outside_the_root_are_denied_by_the_builtin_layer(kind: ActKind, target: str) -> None:
     policy = Policy(tier=Tier.FULL, rules=(Rule(Effect.ALLOW, kind, "**", "cli"),))
     decision = policy.check(Act(kind, target))
-    assert (decision.verdict, decision.rule, decision.layer) == (D, None, BUILTIN_LAYER)
+    assert (decision.verdict, decision.rule, decision.layer) == (D, "workspace-boundary",
+                                                                BUILTIN_LAYER)
     assert "outside the workspace root" in decision.reason
 
 

@@ -97,8 +97,10 @@ def test_a_destination_that_cannot_be_checked_is_refused() -> None:
     admission, refused = decide(policy, "broken.test", 443, VIEW)
     assert not admission.admitted and "cannot be checked" in admission.reason
     assert refused and refused[0].layer == "builtin"
-    nowhere, _ = decide(policy, "nowhere.test", 443, VIEW)
+    assert refused[0].rule == "destination-unchecked"  # every refusal names its rule
+    nowhere, unresolved = decide(policy, "nowhere.test", 443, VIEW)
     assert not nowhere.admitted and "no address" in nowhere.reason
+    assert [(d.rule, d.layer) for d in unresolved] == [("destination-unresolved", "builtin")]
 
 
 def test_the_proxy_dials_the_checked_address_with_the_host_header_untouched() -> None:

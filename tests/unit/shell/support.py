@@ -65,8 +65,8 @@ class RecordingGate:
             self.refused.append((act, decision))
         return decision
 
-    def refuse(self, act: Act, reason: str) -> Decision:
-        decision = Decision(Verdict.DENY, reason, None, "builtin")
+    def refuse(self, act: Act, reason: str, *, rule: str = "workspace-boundary") -> Decision:
+        decision = Decision(Verdict.DENY, reason, rule, "builtin")
         self.refused.append((act, decision))
         return decision
 
