@@ -22,11 +22,13 @@ __all__ = ["_Drive", "_StepEnd", "_Stop"]
 
 
 class _Stop(Exception):  # noqa: N818 - internal control flow
-    def __init__(self, status: RunStatus, reason: str, pause: Pause | None = None):
+    def __init__(self, status: RunStatus, reason: str, pause: Pause | None = None, *,
+                 answered: bool = True):
         super().__init__(reason)
         self.status = status
         self.reason = reason
         self.pause = pause
+        self.answered = answered  # False: the last text was refused as the run's answer
 
 
 @record(frozen=False)

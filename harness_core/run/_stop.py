@@ -43,7 +43,8 @@ class _StopPhase(_RunnerBase):
         gates = self._last_gates(drive.run_id)
         steps = self.store.run(drive.run_id).steps_used
         outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause,
-                             _verdict(gates), gates, self._last_text(drive.run_id))
+                             _verdict(gates), gates,
+                             self._last_text(drive.run_id) if stop.answered else "")
         self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause,
                               exit_code=outcome.exit_code)
         if stop.status is RunStatus.PAUSED and stop.pause is not None:

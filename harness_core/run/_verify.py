@@ -72,7 +72,7 @@ class _VerifyPhase(_StopPhase):
         if drive.answer_retries > ANSWER_RETRIES:
             return self._end(drive, _Stop(
                 RunStatus.FAILED, f"the final answer does not match the output schema after"
-                f" {ANSWER_RETRIES} retries: {problem}"))
+                f" {ANSWER_RETRIES} retries: {problem}", answered=False))
         message = Message.user(f"Your final answer does not match the required JSON Schema:"
                                f" {problem}\nReply with only the corrected JSON value.")
         self.store.append_messages(drive.run_id, step, [message])

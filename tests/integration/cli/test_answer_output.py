@@ -61,6 +61,13 @@ def test_an_answer_that_never_matches_the_schema_exits_1_with_the_reason(
     assert last["status"] == "failed" and last["steps"] == 3
     assert "does not match the output schema" in str(last["reason"])
     assert "not JSON" in str(last["reason"])
+    assert last["answer"] == ""  # a refused answer is not the run's answer
+    out = tmp_path / "answer.txt"
+    plain = run_io(["run", "count", "-w", str(ws), "--output-schema", str(schema),
+                    "--output-last-message", str(out)])
+    assert plain.returncode == 1, plain.stderr
+    assert plain.stdout == "" and out.read_text() == ""  # stdout: valid JSON or nothing
+    assert "does not match the output schema" in plain.stderr
 
 
 def test_a_bad_schema_file_is_a_usage_error(tmp_path: Path) -> None:
