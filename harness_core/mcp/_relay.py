@@ -57,8 +57,10 @@ def _dial(answer: Decision | Admission) -> Dial:
         return Dial(answer)
     if answer.admitted and answer.addresses:
         return Dial(Decision(Verdict.ALLOW, answer.reason), answer.addresses)
-    reason = answer.reason if not answer.admitted else f"{answer.reason}; no address to dial"
-    return Dial(Decision(Verdict.DENY, reason))
+    if not answer.admitted:
+        return Dial(Decision(Verdict.DENY, answer.reason))  # the gate recorded its rule
+    return Dial(Decision(Verdict.DENY, f"{answer.reason}; no address to dial",
+                         "destination-unresolved", "builtin"))
 
 
 @record
@@ -124,7 +126,8 @@ class Relay:
             try:
                 item.reply.set_result(self._dial(item.host, item.port))
             except BaseException as exc:  # a pause or a store failure: refuse the dial
-                item.reply.set_result(Dial(Decision(Verdict.DENY, f"could not decide: {exc}")))
+                item.reply.set_result(Dial(Decision(Verdict.DENY, f"could not decide: {exc}",
+                                                    "undecided", "builtin")))
         elif isinstance(item, str) and self._notice is not None:
             self._notice(item)
 
@@ -138,7 +141,8 @@ class Relay:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(reply), _ASK_WAIT)
         except TimeoutError:
-            return Dial(Decision(Verdict.DENY, f"nobody decided within {_ASK_WAIT:g} s"))
+            return Dial(Decision(Verdict.DENY, f"nobody decided within {_ASK_WAIT:g} s",
+                                 "undecided", "builtin"))
 
     def notify(self, text: str) -> None:
         """Post a notice (from the loop thread) for the run's thread to show."""
