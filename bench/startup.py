@@ -2,7 +2,9 @@
 
 One run measures, for this tree and a baseline tree (`--baseline REF`, default: main
 before the plain io.toml validator landed), the trees alternating run by run so both see
-the same load:
+the same load. Each tree is timed as the README installs it: built into a wheel and
+installed into a venv of its own (bench/installed.py), started as its console script
+starts, not as a checkout on PYTHONPATH under the developer's site-packages:
 
 * start-up + shut-down: wall and CPU of a one-step `io run` (one request, answered at
   once) against the loopback OpenAI-compatible fake (tests/fakes/vendor_server.py);
@@ -36,26 +38,24 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codex_cli import CODEX_CACHE, CODEX_VERSION, Codex, CodexFake, install_codex  # noqa: E402
+from installed import BOOT, Installed, commit_tree, install, working_tree  # noqa: E402
 from loop_overhead import (  # noqa: E402
-    _BOOT,
     MIB,
     ROOT,
     Child,
     RunResult,
-    child_env,
-    export_tree,
-    help_walls,
     loop_run,
     responder,
-    run_io,
     write_workspace,
 )
+from loop_overhead import _child_cpu as child_cpu  # noqa: E402
 
 from tests.fakes.vendor_server import start_vendor_server  # noqa: E402
 
@@ -75,7 +75,23 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.0f} ms (best {min(values) * 1000:.0f})"
 
 
-def startup_rows(trees: dict[str, Path], tmp: Path, repeat: int,
+def run_installed(target: Installed, workspace: Path, store: Path) -> Child:
+    """One `io run` of the installed tree to the end: wall and CPU seconds, peak RSS."""
+    env = target.env(store)
+    report = store.parent / "rss.txt"
+    env["IO_BENCH_RSS"] = str(report)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(target.python), "-c", BOOT, "run", "bench", "-w", str(workspace), "--json"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=target.cwd)
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"io run failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return Child(wall, child_cpu(), int(report.read_text()) * 1024)
+
+
+def startup_rows(trees: dict[str, Installed], tmp: Path, repeat: int,
                  codex: Codex | None) -> tuple[list[Row], str]:
     """One-step runs of each tree (and of Codex), alternating run by run after one
     untimed run each that warms the caches and the store; the rows, and a note on Codex."""
@@ -84,15 +100,15 @@ def startup_rows(trees: dict[str, Path], tmp: Path, repeat: int,
     with ExitStack() as stack:
         fake = stack.enter_context(start_vendor_server("openai", responder=responder(0)))
         ws = write_workspace(tmp / "openai-startup", "openai", fake.base_url, "off")
-        for name, code in trees.items():
-            run_io(ws, tmp / f"state-{name}.db", code)
+        for target in trees.values():
+            run_installed(target, ws, tmp / f"state-{target.venv.name}.db")
         if codex is not None:
             other = stack.enter_context(CodexFake(codex, tmp / "codex-ws"))
             other.run()
             codex_rss, checked = other.check_run(tmp)
         for _ in range(repeat):
-            for name, code in trees.items():
-                runs[name].append(run_io(ws, tmp / f"state-{name}.db", code))
+            for name, target in trees.items():
+                runs[name].append(run_installed(target, ws, tmp / f"state-{target.venv.name}.db"))
             if codex is not None:
                 theirs.append(other.run())
     ours, base = runs.values()
@@ -130,13 +146,27 @@ def codex_rows(codex: Codex, ours: list[Child], base: list[Child], theirs: list[
     ]
 
 
-def help_rows(trees: dict[str, Path], tmp: Path, repeat: int) -> list[Row]:
+def _walls(argv: list[str], env: dict[str, str], cwd: Path, repeat: int) -> list[float]:
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=cwd)  # warm
+    walls = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
+        walls.append(time.perf_counter() - start)
+    return walls
+
+
+def help_rows(trees: dict[str, Installed], tmp: Path, repeat: int) -> list[Row]:
+    """`io --help` of each installed tree (its console script, as a user types it) beside
+    the same interpreter's `python3 -c pass`."""
     helps: dict[str, list[float]] = {name: [] for name in trees}
     bare: list[float] = []
     for _ in range(repeat):
-        for name, code in trees.items():
-            helps[name].extend(help_walls(code, tmp, repeat=3))
-        bare.extend(help_walls(ROOT, tmp, repeat=3, argv=("-c", "pass")))
+        for name, target in trees.items():
+            env = target.env(tmp / "state-help.db")
+            helps[name].extend(_walls([str(target.venv / "bin" / "io"), "--help"], env,
+                                      target.cwd, 3))
+            bare.extend(_walls([str(target.python), "-c", "pass"], env, target.cwd, 3))
     ours, base = helps.values()
     pass_median = statistics.median(bare)
     return [
@@ -158,21 +188,21 @@ def _instructions(argv: list[str], env: dict[str, str], cwd: Path, out: Path) ->
     return int(found.group(1))
 
 
-def callgrind_rows(trees: dict[str, Path], tmp: Path) -> list[Row]:
+def callgrind_rows(trees: dict[str, Installed], tmp: Path) -> list[Row]:
     counts: dict[str, list[int]] = {}
     with start_vendor_server("openai", responder=responder(0)) as fake:
         ws = write_workspace(tmp / "callgrind", "openai", fake.base_url, "off")
-        for name, code in trees.items():
-            env = child_env(tmp / f"state-cg-{code.name}.db")
-            env["PYTHONPATH"] = str(code)
+        for name, target in trees.items():
+            env = target.env(tmp / f"state-cg-{target.venv.name}.db")
             env["IO_BENCH_RSS"] = str(tmp / "rss-cg.txt")
-            run = [sys.executable, "-c", _BOOT, "run", "bench", "-w", str(ws), "--json"]
-            helps = [sys.executable, "-m", "io_harness_cli", "--help"]
-            subprocess.run(run, env=env, cwd=code, capture_output=True, check=True)  # warm
-            counts[name] = [_instructions(run, env, code, tmp / "cg.out"),
-                            _instructions(helps, env, code, tmp / "cg.out")]
-        bare = _instructions([sys.executable, "-c", "pass"], child_env(tmp / "s.db"), ROOT,
-                             tmp / "cg.out")
+            run = [str(target.python), "-c", BOOT, "run", "bench", "-w", str(ws), "--json"]
+            helps = [str(target.python), "-c", BOOT, "--help"]
+            subprocess.run(run, env=env, cwd=target.cwd, capture_output=True, check=True)  # warm
+            counts[name] = [_instructions(run, env, target.cwd, tmp / "cg.out"),
+                            _instructions(helps, env, target.cwd, tmp / "cg.out")]
+        first = next(iter(trees.values()))
+        bare = _instructions([str(first.python), "-c", "pass"], first.env(tmp / "s.db"),
+                             first.cwd, tmp / "cg.out")
     ours, base = counts.values()
     return [
         ("one-step `io run`, instructions (callgrind)", f"{ours[0] / 1e6:,.0f} M",
@@ -217,8 +247,9 @@ def main() -> None:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="io-startup-") as name:
         tmp = Path(name)
-        commit, baseline = export_tree(args.baseline or default_baseline(), tmp)
-        trees = {"this tree": ROOT, f"baseline {commit}": baseline}
+        commit, baseline = commit_tree(args.baseline or default_baseline(), tmp)
+        trees = {"this tree": install(working_tree(tmp), tmp / "venv-this"),
+                 f"baseline {commit}": install(baseline, tmp / f"venv-{commit}")}
         rows, codex_note = startup_rows(trees, tmp, max(9, args.repeat * 2), codex)
         rows += help_rows(trees, tmp, args.repeat)
         if args.callgrind:

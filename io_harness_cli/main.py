@@ -20,14 +20,18 @@ terminal is wide enough for Click to render it at the same width.
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from io_harness_cli import __version__
 
+# `typing` alone is about half of `io --help`'s instructions (it imports re, enum,
+# functools, contextlib ...): the names below are for the type checker only, which
+# treats a module-level `TYPE_CHECKING` as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
     import typer
 
 _COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -109,6 +113,8 @@ def build_app(names: Iterable[str] | None = None, *, index: bool = False) -> typ
     module of theirs imported): enough for the help, the version and "No such command",
     and nothing that could run one.
     """
+    import importlib
+
     import typer
 
     from io_harness_cli.exit_codes import HELP_TABLE
