@@ -246,3 +246,77 @@ def test_a_known_models_window_and_the_providers_count_decide_and_a_template_ask
     assert "SUMMARY: wrote n0.md and n1.md" in sent
     assert "first note" not in sent and "second note" in sent
     assert (ws / "n0.md").is_file() and (ws / "n1.md").is_file()
+
+
+def test_a_kill_during_the_summary_request_asks_for_the_summary_again(
+        tmp_path: Path) -> None:
+    """kill -9 while the summary request is in flight (nothing of it recorded): the resume
+    asks for the summary again, records one compaction, and repeats no tool call."""
+    from tests.fakes.vendor_server import FakeCall, Hang, Turn, start_vendor_server
+
+    def write(step: int) -> FakeCall:
+        return FakeCall(f"call_{step}", "write_file",
+                        json.dumps({"path": f"n{step}.md", "content": f"note {step}\n"}))
+
+    def is_summary_ask(body: dict[str, object]) -> bool:
+        return "tools" not in body and "SUMMARY-ASK" in json.dumps(body["messages"])
+
+    ws = tmp_path / "ws"
+    (ws / ".io" / "templates").mkdir(parents=True)
+    (ws / ".io" / "templates" / "brief.md").write_text("SUMMARY-ASK: {{goal}}\n")
+    hang = Hang()
+    with start_vendor_server("openai") as fake:
+        (ws / "io.toml").write_text(
+            f'[provider]\nkind = "openai"\nmodel = "gpt-4o-mini"\n'
+            f'base_url = "{fake.base_url}"\napi_key = "${{env:FAKE_KEY}}"\n'
+            '[policy]\ntier = "workspace-write"\napproval = "deny"\n'
+            '[context]\nstrategy = "compact"\nthreshold = 0.5\nkeep_steps = 1\n'
+            'compact_template = "brief"\n')
+        fake.push(
+            Turn(text="first note", tool_calls=(write(0),),
+                 usage={"prompt_tokens": 120, "completion_tokens": 10, "total_tokens": 130}),
+            Turn(text="second note", tool_calls=(write(1),),
+                 usage={"prompt_tokens": 70000, "completion_tokens": 20,
+                        "total_tokens": 70020}),
+            hang,
+        )
+        proc = subprocess.Popen([*io_cmd(), "run", "write the notes", "-w", str(ws), "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True,
+                                env={**os.environ, "FAKE_KEY": "sk-fake-compaction"})
+        try:
+            end = time.monotonic() + 60
+            while len(fake.requests) < 3 and proc.poll() is None and time.monotonic() < end:
+                time.sleep(0.02)
+            assert len(fake.requests) == 3, proc.communicate(timeout=30)
+            assert is_summary_ask(fake.requests[2].body)
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(timeout=30)
+            proc.communicate()
+            hang.release.set()
+        with sqlite3.connect(_store()) as db:
+            run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+            assert db.execute("SELECT COUNT(*) FROM compactions").fetchone()[0] == 0
+        fake.push(
+            Turn(text="SUMMARY: wrote n0.md and n1.md",
+                 usage={"prompt_tokens": 70100, "completion_tokens": 30,
+                        "total_tokens": 70130}),
+            Turn(text="all done",
+                 usage={"prompt_tokens": 900, "completion_tokens": 5, "total_tokens": 905}),
+        )
+        resumed = run_io(["resume", run_id, "--json"], env={"FAKE_KEY": "sk-fake-compaction"})
+        assert resumed.returncode == 0, resumed.stderr
+        assert not fake.violations, fake.violations
+        bodies = [r.body for r in fake.requests]
+    assert len(bodies) == 5
+    assert is_summary_ask(bodies[3])
+    assert "SUMMARY: wrote n0.md and n1.md" in json.dumps(bodies[4]["messages"])
+    events = json_lines(resumed.stdout)
+    assert [e["step"] for e in events if e["kind"] == "compaction" and e["phase"] == "done"] \
+        == [2]
+    with sqlite3.connect(_store()) as db:
+        assert [r[0] for r in db.execute("SELECT step_index FROM compactions")] == [2]
+        assert db.execute("SELECT COUNT(*) FROM ledger WHERE run_id = ?",
+                          (run_id,)).fetchone()[0] == 2
+    assert (ws / "n0.md").read_text() == "note 0\n" and (ws / "n1.md").read_text() == "note 1\n"
