@@ -1,5 +1,5 @@
 """`python -m io_harness_cli`."""
 
-from io_harness_cli.main import main
+from io_harness_cli.main import console
 
-main()
+console()

@@ -234,8 +234,21 @@ def main() -> None:
         run_app(build_app(index=True))
 
 
+def console() -> None:
+    """The `io` console script and `python -m io_harness_cli`: `main`, then, when it ends
+    with an exit code, leave without the interpreter's tear-down (`leave`: the `atexit`
+    functions still run and the streams are flushed). `main` itself ends by raising
+    `SystemExit`, so a caller that runs it in its own process keeps its process."""
+    try:
+        main()
+    except SystemExit as ended:  # every command ends this way (`run_app`)
+        from io_harness_cli.commands._start_up import leave
+
+        leave(ended)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--write-index-help"]:
         write_index_help()
     else:
-        main()
+        console()
