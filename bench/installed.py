@@ -17,7 +17,7 @@ native binary; io is timed as its own install:
   does with it; the ``.pth`` files inside that folder are not read, because it is not
   a site folder of the venv. The versions are the same for every tree measured.
 * `BOOT` starts `io` as its console script does (``from io_harness_cli.main import
-  console``), plus an exit hook that writes the process's peak RSS (VmHWM) to the file
+  console``, or ``main`` in a tree older than ``console``), plus an exit hook that writes the process's peak RSS (VmHWM) to the file
   ``IO_BENCH_RSS`` names.
 """
 
@@ -42,8 +42,11 @@ def _report():
         out.write(peak)
 atexit.register(_report)
 sys.argv[0] = "io"
-from io_harness_cli.main import console
-sys.exit(console())
+try:
+    from io_harness_cli.main import console as entry
+except ImportError:  # a tree from before the console entry point
+    from io_harness_cli.main import main as entry
+sys.exit(entry())
 """
 
 

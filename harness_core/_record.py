@@ -36,6 +36,7 @@ _FIELDS = "__dataclass_fields__"
 _FIELD = dataclasses._FIELD  # type: ignore[attr-defined]
 _CLASSVAR = dataclasses._FIELD_CLASSVAR  # type: ignore[attr-defined]
 _set = object.__setattr__
+_new_field: Any = Field  # called positionally as `dataclasses.field` calls it
 
 
 class _Factory:
@@ -50,6 +51,8 @@ _FACTORY = _Factory()
 
 def _is_classvar(annotation: object) -> bool:
     if isinstance(annotation, str):
+        if "ClassVar" not in annotation:  # nearly every field: no split, no strip
+            return False
         head = annotation.split("[", 1)[0].strip()
         return head in ("ClassVar", "typing.ClassVar", "t.ClassVar")
     return getattr(annotation, "__origin__", annotation) is ClassVar
@@ -62,8 +65,11 @@ def _collect(cls: type) -> dict[str, Field[Any]]:
         found.update(getattr(base, _FIELDS, None) or {})
     for name, annotation in cls.__dict__.get("__annotations__", {}).items():
         default = cls.__dict__.get(name, MISSING)
-        spec: Any = default if isinstance(default, Field) else dataclasses.field(
-            default=default)
+        # `dataclasses.field(default=default)` without its keyword checks (nothing here
+        # can fail them): default, default_factory, init, repr, hash, compare, metadata,
+        # kw_only, in `Field`'s order.
+        spec: Any = default if isinstance(default, Field) else _new_field(
+            default, MISSING, True, True, None, True, None, MISSING)
         spec.name, spec.type = name, annotation
         if _is_classvar(annotation):
             spec._field_type = _CLASSVAR
