@@ -1,6 +1,8 @@
-"""`io resume RUN_ID`: continue a crashed, interrupted or paused run."""
+"""`io resume RUN_ID`: continue a crashed, interrupted or paused run.
 
-from __future__ import annotations
+Annotations are evaluated at import, as in `run.py` (Typer would compile each string
+annotation twice while building the command).
+"""
 
 from pathlib import Path
 from typing import Annotated
