@@ -127,7 +127,7 @@ class SecretRedactor:
         secrets: The values to remove; empty and short ones are ignored.
     """
 
-    __slots__ = ("_forms", "_pattern")
+    __slots__ = ("_forms", "_pattern", "_probes")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         forms: set[str] = set()
@@ -138,6 +138,17 @@ class SecretRedactor:
         self._forms = tuple(sorted(forms, key=len, reverse=True))
         self._pattern = (re.compile("|".join(re.escape(f) for f in self._forms))
                          if self._forms else None)
+        # What any text that `__call__` changes contains: a whole form, or the anchor
+        # `_cut_pieces` looks for (a longer form's first or last `MIN_FRAGMENT`
+        # characters, which a whole form holds too). A text holding none is returned
+        # as it is without the replacing and the cutting (most texts a run writes).
+        probes: set[str] = set()
+        for form in self._forms:
+            if len(form) > MIN_FRAGMENT:
+                probes |= {form[:MIN_FRAGMENT], form[-MIN_FRAGMENT:]}
+            else:
+                probes.add(form)
+        self._probes = tuple(sorted(probes))
 
     def __repr__(self) -> str:
         return f"SecretRedactor(<{len(self._forms)} forms>)"
@@ -150,7 +161,10 @@ class SecretRedactor:
         end of the text, a line or a JSON string."""
         if self._pattern is None or not text:
             return text
-        return _cut_pieces(self._pattern.sub(REDACTED, text), self._forms)
+        for probe in self._probes:
+            if probe in text:
+                return _cut_pieces(self._pattern.sub(REDACTED, text), self._forms)
+        return text
 
     def whole(self, text: str) -> str:
         """`text` with every whole secret form replaced (no pieces): for a stream."""

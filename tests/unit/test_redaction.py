@@ -126,3 +126,28 @@ def test_short_or_inner_pieces_and_lookalikes_stay() -> None:
     for text in (f"{LONG[:11]}\n{LONG[-11:]}", "sk-ant-api0 and sk-ant-ap",
                  f"{LONG[:40]} in the middle of a line"):
         assert redact(text) == text
+
+
+def test_a_text_without_a_form_or_an_anchor_is_returned_as_it_is_and_others_as_before() -> None:
+    """The probe that spares most texts the replacing and cutting decides as they would:
+    texts built from pieces of every form, cut at every place, against the full work."""
+    from harness_core.redaction import _cut_pieces
+
+    redact = SecretRedactor([LONG, OTHER, KEY])
+    forms: tuple[str, ...] = redact._forms
+    pattern = redact._pattern
+    assert pattern is not None
+    texts = ["", "plain", "2026-12-04T18:25:53+00:00", json.dumps({"argv": ["echo", "hi"]})]
+    for form in forms:
+        for cut in range(0, len(form) + 1, 3):
+            for left, right in (("", ""), ("x ", " y"), ('"', "\n"), ("\\n", '"')):
+                texts += [f"{left}{form[:cut]}{right}", f"{left}{form[cut:]}{right}",
+                          f"{left}{form[:cut]}{right}{form[cut:]}"]
+    changed = 0
+    for text in texts:
+        full = _cut_pieces(pattern.sub(REDACTED, text), forms) if text else text
+        assert redact(text) == full, text
+        changed += full != text
+    assert changed > len(texts) // 3  # the pieces were long enough to be cut
+    unchanged = "ordinary output " * 100
+    assert redact(unchanged) is unchanged
