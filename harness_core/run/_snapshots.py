@@ -187,13 +187,16 @@ def _walk(root: Path, exclude: frozenset[str]) -> Iterator[tuple[str, Path, os.s
     stack: list[tuple[Path, str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(root, "", [])]
     while stack:
         directory, rel_dir, specs = stack.pop()
-        spec = _ignores(directory)
-        if spec is not None:
-            specs = [*specs, (rel_dir, spec)]
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:
             continue
+        # A directory's `.gitignore` is read only when the listing shows one (no failed
+        # open per directory per scan).
+        spec = (_ignores(directory) if any(e.name == ".gitignore" for e in entries)
+                else None)
+        if spec is not None:
+            specs = [*specs, (rel_dir, spec)]
         for entry in entries:
             rel = f"{rel_dir}{entry.name}"
             if entry.name == ".git" or entry.path in exclude:
