@@ -251,7 +251,8 @@ class RedactingSink:
             return [replace(event, data={**event.data, "text": text})] if text else []
         out = [self._flushed(event, key) for key in self._open(event.run_id)]
         data = self._redact.value(event.data)
-        out.append(replace(event, data=data))
+        # Most events hold no secret: passed on as they are, not rebuilt.
+        out.append(event if data == event.data else replace(event, data=data))
         return [e for e in out if e is not None]
 
     def _open(self, run_id: str) -> list[tuple[str, object]]:
