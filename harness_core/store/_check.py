@@ -262,7 +262,10 @@ def verify_log_owner(conn: sqlite3.Connection, path: Path) -> None:
 
 def _store_id(conn: sqlite3.Connection) -> str | None:
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        # The table's own page (which every commit writes into the log), not through
+        # the key's index: a commit does not rewrite the index's page.
+        row = conn.execute(
+            "SELECT value FROM meta NOT INDEXED WHERE key = 'store_id'").fetchone()
     except sqlite3.OperationalError:
         return None  # no meta table in this view (a store whose tables are all in the log)
     return str(row[0]) if row is not None else None

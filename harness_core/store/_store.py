@@ -344,10 +344,14 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
             raise
         try:
             # Every commit rewrites the meta page (which holds `store_id`) into the log,
-            # so a log copied beside another store is recognised as foreign on open.
+            # so a log copied beside another store is recognised as foreign on open. An
+            # update in place: the row keeps its rowid and its key's index entry, so only
+            # the table's page is written (a replace deleted and inserted the row, and
+            # wrote the index's page too).
             if self.backend == "sqlite":
                 self._conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('last_write', ?)", (_now(),))
+                    "INSERT INTO meta(key, value) VALUES ('last_write', ?)"
+                    " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (_now(),))
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             self._rollback()

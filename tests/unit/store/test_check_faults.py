@@ -245,3 +245,47 @@ def test_check_store_of_a_sound_store(tmp_path: Path) -> None:
                                 "size": path.stat().st_size, "runs": 4}
     with pytest.raises(StoreUnavailable, match="no such file"):
         check_store(tmp_path / "missing.db")
+
+
+def test_a_commit_writes_the_meta_table_page_alone(tmp_path: Path) -> None:
+    """Each commit stamps `last_write` in place: one page into the log (the meta table's,
+    which holds `store_id`, what the owner check reads), not its key index's page too."""
+    path = _store(tmp_path / "a.db")
+    holder = sqlite3.connect(path)
+    holder.execute("SELECT count(*) FROM runs").fetchone()  # nothing checkpoints the log
+    try:
+        with Store(path) as store:
+            log = path.with_name("a.db-wal")
+            page = store._query("PRAGMA page_size")[0][0]
+            with store._tx():
+                pass
+            before = log.stat().st_size
+            with store._tx():
+                pass  # only the stamp
+            assert log.stat().st_size - before == 24 + page  # one frame: one page
+            rowid = store._query("SELECT rowid FROM meta WHERE key = 'last_write'")
+            with store._tx():
+                pass
+            assert store._query("SELECT rowid FROM meta WHERE key = 'last_write'") == rowid
+    finally:
+        holder.close()
+
+
+def test_a_foreign_log_is_refused_when_the_stores_meta_rows_differ_in_order(
+        tmp_path: Path) -> None:
+    path = _store(tmp_path / "a.db")
+    # Another store whose meta rows sit at other rowids (its store_id came later).
+    other = tmp_path / "b.db"
+    with Store(other) as store, store._tx() as conn:
+        (old,) = store._query("SELECT value FROM meta WHERE key = 'store_id'")[0]
+        conn.execute("DELETE FROM meta WHERE key = 'store_id'")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('filler', 'x')")
+        conn.execute("INSERT INTO meta(key, value) VALUES ('store_id', ?)", (old,))
+    holder, log = _holding_log(other)
+    try:
+        shutil.copy(log, tmp_path / "a.db-wal")
+        with pytest.raises(StoreDamaged):
+            Store(path)
+        assert not check_store(path).ok
+    finally:
+        holder.close()
