@@ -86,12 +86,6 @@ class _ActPhase(_RunnerBase):
         approve: bool | None,
         answer: str | None,
     ) -> None:
-        if index == 0 and drive.intent_with_completion == step:
-            # Its intent committed with the step's completion, in this drive (a resumed
-            # drive reads that intent back as `entry`): the call has not run.
-            drive.intent_with_completion = None
-            self._execute(drive, step, index, call)
-            return
         if entry is not None and entry.has_observation:
             return
         if entry is not None:

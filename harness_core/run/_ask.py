@@ -110,11 +110,6 @@ class _AskPhase(_RunnerBase):
                 ProviderAttempt.of(a) for a in failed])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
-        # The first call's intent commits with the completion (one transaction where
-        # there were two); a spawn records its child's start instead (`_spawn`).
-        first = response.tool_calls[0] if response.tool_calls else None
-        if first is not None and first.name == "spawn_agent":
-            first = None
         self.store.record_completion(
             drive.run_id, step, text=response.text, tool_calls=response.tool_calls,
             provider=response.provider or self.provider.name, model_requested=spec.model,
@@ -122,9 +117,7 @@ class _AskPhase(_RunnerBase):
             latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
             attempts=response.attempts, citations=response.citations,
             server_tool_calls=response.server_tool_calls, carry=response.carry,
-            intent=first,
         )
-        drive.intent_with_completion = step if first is not None else None
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         if drive.compactor is not None:
             drive.compactor.counted(response.usage, len(request.messages))

@@ -72,6 +72,3 @@ class _Drive:
     pending_pause: Pause | None = None
     """The pause this drive resumed, until its call takes the operator's decision: a
     drive that stops before then leaves the run paused, never "outcome unknown"."""
-    intent_with_completion: int | None = None
-    """The step whose first call's intent committed with the step's completion (one
-    transaction), until that call runs: it records no intent of its own."""

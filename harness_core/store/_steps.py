@@ -80,15 +80,11 @@ class StepQueries(StoreParts):
         citations: Sequence[Citation] = (),
         server_tool_calls: Sequence[ServerToolCall] = (),
         carry: str | None = None,
-        intent: ToolCall | None = None,
     ) -> None:
         """Commit a completion: the step, its numbers and the assistant message, at once.
 
         `carry` is the provider's opaque state (`CompletionResponse.carry`), kept for a
-        resumed run only (`carried`): no report or trace reads it. `intent`: the step's
-        first call, whose intent (call index 0, as `record_intent` writes it) commits in
-        the same transaction; from then on that call is never run again (a kill before
-        it runs leaves an intent without an observation: "outcome unknown" on resume)."""
+        resumed run only (`carried`): no report or trace reads it."""
         now = _now()
         with self._tx() as conn:
             conn.execute(
@@ -128,8 +124,6 @@ class StepQueries(StoreParts):
                     (run_id, step, call.name, dumps(dict(call.input))),
                 )
             self._insert_messages(conn, run_id, step, [Message.assistant(text, tuple(tool_calls))])
-            if intent is not None:
-                _insert_intent(conn, run_id, step, 0, intent)
 
     def record_failed_attempts(
         self, run_id: str, step: int, attempts: Sequence[ProviderAttempt]
@@ -215,7 +209,13 @@ class StepQueries(StoreParts):
     def record_intent(self, run_id: str, step: int, call_index: int, call: ToolCall) -> None:
         """Write a tool call's intent before it runs."""
         with self._tx() as conn:
-            _insert_intent(conn, run_id, step, call_index, call)
+            conn.execute(
+                "INSERT INTO ledger(run_id, step_index, call_index, call_id, name, arguments,"
+                " intent_at) VALUES (?,?,?,?,?,?,?)",
+                (run_id, step, call_index, call.id, call.name,
+                 dumps(call.arguments if call.raw_arguments is None
+                       else {"__raw__": call.raw_arguments}), _now()),
+            )
 
     def record_observation(
         self,
@@ -288,18 +288,6 @@ class StepQueries(StoreParts):
             (run_id,),
         )
         return [EditRecord(r[0], r[1], Edit(r[2], r[3], r[4], r[5], r[6])) for r in rows]
-
-
-def _insert_intent(
-    conn: sqlite3.Connection, run_id: str, step: int, call_index: int, call: ToolCall
-) -> None:
-    conn.execute(
-        "INSERT INTO ledger(run_id, step_index, call_index, call_id, name, arguments,"
-        " intent_at) VALUES (?,?,?,?,?,?,?)",
-        (run_id, step, call_index, call.id, call.name,
-         dumps(call.arguments if call.raw_arguments is None
-               else {"__raw__": call.raw_arguments}), _now()),
-    )
 
 
 def _step_record(r: tuple[Any, ...]) -> StepRecord:

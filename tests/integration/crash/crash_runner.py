@@ -2,8 +2,7 @@
 
     python crash_runner.py STORE WORKSPACE REPLAY start|resume:RUN_ID POINT STEP
 
-POINT is one of: none, before_request, after_response, mid_commit, after_completion,
-after_effect,
+POINT is one of: none, before_request, after_response, mid_commit, after_effect,
 mid_write, after_verify (the final answer's checks recorded, the run's end not yet). The run id is printed on stdout first thing. Each provider request is logged
 to WORKSPACE/../requests.log as "step" lines, so the test can count them.
 """
@@ -82,7 +81,6 @@ class KillingStore(Store):
             super().record_completion(run_id, step, **kw)
         finally:
             self._armed = False
-        self.killer.at("after_completion", step)  # committed, with its first call's intent
 
     def update_checkpoint_state(self, run_id: str, step: int, state: Any) -> None:  # type: ignore[override]
         super().update_checkpoint_state(run_id, step, state)

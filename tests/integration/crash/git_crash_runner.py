@@ -38,12 +38,6 @@ class KillingStore(Store):
         if self.point == "after_intent" and call.name == "git_commit":
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def record_completion(self, run_id: str, step: int, **kw: Any) -> None:  # type: ignore[override]
-        super().record_completion(run_id, step, **kw)  # a step's first intent commits here
-        intent = kw.get("intent")
-        if self.point == "after_intent" and intent is not None and intent.name == "git_commit":
-            os.kill(os.getpid(), signal.SIGKILL)
-
     def record_observation(self, run_id: str, step: int, call_index: int, result: Any,
                            **kw: Any) -> None:
         if self.point == "before_observation" and result.name == "git_commit":

@@ -114,27 +114,6 @@ def test_kill_after_a_side_effect_never_reruns_the_call(tmp: Path) -> None:
     store.close()
 
 
-def test_kill_after_a_completion_commits_leaves_its_first_call_unrun_and_unknown(
-        tmp: Path) -> None:
-    """The step's first intent commits with its completion: a kill right after that
-    commit, before the call runs, loses no step and runs nothing twice; the call never
-    ran, and resume reports its outcome as unknown rather than running it."""
-    code, _, _ = _finish(_spawn(tmp, "start", "after_completion", 2))
-    assert code == -9
-    with Store(tmp / "state.db") as store:
-        assert [s.step_index for s in store.steps("run-crash")] == [0, 1, 2]
-        (entry,) = store.ledger("run-crash", 2)
-        assert entry.name == "append_line" and entry.observation is None  # the intent
-    _resume_until_done(tmp)
-    store = _check_store(tmp, STEPS)
-    lines = (tmp / "ws" / "log.txt").read_text().splitlines()
-    assert lines == [f"{s}:line" for s in range(STEPS) if s != 2]  # 2 never ran
-    entry = [e for e in store.ledger("run-crash", 2) if e.name == "append_line"][0]
-    assert entry.observation == INTERRUPTED_OBSERVATION
-    assert sorted(_requests(tmp)) == list(range(STEPS + 1))  # step 2 not asked again
-    store.close()
-
-
 def test_kill_mid_write_file_leaves_the_old_or_the_new_file_never_a_torn_one(tmp: Path) -> None:
     code, _, _ = _finish(_spawn(tmp, "start", "mid_write", 1))
     assert code == -9
