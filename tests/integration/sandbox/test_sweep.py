@@ -53,9 +53,9 @@ def wait_for(sleeps: list[str], timeout: float = 60) -> None:
         running = set()
         for process in marked(*sleeps):
             with contextlib.suppress(psutil.Error):
-                program, *args = process.cmdline()
-                if program.rpartition("/")[2] == "sleep":
-                    running.update(args)
+                cmdline = process.cmdline()  # empty for a process that is just ending
+                if cmdline and cmdline[0].rpartition("/")[2] == "sleep":
+                    running.update(cmdline[1:])
         if all(n in running for n in sleeps):
             return
         time.sleep(0.05)
