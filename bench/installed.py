@@ -128,19 +128,6 @@ def working_tree(tmp: Path) -> Path:
     return target
 
 
-def commit_tree(ref: str, tmp: Path) -> tuple[str, Path]:
-    """Commit `ref`'s files exported under `tmp`, and its short hash."""
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref],
-                            capture_output=True, text=True, check=True).stdout.strip()
-    target = tmp / f"tree-{commit}-full"
-    if not target.exists():
-        target.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit],
-                                 capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return commit, target
-
-
 def _quiet(argv: list[str]) -> None:
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:

@@ -213,15 +213,17 @@ def help_walls(code: Path, tmp: Path, repeat: int = 15,
     return walls
 
 
-def export_tree(ref: str, tmp: Path) -> tuple[str, Path]:
-    """The source of commit `ref` exported under `tmp`, and its short hash."""
+def export_tree(ref: str, tmp: Path, *, whole: bool = False) -> tuple[str, Path]:
+    """The source of commit `ref` exported under `tmp`, and its short hash: the two
+    packages, or with `whole` every file of the commit (enough to build and install)."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", ref],
                             capture_output=True, text=True, check=True).stdout.strip()
-    target = tmp / f"tree-{commit}"
+    target = tmp / (f"tree-{commit}-full" if whole else f"tree-{commit}")
     if not target.exists():
         target.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "harness_core",
-                                  "io_harness_cli"], capture_output=True, check=True).stdout
+        paths = [] if whole else ["harness_core", "io_harness_cli"]
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, *paths],
+                                 capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return commit, target
 

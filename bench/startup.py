@@ -49,12 +49,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codex_cli import CODEX_CACHE, CODEX_VERSION, Codex, CodexFake, install_codex  # noqa: E402
-from installed import BOOT, Installed, commit_tree, install, interpreter_note, working_tree  # noqa: E402
+from installed import BOOT, Installed, install, interpreter_note, working_tree  # noqa: E402
 from loop_overhead import (  # noqa: E402
     MIB,
     ROOT,
     Child,
     RunResult,
+    export_tree,
     responder,
     write_workspace,
 )
@@ -267,7 +268,7 @@ def main() -> None:
     load = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="io-startup-") as name:
         tmp = Path(name)
-        commit, baseline = commit_tree(args.baseline or default_baseline(), tmp)
+        commit, baseline = export_tree(args.baseline or default_baseline(), tmp, whole=True)
         trees = {"this tree": install(working_tree(tmp), tmp / "venv-this", args.python),
                  f"baseline {commit}": install(baseline, tmp / f"venv-{commit}", args.python)}
         python_note = interpreter_note(trees["this tree"].python)

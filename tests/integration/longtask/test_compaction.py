@@ -12,9 +12,13 @@ import sqlite3
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.conftest import REPO, io_cmd, run_io
 from tests.integration.cli.helpers import json_lines
+
+if TYPE_CHECKING:
+    from tests.fakes.vendor_server import Turn
 
 
 def _example(tmp_path: Path) -> Path:
@@ -191,6 +195,30 @@ def test_a_pre_compact_hook_that_refuses_skips_the_compaction(tmp_path: Path) ->
     assert json.loads(run_io(["trace", run_id, "--json"]).stdout)["compactions"] == []
 
 
+def _two_notes_then_over_half(ws: Path, base_url: str) -> tuple[Turn, Turn]:
+    """io.toml for the loopback OpenAI fake at `base_url` (compaction at half of
+    gpt-4o-mini's window, template `brief`), and the fake's first two turns: each writes
+    a note, the second reporting 70,000 prompt tokens, so a summary is asked next."""
+    from tests.fakes.vendor_server import FakeCall, Turn
+
+    def write(step: int) -> FakeCall:
+        return FakeCall(f"call_{step}", "write_file",
+                        json.dumps({"path": f"n{step}.md", "content": f"note {step}\n"}))
+
+    (ws / "io.toml").write_text(
+        f'[provider]\nkind = "openai"\nmodel = "gpt-4o-mini"\n'
+        f'base_url = "{base_url}"\napi_key = "${{env:FAKE_KEY}}"\n'
+        '[policy]\ntier = "workspace-write"\napproval = "deny"\n'
+        '[context]\nstrategy = "compact"\nthreshold = 0.5\nkeep_steps = 1\n'
+        'compact_template = "brief"\n')
+    return (
+        Turn(text="first note", tool_calls=(write(0),),
+             usage={"prompt_tokens": 120, "completion_tokens": 10, "total_tokens": 130}),
+        Turn(text="second note", tool_calls=(write(1),),
+             usage={"prompt_tokens": 70000, "completion_tokens": 20, "total_tokens": 70020}),
+    )
+
+
 def test_a_known_models_window_and_the_providers_count_decide_and_a_template_asks(
         tmp_path: Path) -> None:
     """Against a loopback OpenAI-compatible fake: the threshold is a share of the window
@@ -199,29 +227,15 @@ def test_a_known_models_window_and_the_providers_count_decide_and_a_template_ask
     estimate of these few short messages is a few hundred); the summary is asked under
     the operator's template, with no tools, and the next request carries the summary in
     place of the older turns."""
-    from tests.fakes.vendor_server import FakeCall, Turn, start_vendor_server
-
-    def write(step: int) -> FakeCall:
-        return FakeCall(f"call_{step}", "write_file",
-                        json.dumps({"path": f"n{step}.md", "content": f"note {step}\n"}))
+    from tests.fakes.vendor_server import Turn, start_vendor_server
 
     ws = tmp_path / "ws"
     (ws / ".io" / "templates").mkdir(parents=True)
     (ws / ".io" / "templates" / "brief.md").write_text(
         "TEMPLATE-SUMMARY-ASK for the goal: {{goal}}. Keep file names.\n")
     with start_vendor_server("openai") as fake:
-        (ws / "io.toml").write_text(
-            f'[provider]\nkind = "openai"\nmodel = "gpt-4o-mini"\n'
-            f'base_url = "{fake.base_url}"\napi_key = "${{env:FAKE_KEY}}"\n'
-            '[policy]\ntier = "workspace-write"\napproval = "deny"\n'
-            '[context]\nstrategy = "compact"\nthreshold = 0.5\nkeep_steps = 1\n'
-            'compact_template = "brief"\n')
         fake.push(
-            Turn(text="first note", tool_calls=(write(0),),
-                 usage={"prompt_tokens": 120, "completion_tokens": 10, "total_tokens": 130}),
-            Turn(text="second note", tool_calls=(write(1),),
-                 usage={"prompt_tokens": 70000, "completion_tokens": 20,
-                        "total_tokens": 70020}),
+            *_two_notes_then_over_half(ws, fake.base_url),
             Turn(text="SUMMARY: wrote n0.md and n1.md",
                  usage={"prompt_tokens": 70100, "completion_tokens": 30,
                         "total_tokens": 70130}),
@@ -252,11 +266,7 @@ def test_a_kill_during_the_summary_request_asks_for_the_summary_again(
         tmp_path: Path) -> None:
     """kill -9 while the summary request is in flight (nothing of it recorded): the resume
     asks for the summary again, records one compaction, and repeats no tool call."""
-    from tests.fakes.vendor_server import FakeCall, Hang, Turn, start_vendor_server
-
-    def write(step: int) -> FakeCall:
-        return FakeCall(f"call_{step}", "write_file",
-                        json.dumps({"path": f"n{step}.md", "content": f"note {step}\n"}))
+    from tests.fakes.vendor_server import Hang, Turn, start_vendor_server
 
     def is_summary_ask(body: dict[str, object]) -> bool:
         return "tools" not in body and "SUMMARY-ASK" in json.dumps(body["messages"])
@@ -266,20 +276,7 @@ def test_a_kill_during_the_summary_request_asks_for_the_summary_again(
     (ws / ".io" / "templates" / "brief.md").write_text("SUMMARY-ASK: {{goal}}\n")
     hang = Hang()
     with start_vendor_server("openai") as fake:
-        (ws / "io.toml").write_text(
-            f'[provider]\nkind = "openai"\nmodel = "gpt-4o-mini"\n'
-            f'base_url = "{fake.base_url}"\napi_key = "${{env:FAKE_KEY}}"\n'
-            '[policy]\ntier = "workspace-write"\napproval = "deny"\n'
-            '[context]\nstrategy = "compact"\nthreshold = 0.5\nkeep_steps = 1\n'
-            'compact_template = "brief"\n')
-        fake.push(
-            Turn(text="first note", tool_calls=(write(0),),
-                 usage={"prompt_tokens": 120, "completion_tokens": 10, "total_tokens": 130}),
-            Turn(text="second note", tool_calls=(write(1),),
-                 usage={"prompt_tokens": 70000, "completion_tokens": 20,
-                        "total_tokens": 70020}),
-            hang,
-        )
+        fake.push(*_two_notes_then_over_half(ws, fake.base_url), hang)
         proc = subprocess.Popen([*io_cmd(), "run", "write the notes", "-w", str(ws), "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True,
