@@ -16,13 +16,21 @@ from __future__ import annotations
 
 import importlib.util
 import ssl
+import weakref
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness_core.providers._httpx import httpx
 from harness_core.providers._tls import ssl_context
 
-__all__ = ["describe_failure", "has_http2", "make_client", "proxy_mounts", "timeouts"]
+__all__ = [
+    "describe_failure",
+    "direct_transport",
+    "has_http2",
+    "make_client",
+    "proxy_mounts",
+    "timeouts",
+]
 
 _CONNECT_CEILING = 10.0
 """Seconds to wait for a TCP (and TLS) connection at most: an API that does not accept
@@ -77,10 +85,9 @@ def make_client(
     http2 = https and has_http2()
     limits = httpx.Limits(max_connections=_MAX_CONNECTIONS, max_keepalive_connections=_KEEPALIVE)
     mounts = proxy_mounts(env, verify=verify, http2=http2, limits=limits)
+    transport = httpx.HTTPTransport(verify=verify, http2=http2, limits=limits)
     client = httpx.Client(
-        verify=verify,
-        http2=http2,
-        limits=limits,
+        transport=transport,
         timeout=timeouts(timeout_seconds),
         mounts=mounts,
         trust_env=False,
@@ -88,7 +95,22 @@ def make_client(
     )
     if isinstance(getattr(client, "_cookies", None), httpx.Cookies):
         client._cookies = _ReplyCookies()
+    if not mounts:
+        _DIRECT[client] = transport
     return client
+
+
+_DIRECT: weakref.WeakKeyDictionary[httpx.Client, httpx.BaseTransport] = (
+    weakref.WeakKeyDictionary())
+"""The transport of each client `make_client` built with no proxy: every URL it is
+asked for goes to that one transport."""
+
+
+def direct_transport(client: httpx.Client) -> httpx.BaseTransport | None:
+    """The transport every request of `client` goes through, when `make_client` built
+    it with no proxy (so no mount routes any URL elsewhere); None for any other client
+    (one a caller built, a test's mock), which is used through its `send`."""
+    return _DIRECT.get(client)
 
 
 class _ReplyCookies(httpx.Cookies):
