@@ -284,7 +284,7 @@ class HttpProvider(ABC):
         request = client.build_request("POST", self._target(), content=payload,
                                        headers=headers, timeout=self._timeouts)
         direct = self._direct
-        if direct is None:
+        if direct is None or client.is_closed:  # a closed client's `send` says so
             return client.send(request, stream=True)
         try:
             reply = direct.handle_request(request)
