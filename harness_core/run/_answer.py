@@ -13,11 +13,21 @@ from typing import Any
 
 from harness_core.errors import UsageError
 
-__all__ = ["ANSWER_RETRIES", "answer_problem", "check_answer_schema", "schema_instructions"]
+__all__ = [
+    "ANSWER_RETRIES",
+    "SCHEMA_REFUSED",
+    "answer_problem",
+    "check_answer_schema",
+    "schema_instructions",
+]
 
 ANSWER_RETRIES = 2
 """How many times a final answer that does not validate is sent back before the run
 fails (three answers in all)."""
+
+SCHEMA_REFUSED = "the final answer does not match the output schema"
+"""How the reason of a run that ended refusing its last answer begins: such a run has
+no answer, on its first ending and when `io resume` reports it again."""
 
 _FENCE = re.compile(r"\A```(?:json)?\s*\n(?P<body>.*)\n```\s*\Z", re.DOTALL)
 

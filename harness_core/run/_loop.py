@@ -23,6 +23,7 @@ from harness_core.events import Event, EventKind
 from harness_core.messages import Message
 from harness_core.policy import Policy
 from harness_core.run._act import INTERRUPTED_OBSERVATION, _ActPhase
+from harness_core.run._answer import SCHEMA_REFUSED
 from harness_core.run._ask import _AskPhase
 from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
@@ -138,6 +139,11 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
         """
         self._guard(spec)
         record = self.store.run(run_id)
+        recorded_schema = record.settings.get("answer_schema")
+        if spec.answer_schema is None and isinstance(recorded_schema, dict):
+            # `io run --output-schema` holds for the whole run: a resume checks the final
+            # answer against the schema the run started with.
+            spec = replace(spec, answer_schema=recorded_schema)
         if stored_policy:
             self._stored_policy = True
             spec = replace(spec, policy=Policy.from_json(record.policy))
@@ -147,9 +153,10 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
                 " resumed through its root", hint=f"io resume {record.root_run_id}")
         if record.status.is_terminal:
             gates = self._last_gates(run_id)
+            refused = (record.reason or "").startswith(SCHEMA_REFUSED)  # no answer, as at its end
             return RunOutcome(run_id, record.status, record.reason or record.status.value,
                               record.steps_used, verified=_verdict(gates), gates=gates,
-                              answer=self._last_text(run_id))
+                              answer="" if refused else self._last_text(run_id))
         pause = record.pause if record.status is RunStatus.PAUSED else None
         _check_resume_args(pause, approve, answer)
         spec = protect_gate_inputs(spec)

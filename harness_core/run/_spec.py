@@ -151,6 +151,8 @@ class RunSpec:
             "agents": {"limits": self.agent_limits.to_json(), "names": sorted(self.agents)},
             "role": self.role,
             **({"hooks": [h.to_json() for h in self.hooks]} if self.hooks else {}),
+            **({"answer_schema": dict(self.answer_schema)}
+               if self.answer_schema is not None else {}),
         }
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness_core.events import Event, EventKind
 from harness_core.messages import Message
-from harness_core.run._answer import ANSWER_RETRIES, answer_problem
+from harness_core.run._answer import ANSWER_RETRIES, SCHEMA_REFUSED, answer_problem
 from harness_core.run._drive_state import _Drive, _Stop
 from harness_core.run._hooks import refused_stop
 from harness_core.run._inputs import inputs_changed
@@ -71,8 +71,8 @@ class _VerifyPhase(_StopPhase):
         drive.answer_retries += 1
         if drive.answer_retries > ANSWER_RETRIES:
             return self._end(drive, _Stop(
-                RunStatus.FAILED, f"the final answer does not match the output schema after"
-                f" {ANSWER_RETRIES} retries: {problem}", answered=False))
+                RunStatus.FAILED, f"{SCHEMA_REFUSED} after {ANSWER_RETRIES} retries: {problem}",
+                answered=False))
         message = Message.user(f"Your final answer does not match the required JSON Schema:"
                                f" {problem}\nReply with only the corrected JSON value.")
         self.store.append_messages(drive.run_id, step, [message])

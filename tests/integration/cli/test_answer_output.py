@@ -109,3 +109,29 @@ def test_a_closed_stdout_pipe_does_not_end_the_run(tmp_path: Path) -> None:
         assert b"BrokenPipe" not in err and b"Traceback" not in err
     listed = json_lines(run_io(["runs", "-w", str(ws), "--json"]).stdout)
     assert [(r["status"], r["steps"]) for r in listed] == [("finished", 4)] * 2
+
+
+def test_a_resumed_run_checks_its_answer_against_the_schema_it_started_with(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("making it", ("exec", {"argv": ["touch", "made.txt"]})),
+        *[replay_line("nope")] * 3], toml_extra='[policy]\ntier = "workspace-write"\n'
+                                                'approval = "ask"\n')
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA))
+    paused = run_io(["run", "count", "-w", str(ws), "--json", "--output-schema", str(schema)])
+    assert paused.returncode == 4, paused.stderr
+    run_id = str(json_lines(paused.stdout)[-1]["run_id"])
+    # The resume names no schema: the run's own is checked, not forgotten (exit 0 with
+    # "nope" as the answer before).
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--json"])
+    last = json_lines(resumed.stdout)[-1]
+    assert resumed.returncode == 1, resumed.stderr
+    assert (ws / "made.txt").exists()
+    assert last["status"] == "failed" and last["answer"] == ""
+    assert "does not match the output schema" in str(last["reason"])
+    # Reported again once ended: still no answer, on stdout or in the JSON.
+    again = run_io(["resume", run_id, "-w", str(ws)])
+    assert again.returncode == 1 and again.stdout == "", again.stderr
+    ended = json_lines(run_io(["resume", run_id, "-w", str(ws), "--json"]).stdout)[-1]
+    assert ended["answer"] == "" and "does not match the output schema" in str(ended["reason"])
