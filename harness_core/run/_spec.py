@@ -86,7 +86,12 @@ class RunSpec:
         answer_schema: A JSON Schema the root run's final answer must validate against
             (`io run --output-schema`): an answer that does not is sent back to the
             model with the reason, up to `ANSWER_RETRIES` times, then the run fails.
-            Not recorded: `io resume` checks only what it is given again.
+            Recorded with the run's settings: `Runner.resume` checks the answer against
+            it when the spec it is given has none.
+        run_overrides: What the command line set for this run only, over io.toml
+            (`io run -m`, `--max-steps`, `io batch`'s narrowing), recorded with the
+            run's settings so that `io resume` applies it again: a run-only budget or
+            narrowing is part of the run's boundary and does not lapse at a pause.
     """
 
     workspace: Workspace
@@ -128,6 +133,7 @@ class RunSpec:
     snapshot_max_bytes: int = 256 * 1024 * 1024
     hooks: tuple[HookConfig, ...] = ()
     answer_schema: Mapping[str, Any] | None = None
+    run_overrides: Mapping[str, Any] | None = None
 
     def settings_json(self) -> dict[str, Any]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
@@ -153,6 +159,7 @@ class RunSpec:
             **({"hooks": [h.to_json() for h in self.hooks]} if self.hooks else {}),
             **({"answer_schema": dict(self.answer_schema)}
                if self.answer_schema is not None else {}),
+            **({"run_overrides": dict(self.run_overrides)} if self.run_overrides else {}),
         }
 
 

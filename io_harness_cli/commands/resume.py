@@ -69,6 +69,11 @@ def resume(
             ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
             if ws_hint is None:
                 cfg = load_config(ws, config)
+            overrides = record.settings.get("run_overrides")
+            if isinstance(overrides, dict):  # `io run -m`/`--max-steps`/`--narrow` still hold
+                from io_harness_cli.commands._overrides import apply_overrides
+
+                cfg = apply_overrides(cfg, overrides)
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:

@@ -10,14 +10,11 @@ cost a `compile` each time, about half of building `io run`'s command.
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
-
-if TYPE_CHECKING:
-    from harness_core import Config
 
 
 def run(
@@ -71,6 +68,7 @@ def run(
         from harness_core import UsageError
         from io_harness_cli.commands._drive import assemble
         from io_harness_cli.commands._load import load_config, open_store, workspace_path
+        from io_harness_cli.commands._overrides import apply_overrides, run_overrides
         from io_harness_cli.commands._scratch import make_scratch
 
         reports.check()
@@ -84,9 +82,8 @@ def run(
         if not text.strip():
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml",
                              hint='io run "fix the failing test"')
-        if narrow is not None:
-            cfg = _narrowed(cfg, narrow)
-        cfg = _overridden(cfg, model, max_steps)
+        overrides = run_overrides(model, max_steps, narrow)
+        cfg = apply_overrides(cfg, overrides)
         if schema is not None:
             from harness_core import schema_instructions
 
@@ -95,7 +92,8 @@ def run(
         try:
             with assemble(cfg, ws, text, store, interactive=not json_out, out=out,
                           new_id=None if run_id is None else (lambda: run_id)) as run:
-                return run.runner.start(replace(run.spec, answer_schema=schema))
+                return run.runner.start(replace(run.spec, answer_schema=schema,
+                                                run_overrides=overrides or None))
         finally:
             store.close()
 
@@ -121,39 +119,6 @@ def _schema(path: Path) -> dict[str, object]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"--output-schema {str(path)!r} is not JSON: {exc}") from None
     return dict(check_answer_schema(schema))
-
-
-def _overridden(cfg: "Config", model: str | None, max_steps: int | None) -> "Config":
-    """`cfg` with `-m/--model` and `--max-steps` applied to this run only."""
-    from dataclasses import replace
-
-    from harness_core import UsageError
-
-    if max_steps is not None:
-        cfg = replace(cfg, budget=replace(cfg.budget, max_steps=max_steps))
-    if model is not None:
-        if not model.strip():
-            raise UsageError("--model must not be empty")
-        if cfg.provider is None:
-            raise UsageError("--model needs a [provider] in io.toml to send it to",
-                             hint="`io config init` writes one")
-        cfg = replace(cfg, provider=replace(cfg.provider, model=model))
-    return cfg
-
-
-def _narrowed(cfg: "Config", narrow: str) -> "Config":
-    """`cfg` with a batch task's overrides applied; they can only narrow."""
-    import json
-    from dataclasses import replace
-
-    from harness_core import UsageError, narrow_run
-
-    try:
-        overrides = json.loads(narrow)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--narrow is not JSON: {exc.msg}") from exc
-    policy, budget = narrow_run(cfg.policy, cfg.budget, overrides)
-    return replace(cfg, policy=policy, budget=budget)
 
 
 def _goal(tokens: list[str], default: str, template: str | None, dirs: tuple[Path, ...]) -> str:

@@ -135,3 +135,26 @@ def test_a_resumed_run_checks_its_answer_against_the_schema_it_started_with(
     assert again.returncode == 1 and again.stdout == "", again.stderr
     ended = json_lines(run_io(["resume", run_id, "-w", str(ws), "--json"]).stdout)[-1]
     assert ended["answer"] == "" and "does not match the output schema" in str(ended["reason"])
+
+
+def test_a_resumed_run_keeps_the_model_and_step_budget_its_command_line_gave(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("making it", ("exec", {"argv": ["touch", "made.txt"]})),
+        *[replay_line(f"file {i}", ("write_file", {"path": f"f{i}.txt", "content": "x"}))
+          for i in range(4)], replay_line("done")],
+        toml_extra='[policy]\ntier = "workspace-write"\napproval = "ask"\n\n'
+                   '[budget]\nmax_steps = 50\n')
+    (ws / "io.toml").write_text((ws / "io.toml").read_text().replace(
+        'script = "replay.jsonl"', 'script = "replay.jsonl"\nmodel = "from-toml"'))
+    paused = run_io(["run", "g", "-w", str(ws), "--json", "-m", "from-flag",
+                     "--max-steps", "3"])
+    assert paused.returncode == 4, paused.stderr
+    run_id = str(json_lines(paused.stdout)[-1]["run_id"])
+    # The approve job of a CI workflow resumes with no flags: the run's own budget and
+    # model still hold (before, io.toml's 50 steps and model took over at the resume).
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--json"])
+    events = json_lines(resumed.stdout)
+    assert resumed.returncode == 3, resumed.stderr
+    assert events[-1]["steps"] == 3 and "step budget of 3" in str(events[-1]["reason"])
+    assert {e["request_model"] for e in events if e["kind"] == "completion"} == {"from-flag"}
