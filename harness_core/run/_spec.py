@@ -89,7 +89,7 @@ class RunSpec:
             Recorded with the run's settings: `Runner.resume` checks the answer against
             it when the spec it is given has none.
         run_overrides: What the command line set for this run only, over io.toml
-            (`io run -m`, `--max-steps`, `io batch`'s narrowing), recorded with the
+            (`io run -c`, `-m`, `--max-steps`, `io batch`'s narrowing), recorded with the
             run's settings so that `io resume` applies it again: a run-only budget or
             narrowing is part of the run's boundary and does not lapse at a pause.
     """

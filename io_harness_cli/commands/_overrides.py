@@ -1,26 +1,30 @@
 """What the command line sets for one run over io.toml, and its second application.
 
-`io run -m MODEL`, `--max-steps N` and `io batch`'s `--narrow JSON` change the model,
-the budget and the policy of that run only. They are recorded with the run
-(`RunSpec.run_overrides`, kept in its settings), and `io resume` applies them again to
-the config it loads: a run started with five steps, or narrowed by its batch task, keeps
-that boundary after a pause or a crash instead of falling back to io.toml's.
+`io run -c FILE`, `-m MODEL`, `--max-steps N` and `io batch`'s `--narrow JSON` choose
+the config file, the model, the budget and the policy of that run only. They are
+recorded with the run (`RunSpec.run_overrides`, kept in its settings), and `io resume`
+applies them again: it reads the same config file (`resume_config`) and applies the
+rest to what it loaded, so a run started with five steps, under another file, or
+narrowed by its batch task keeps that boundary after a pause or a crash instead of
+falling back to the workspace's io.toml.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness_core import Config
 
-__all__ = ["apply_overrides", "run_overrides"]
+__all__ = ["apply_overrides", "resume_config", "run_overrides"]
 
 
-def run_overrides(model: str | None, max_steps: int | None,
-                  narrow: str | None) -> dict[str, Any]:
-    """The overrides the command line gave (empty: none), `narrow` parsed.
+def run_overrides(model: str | None, max_steps: int | None, narrow: str | None,
+                  config: Path | None = None) -> dict[str, Any]:
+    """The overrides the command line gave (empty: none), `narrow` parsed, `config` made
+    absolute.
 
     Raises:
         UsageError: `narrow` is not JSON.
@@ -30,6 +34,8 @@ def run_overrides(model: str | None, max_steps: int | None,
     from harness_core import UsageError
 
     found: dict[str, Any] = {}
+    if config is not None:
+        found["config"] = str(config.expanduser().resolve())
     if narrow is not None:
         try:
             found["narrow"] = json.loads(narrow)
@@ -40,6 +46,25 @@ def run_overrides(model: str | None, max_steps: int | None,
     if max_steps is not None:
         found["max_steps"] = max_steps
     return found
+
+
+def resume_config(overrides: Mapping[str, Any], run_id: str) -> Path | None:
+    """The config file a run was started with (`io run -c`), None for the workspace's.
+
+    Raises:
+        UsageError: That file is gone: resuming under another config would change the
+            run's boundary unannounced, so the operator names one with `-c`.
+    """
+    from harness_core import UsageError
+
+    recorded = overrides.get("config")
+    if not isinstance(recorded, str):
+        return None
+    path = Path(recorded)
+    if not path.is_file():
+        raise UsageError(f"run {run_id} was started with --config {recorded}, which is gone",
+                         hint=f"io resume {run_id} --config FILE")
+    return path
 
 
 def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:

@@ -67,13 +67,16 @@ def resume(
                     f" no decision, so {flag} would apply to nothing",
                     hint=f"`io trace {record.run_id}` shows how it ended")
             ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
-            if ws_hint is None:
-                cfg = load_config(ws, config)
             overrides = record.settings.get("run_overrides")
-            if isinstance(overrides, dict):  # `io run -m`/`--max-steps`/`--narrow` still hold
-                from io_harness_cli.commands._overrides import apply_overrides
+            if isinstance(overrides, dict):  # `io run -c/-m/--max-steps/--narrow` still hold
+                from io_harness_cli.commands._overrides import apply_overrides, resume_config
 
+                started_with = resume_config(overrides, record.run_id) if config is None else None
+                if ws_hint is None or started_with is not None:
+                    cfg = load_config(ws, config if started_with is None else started_with)
                 cfg = apply_overrides(cfg, overrides)
+            elif ws_hint is None:
+                cfg = load_config(ws, config)
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:

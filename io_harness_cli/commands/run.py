@@ -77,12 +77,13 @@ def run(
         if scratch:
             copy.append(make_scratch(ws))
             ws = copy[0]
-        cfg = load_config(ws, _scratch_config(config, workspace, ws) if scratch else config)
+        config_file = _scratch_config(config, workspace, ws) if scratch else config
+        cfg = load_config(ws, config_file)
         text = _goal(goal or [], cfg.contract.goal, template, cfg.template_dirs)
         if not text.strip():
             raise UsageError("no goal: give GOAL, `-` for stdin, or [contract] goal in io.toml",
                              hint='io run "fix the failing test"')
-        overrides = run_overrides(model, max_steps, narrow)
+        overrides = run_overrides(model, max_steps, narrow, config_file)
         cfg = apply_overrides(cfg, overrides)
         if schema is not None:
             from harness_core import schema_instructions

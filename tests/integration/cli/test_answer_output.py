@@ -158,3 +158,30 @@ def test_a_resumed_run_keeps_the_model_and_step_budget_its_command_line_gave(
     assert resumed.returncode == 3, resumed.stderr
     assert events[-1]["steps"] == 3 and "step budget of 3" in str(events[-1]["reason"])
     assert {e["request_model"] for e in events if e["kind"] == "completion"} == {"from-flag"}
+
+
+def test_a_resumed_run_reads_the_config_file_it_was_started_with(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("making it", ("exec", {"argv": ["touch", "made.txt"]})),
+        replay_line("done")])
+    toml = (ws / "io.toml").read_text()
+    (ws / "io.toml").write_text(toml.replace(
+        'script = "replay.jsonl"', 'script = "replay.jsonl"\nmodel = "from-toml"'))
+    other = tmp_path / "other.toml"
+    other.write_text(toml.replace(
+        'script = "replay.jsonl"', f'script = "{ws / "replay.jsonl"}"\nmodel = "from-other"')
+        + '[policy]\ntier = "workspace-write"\napproval = "ask"\n')
+    paused = run_io(["run", "g", "-w", str(ws), "--json", "-c", str(other)])
+    assert paused.returncode == 4, paused.stderr
+    run_id = str(json_lines(paused.stdout)[-1]["run_id"])
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    models = {e["request_model"] for e in json_lines(resumed.stdout) if e["kind"] == "completion"}
+    assert models == {"from-other"}  # not the workspace's io.toml
+    # The file gone: the resume says so instead of falling back to io.toml.
+    paused = run_io(["run", "g", "-w", str(ws), "--json", "-c", str(other)])
+    run_id = str(json_lines(paused.stdout)[-1]["run_id"])
+    other.unlink()
+    gone = run_io(["resume", run_id, "-w", str(ws), "--approve"])
+    assert gone.returncode == 2 and "which is gone" in gone.stderr, gone.stderr
+    assert "Traceback" not in gone.stderr
