@@ -13,6 +13,13 @@ components of each pattern (``secrets/**`` walks ``secrets``; ``**/*.pem`` walks
 whole workspace). The hard-link search walks the whole workspace, and only when a
 refused file has more than one link.
 
+What cannot be looked at is masked (fail closed): a directory io cannot list (its
+permissions taken away: a command run as its owner could give them back and read what a
+rule refuses) is masked whole when a pattern can reach it, or when the hard-link search
+needed to look inside it; when a refused directory cannot be listed, so the link counts
+of what it holds are unknown, every file of the workspace with more than one link is
+masked. A workspace root that cannot be listed stops the command (`SandboxUnavailable`).
+
 This runs before every command, so it is kept cheap: a directory whose inode and mtime
 are unchanged since it was listed is not listed again, and what its entries yielded
 (refused, or a folder to look into) is reused. A listing is reused only if the mtime was
@@ -28,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from harness_core.errors import SandboxUnavailable
 from harness_core.policy import Act, ActKind, Effect, Policy, Verdict
 
 __all__ = ["deny_read_patterns", "read_masks"]
@@ -73,11 +81,17 @@ def _reachable(rel: tuple[str, ...], prefixes: list[tuple[str, ...]]) -> bool:
     return False
 
 
-def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
+def _entries(folder: Path, unlisted: list[Path] | None = None) -> Iterator[os.DirEntry[str]]:
+    """The entries of `folder`; one that cannot be listed (gone, or its permissions
+    taken away) yields none and, when it still exists, is added to `unlisted`."""
     try:
         with os.scandir(folder) as listing:
             yield from listing
+    except FileNotFoundError:
+        return
     except OSError:
+        if unlisted is not None:
+            unlisted.append(folder)
         return
 
 
@@ -97,22 +111,28 @@ class _Listings:
         self._cache: dict[str, tuple[int, int, _Listing]] = {}
         self._lock = threading.Lock()
 
-    def entries(self, folder: str) -> _Listing:
+    def entries(self, folder: str) -> _Listing | None:
+        """The folder's entries; None when it exists and cannot be listed."""
         try:
             info = os.stat(folder)
-        except OSError:
+        except FileNotFoundError:
             return []
+        except OSError:
+            return None
         with self._lock:
             cached = self._cache.get(folder)
         if cached is not None and cached[:2] == (info.st_ino, info.st_mtime_ns):
             return cached[2]
         listing: _Listing = []
-        for entry in _entries(Path(folder)):
+        unlisted: list[Path] = []
+        for entry in _entries(Path(folder), unlisted):
             try:
                 link = entry.is_symlink()
                 listing.append((entry.name, not link and entry.is_dir(), link))
             except OSError:
                 continue
+        if unlisted:
+            return None
         if time.time_ns() - info.st_mtime_ns > _SETTLED_NS:
             with self._lock:
                 self._cache[folder] = (info.st_ino, info.st_mtime_ns, listing)
@@ -128,6 +148,12 @@ def _refused(
     while stack:
         folder, rel = stack.pop()
         listing = listings.entries(folder)
+        if listing is None:  # what it holds cannot be judged: masked whole
+            if not rel:
+                raise SandboxUnavailable(
+                    f"cannot list the workspace {root} to apply the deny-read rules")
+            out.append(Path(folder))
+            continue
         known = derived.get(folder)
         if known is None or known[0] is not listing:  # the object itself: ids are reused
             known = (listing, *_judge(policy, folder, rel, listing, prefixes))
@@ -156,11 +182,13 @@ def _judge(
     return refused, below
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
-    """Every non-directory under `root` (symlinks not followed), with its lstat."""
+def _walk(root: Path, unlisted: list[Path] | None = None
+          ) -> Iterator[tuple[Path, os.stat_result]]:
+    """Every non-directory under `root` (symlinks not followed), with its lstat; the
+    directories that could not be listed go to `unlisted`."""
     stack = [root]
     while stack:
-        for entry in _entries(stack.pop()):
+        for entry in _entries(stack.pop(), unlisted):
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(Path(entry.path))
@@ -170,32 +198,39 @@ def _walk(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 continue
 
 
-def _linked(refused: Iterable[Path]) -> set[tuple[int, int]]:
-    """(device, inode) of refused files, or files in refused directories, with >1 link."""
+def _linked(refused: Iterable[Path]) -> tuple[set[tuple[int, int]], bool]:
+    """(device, inode) of refused files, or files in refused directories, with >1 link;
+    and whether a refused directory could not be listed (its files' links unknown)."""
     wanted: set[tuple[int, int]] = set()
+    unlisted: list[Path] = []
     for path in refused:
         try:
             info = path.lstat()
         except OSError:
             continue
-        found = _walk(path) if path.is_dir() else [(path, info)]
+        found = _walk(path, unlisted) if path.is_dir() else [(path, info)]
         wanted.update((i.st_dev, i.st_ino) for _, i in found if i.st_nlink > 1)
-    return wanted
+    return wanted, bool(unlisted)
 
 
 def _other_links(root: Path, refused: Iterable[Path]) -> list[Path]:
-    """Other names inside `root` of refused files that have more than one link."""
+    """Other names inside `root` of refused files that have more than one link; when
+    that cannot be known, every file with more than one link, and every directory the
+    search could not list (what it holds is not looked at)."""
     refused = list(refused)
-    wanted = _linked(refused)
-    if not wanted:
+    wanted, unknown = _linked(refused)
+    if not wanted and not unknown:
         return []
     covered = tuple(refused)
-    return [
+    unlisted: list[Path] = []
+    found = [
         path
-        for path, info in _walk(root)
-        if (info.st_dev, info.st_ino) in wanted
+        for path, info in _walk(root, unlisted)
+        if ((info.st_dev, info.st_ino) in wanted or (unknown and info.st_nlink > 1))
         and not any(path == c or path.is_relative_to(c) for c in covered)
     ]
+    return found + [p for p in unlisted
+                    if not any(p == c or p.is_relative_to(c) for c in covered)]
 
 
 def read_masks(root: Path, policy: Policy) -> Callable[[], list[Path]] | None:

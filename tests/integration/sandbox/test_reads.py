@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from harness_core.sandbox import Selected
-from tests.conftest import run_io
+from tests.conftest import io_cmd, run_io
 
 SECRET = "TOPSECRET-canary-7d1f"
 PY_READ = (
@@ -172,3 +173,62 @@ def test_a_workspace_that_is_the_home_still_hides_its_secret_stores(
     assert inside["data"]["exit_status"] == 0, inside["output"]
     assert SECRET not in stdout_of(inside)
     assert "shared-by-read-paths" in stdout_of(inside)
+
+
+def _without_dac(ws: Path, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """`io tool` run as root without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so a
+    directory whose permissions are taken away cannot be listed by io (as for any user
+    but root); the sandboxed command still runs as the directory's owner."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to take the permission-bypass capabilities away")
+    drop = "-dac_override,-dac_read_search"
+    result = subprocess.run(
+        ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", *io_cmd(), "tool", name,
+         "--json", "--args", json.dumps(args)],
+        cwd=ws, env={**os.environ, "IO_STORE": str(ws.parent / "state.db")},
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+@pytest.mark.parametrize("where", ["reached-by-a-pattern", "hard-link-search",
+                                   "links-of-a-locked-refused-folder"])
+def test_a_directory_io_cannot_list_is_masked_not_skipped(
+    tmp_path: Path, native: Selected, where: str
+) -> None:
+    # A folder of the operator's whose permissions were taken away: io cannot list it,
+    # so it cannot tell what in it a rule refuses. The command runs as its owner and can
+    # give them back (chmod), so skipping it leaked what it held; it is masked whole.
+    root = tmp_path / "ws"
+    locked = root / "locked"
+    locked.mkdir(parents=True)
+    if where == "reached-by-a-pattern":  # `**/*.pem` reaches every folder
+        (locked / "server.pem").write_text(SECRET)
+        deny = '["**/*.pem"]'
+        target = "locked/server.pem"
+    elif where == "hard-link-search":  # `secrets/**` does not reach `locked`, but a
+        (root / "secrets").mkdir()     # refused file has a second name in it
+        (root / "secrets" / "prod.env").write_text(SECRET)
+        os.link(root / "secrets" / "prod.env", locked / "copy")
+        deny = '["secrets/**"]'
+        target = "locked/copy"
+    else:  # the refused folder is the locked one: its files' other names are unknown
+        (locked / "prod.env").write_text(SECRET)
+        (root / "other").mkdir()
+        os.link(locked / "prod.env", root / "other" / "copy")
+        deny = '["locked/**"]'
+        target = "other/copy"
+    (root / "io.toml").write_text(f'[policy]\ntier = "full"\ndeny_read = {deny}\n\n'
+                                  '[sandbox]\nbackend = "native"\n')
+    (root / "ok.txt").write_text("visible")
+    locked.chmod(0)
+    try:
+        stolen = _without_dac(root, "exec", {"argv": [
+            "sh", "-c", f"chmod 700 locked; cat {target}; cat ok.txt"]})
+    finally:
+        locked.chmod(0o700)
+    assert SECRET not in stdout_of(stolen)
+    assert "visible" in stdout_of(stolen)  # the rest of the workspace is still there
+    control = tool(root, "exec", {"argv": ["sh", "-c", f"chmod 700 locked; cat {target}"]})
+    assert SECRET not in stdout_of(control)  # io can list it now: masked by name
