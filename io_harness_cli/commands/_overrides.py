@@ -2,8 +2,8 @@
 
 `io run -m MODEL`, `--max-steps N` and `io batch`'s `--narrow JSON` change the model,
 the budget and the policy of that run only. They are recorded with the run
-(`RunSpec.run_overrides`, kept in its settings), and `io resume` applies them again to
-the config it loads: a run started with five steps, or narrowed by its batch task, keeps
+(`RunSpec.run_overrides`, kept in its settings), and `io resume` and `io rewind` (whose
+branch goes on from the run) apply them again to the config they load: a run started with five steps, or narrowed by its batch task, keeps
 that boundary after a pause or a crash instead of falling back to io.toml's.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Config
 
-__all__ = ["apply_overrides", "run_overrides"]
+__all__ = ["apply_overrides", "apply_recorded", "run_overrides"]
 
 
 def run_overrides(model: str | None, max_steps: int | None,
@@ -70,3 +70,13 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
                              hint="`io config init` writes one")
         cfg = replace(cfg, provider=replace(cfg.provider, model=model))
     return cfg
+
+
+def apply_recorded(cfg: Config, settings: Mapping[str, Any]) -> Config:
+    """`cfg` with the overrides a run recorded in its `settings` applied again (none: as is).
+
+    Raises:
+        UsageError, ConfigError: As `apply_overrides`.
+    """
+    overrides = settings.get("run_overrides")
+    return apply_overrides(cfg, overrides) if isinstance(overrides, Mapping) else cfg

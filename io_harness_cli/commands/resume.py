@@ -69,11 +69,9 @@ def resume(
             ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
             if ws_hint is None:
                 cfg = load_config(ws, config)
-            overrides = record.settings.get("run_overrides")
-            if isinstance(overrides, dict):  # `io run -m`/`--max-steps`/`--narrow` still hold
-                from io_harness_cli.commands._overrides import apply_overrides
+            from io_harness_cli.commands._overrides import apply_recorded
 
-                cfg = apply_overrides(cfg, overrides)
+            cfg = apply_recorded(cfg, record.settings)  # `io run -m`/`--max-steps`/`--narrow`
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:

@@ -33,10 +33,14 @@ def rewind(
 
         from harness_core import rewind_run
         from io_harness_cli.commands._drive import assemble
+        from io_harness_cli.commands._overrides import apply_recorded
         from io_harness_cli.output import say
 
         cfg, store, record, ws = _open(run_id, workspace, config)
         try:
+            # The branch goes on from the run: `io run -m`/`--max-steps`/`--narrow` still
+            # hold (applied before any file is restored, so a refusal restores nothing).
+            cfg = apply_recorded(cfg, record.settings)
             restored = rewind_run(cfg, store, record.run_id, to, new_id=uuid.uuid4().hex[:12])
             out.run_id = restored.run_id
             say(f"io: rewound run {record.run_id} to step {to}: {len(restored.written)} file(s)"
