@@ -39,6 +39,7 @@ def resume(
 
     out = EventOutput(json_out)
     reports = Reports(last_message=output_last_message, junit=junit)
+    scratch: list[tuple[Path, Path]] = []  # (the workspace copied, the copy) of a --scratch run
 
     def body() -> object:
         from harness_core import UsageError
@@ -67,6 +68,12 @@ def resume(
                     f" no decision, so {flag} would apply to nothing",
                     hint=f"`io trace {record.run_id}` shows how it ended")
             ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
+            from io_harness_cli.commands._scratch import refuse_origin, scratch_origin
+
+            refuse_origin(record.settings, ws, record.run_id)
+            origin = scratch_origin(record.settings)
+            if origin is not None and origin.is_dir() and not record.status.is_terminal:
+                scratch.append((origin, ws))
             if ws_hint is None:
                 cfg = load_config(ws, config)
             from io_harness_cli.commands._overrides import apply_recorded
@@ -82,4 +89,9 @@ def resume(
         finally:
             store.close()
 
-    exit_with(drive(out, body, reports))  # type: ignore[arg-type]
+    code = drive(out, body, reports)  # type: ignore[arg-type]
+    if scratch:  # as at the end of the uninterrupted `io run --scratch`
+        from io_harness_cli.commands._scratch import report_scratch
+
+        report_scratch(*scratch[0])
+    exit_with(code)

@@ -104,6 +104,9 @@ def _open(run_id: str, workspace: Path | None,
     try:
         record = store.find_run(run_id)
         ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
+        from io_harness_cli.commands._scratch import refuse_origin
+
+        refuse_origin(record.settings, ws, record.run_id)
         if ws_hint is None:
             store.close()
             cfg = load_config(ws, config)

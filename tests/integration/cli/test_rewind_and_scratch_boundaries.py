@@ -30,3 +30,72 @@ def test_a_rewound_run_keeps_the_model_and_step_budget_its_command_line_gave(
     assert rewound.returncode == 3, rewound.stderr
     assert events[-1]["steps"] == 3 and "step budget of 3" in str(events[-1]["reason"])
     assert {e["request_model"] for e in events if e["kind"] == "completion"} == {"from-flag"}
+
+
+def _paused_scratch_run(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A workspace, a `--scratch` run of it paused for an approval, and its copy."""
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("making it", ("exec", {"argv": ["touch", "made.txt"]})),
+        replay_line("done")], toml_extra='[policy]\ntier = "workspace-write"\napproval = "ask"\n')
+    paused = run_io(["run", "g", "-w", str(ws), "--scratch", "--json"])
+    assert paused.returncode == 4, paused.stderr
+    kept = re.search(r"scratch copy kept at (\S+)", paused.stderr)
+    assert kept is not None, paused.stderr
+    return ws, str(json_lines(paused.stdout)[-1]["run_id"]), Path(kept.group(1))
+
+
+def test_a_resumed_scratch_run_acts_in_its_copy_and_shows_what_it_changed(
+        tmp_path: Path) -> None:
+    ws, run_id, copy = _paused_scratch_run(tmp_path)
+    resumed = run_io(["resume", run_id, "--approve"], cwd=ws)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (copy / "made.txt").exists() and not (ws / "made.txt").exists()
+    # As at the end of an uninterrupted --scratch run: the diff and where the copy is.
+    assert "changes made in the scratch copy" in resumed.stderr and "b/made.txt" in resumed.stderr
+    assert f"scratch copy kept at {copy}" in resumed.stderr
+
+
+def test_a_scratch_run_whose_copy_is_gone_is_not_resumed_in_the_real_workspace(
+        tmp_path: Path) -> None:
+    ws, run_id, copy = _paused_scratch_run(tmp_path)
+    import shutil
+
+    shutil.rmtree(copy.parent)  # the temporary directory was cleaned
+    # `-w` may name a new place for a workspace that moved, but never the workspace the
+    # scratch copy was made to protect (before: the approved act ran in it, exit 0, and
+    # the trace said "resumed in" the copy).
+    for command in (["resume", run_id, "-w", str(ws), "--approve"],
+                    ["rewind", run_id, "--to", "0", "-w", str(ws)]):
+        refused = run_io(command)
+        assert refused.returncode == 2, refused.stderr
+        assert "scratch copy" in refused.stderr and "Traceback" not in refused.stderr
+        assert not (ws / "made.txt").exists()
+    moved = tmp_path / "moved"
+    shutil.copytree(ws, moved)  # a copy of the files elsewhere: a new place, allowed
+    elsewhere = run_io(["resume", run_id, "-w", str(moved), "--approve", "--json"])
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    started = [e for e in json_lines(elsewhere.stdout) if e["kind"] == "run_started"]
+    assert started[0]["workspace"] == str(moved.resolve())  # where it acts, said truly
+    assert (moved / "made.txt").exists() and not (ws / "made.txt").exists()
+
+
+def test_the_scratch_diff_shows_every_change_not_only_text_lines(tmp_path: Path) -> None:
+    script = ("touch made.txt; rm gone.txt; chmod +x run.sh; printf 'b\\000' > data.bin;"
+              " ln -sfn run.sh link")
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("changing", ("exec", {"argv": ["bash", "-c", script]})),
+        replay_line("done")], toml_extra='[policy]\ntier = "full"\n',
+        files={"gone.txt": "", "run.sh": "echo hi\n"})
+    (ws / "data.bin").write_bytes(b"a\x00")
+    os.symlink("gone.txt", ws / "link")
+    result = run_io(["run", "g", "-w", str(ws), "--scratch"])
+    assert result.returncode == 0, result.stderr
+    # Before: "the scratch copy is unchanged" (each was the same list of text lines).
+    assert "the scratch copy is unchanged" not in result.stderr
+    for line in ("new file b/made.txt (empty)", "deleted file a/gone.txt (empty)",
+                 "run.sh: file became executable file",
+                 "Binary files a/data.bin and b/data.bin differ",
+                 "link: a symlink to gone.txt became a symlink to run.sh"):
+        assert line in result.stderr
+    assert (ws / "gone.txt").exists() and not (ws / "made.txt").exists()
+    assert stat.S_IMODE((ws / "run.sh").stat().st_mode) & 0o111 == 0
