@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from harness_core._record import record
@@ -148,8 +149,24 @@ def _write(root: Path, rel: str, blob: Path, kind: str) -> None:
         os.symlink(blob.read_bytes().decode("utf-8", "surrogateescape"), tmp)
     else:
         shutil.copyfile(blob, tmp)
-        os.chmod(tmp, 0o755 if kind == "x" else 0o644)
+        os.chmod(tmp, _mode(target, kind))
     os.replace(tmp, target)
+
+
+def _mode(target: Path, kind: str) -> int:
+    """The permissions a restored file gets: the file's own when it is there (a 0600 file
+    stays private), with the executable bits the snapshot says; 0644 or 0755 for a file
+    that is gone (a snapshot keeps no more than the executable bit)."""
+    try:
+        st = os.lstat(target)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return 0o755 if kind == "x" else 0o644
+    mode = stat.S_IMODE(st.st_mode)
+    if kind != "x":
+        return mode & ~0o111
+    return mode if mode & 0o111 else mode | (mode & 0o444) >> 2
 
 
 def _clear_leftovers(workspace: Path, blobs: Path, target: Manifest) -> None:

@@ -99,3 +99,50 @@ def test_the_scratch_diff_shows_every_change_not_only_text_lines(tmp_path: Path)
         assert line in result.stderr
     assert (ws / "gone.txt").exists() and not (ws / "made.txt").exists()
     assert stat.S_IMODE((ws / "run.sh").stat().st_mode) & 0o111 == 0
+
+
+def _tree(root: Path) -> dict[bytes, tuple[object, ...]]:
+    """Every entry under `root` by its byte path: kind, and permissions and bytes or target."""
+    out: dict[bytes, tuple[object, ...]] = {}
+    base = os.fsencode(root)
+    for top, dirs, files in os.walk(base):
+        for name in dirs + files:
+            full = os.path.join(top, name)
+            st = os.lstat(full)
+            rel = os.path.relpath(full, base)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(full))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir",)
+            else:
+                out[rel] = ("file", oct(stat.S_IMODE(st.st_mode)), Path(full.decode(
+                    "utf-8", "surrogateescape")).read_bytes())
+    return out
+
+
+def test_undo_puts_every_file_back_byte_for_byte_with_its_permissions(
+        tmp_path: Path) -> None:
+    script = ("printf 'changed\\n' > edited.txt; printf 'now full' > empty.txt; : > full.txt;"
+              " chmod -x run.sh; chmod +x plain.txt; ln -sfn other link; rm -f $'old-\\xff.bin';"
+              " printf x > $'new-\\xfe.txt'; printf 'secret2' > secret.txt;"
+              " printf 'v2' > tool.sh; mkdir -p new/sub && printf y > new/sub/f.txt")
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("mutate", ("exec", {"argv": ["bash", "-c", script]})), replay_line("done")],
+        toml_extra='[policy]\ntier = "full"\n')
+    files = {"edited.txt": (b"orig\r\nline2 \x00\xff", 0o644), "empty.txt": (b"", 0o644),
+             "full.txt": (b"full", 0o644), "run.sh": (b"#!/bin/sh\n", 0o755),
+             "plain.txt": (b"p", 0o644), "secret.txt": (b"secret", 0o600),
+             "tool.sh": (b"v1", 0o700)}
+    for name, (data, mode) in files.items():
+        (ws / name).write_bytes(data)
+        os.chmod(ws / name, mode)
+    os.symlink("edited.txt", ws / "link")
+    Path(os.fsdecode(os.fsencode(ws) + b"/old-\xff.bin")).write_bytes(b"bin\xff")
+    before = _tree(ws)
+    done = run_io(["run", "g", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    assert _tree(ws) != before
+    undone = run_io(["undo", str(json_lines(done.stdout)[-1]["run_id"]), "-w", str(ws)])
+    assert undone.returncode == 0, undone.stderr
+    # Before: secret.txt came back 0644 (readable by everyone) and tool.sh 0755.
+    assert _tree(ws) == before
