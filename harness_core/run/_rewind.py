@@ -38,12 +38,29 @@ class Restored:
         step: The step undone, or the step rewound to.
         written: Paths written back, sorted.
         removed: Paths removed, sorted.
+        left: Paths the restored state does not have that a `.gitignore` the restore put
+            back or removed no longer hides: io never saw them (they were ignored), so
+            they are left in place and named, sorted.
     """
 
     run_id: str
     step: int
     written: tuple[str, ...]
     removed: tuple[str, ...]
+    left: tuple[str, ...] = ()
+
+
+def _uncovered(workspace: Path, exclude: frozenset[str], state: Manifest,
+               touched: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths a restore of `touched` uncovered: visible now, absent from `state`.
+
+    Only a restore that wrote or removed a `.gitignore` can uncover one, so only then is
+    the workspace read again.
+    """
+    if not any(p.rsplit("/", 1)[-1] == ".gitignore" for p in touched):
+        return ()
+    now = Scanner(workspace, exclude=exclude).scan(trust_stat=False)
+    return tuple(sorted(p for p in now if p not in state))
 
 
 def _usable(store: Store, record: RunRecord, root: Path | None,
@@ -218,7 +235,8 @@ def undo_step(store: Store, run_id: str, root: Path | None, *, alive: AliveCheck
     state.update({p: before[p] for p in paths if p in before})
     step = rows[index].step_index
     store.record_snapshot(run_id, max(record.steps_used - 1, 0), "undo", state, note=str(step))
-    return Restored(run_id, step, written, removed)
+    left = _uncovered(workspace, exclude, state, written + removed)
+    return Restored(run_id, step, written, removed, left)
 
 
 def state_before(rows: list[SnapshotRecord], step: int) -> Manifest:
@@ -266,7 +284,8 @@ def branch_at(store: Store, run_id: str, step: int, root: Path | None, new_id: s
     store.branch_run(run_id, new_id, step)
     _link_blobs(blobs, run_snapshot_dir(root, store, new_id) / "blobs", target)
     store.record_snapshot(new_id, step, "baseline", target, note=f"rewound from {run_id}")
-    return Restored(new_id, step, written, removed)
+    return Restored(new_id, step, written, removed,
+                    _uncovered(workspace, exclude, target, written + removed))
 
 
 def _link_blobs(source: Path, dest: Path, manifest: Manifest) -> None:

@@ -46,6 +46,7 @@ def rewind(
             say(f"io: rewound run {record.run_id} to step {to}: {len(restored.written)} file(s)"
                 f" restored, {len(restored.removed)} removed; continuing as run"
                 f" {restored.run_id}")
+            _say_left(restored.left)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:
                 return run.runner.resume(restored.run_id, run.spec)
@@ -78,7 +79,8 @@ def undo(
         fail(exc)
     if json_out:
         write_json({"run_id": restored.run_id, "undone_step": restored.step,
-                    "written": list(restored.written), "removed": list(restored.removed)})
+                    "written": list(restored.written), "removed": list(restored.removed),
+                    "left": list(restored.left)})
         return
     say(f"io: undid step {restored.step} of run {restored.run_id}:"
         f" {len(restored.written)} file(s) restored, {len(restored.removed)} removed")
@@ -86,6 +88,18 @@ def undo(
         say(f"  restored {path}")
     for path in restored.removed:
         say(f"  removed  {path}")
+    _say_left(restored.left)
+
+
+def _say_left(left: tuple[str, ...]) -> None:
+    """Name the files a restored `.gitignore` uncovered: not the restored state's, left."""
+    from io_harness_cli.output import say
+
+    if left:
+        say(f"io: warning: {len(left)} file(s) that were not there then are left in place:"
+            " a .gitignore hid them when io looked, so io cannot tell whose they are")
+    for path in left:
+        say(f"  left {path} (not removed)")
 
 
 def _open(run_id: str, workspace: Path | None,

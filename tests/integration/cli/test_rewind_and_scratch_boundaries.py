@@ -4,6 +4,7 @@ files' permissions a restore puts back."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -146,3 +147,35 @@ def test_undo_puts_every_file_back_byte_for_byte_with_its_permissions(
     assert undone.returncode == 0, undone.stderr
     # Before: secret.txt came back 0644 (readable by everyone) and tool.sh 0755.
     assert _tree(ws) == before
+
+
+def _hiding_run(tmp_path: Path, name: str) -> tuple[Path, str]:
+    """A finished run whose step 0 wrote a .gitignore that hides the log step 1 wrote."""
+    ws = make_workspace(tmp_path / name, [
+        replay_line("ignore logs", ("write_file", {"path": ".gitignore", "content": "*.log\n"})),
+        replay_line("log", ("write_file", {"path": "out.log", "content": "x"}),
+                    ("write_file", {"path": "a.txt", "content": "new"})),
+        replay_line("done")], files={"a.txt": "old"})
+    done = run_io(["run", "g", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    return ws, str(json_lines(done.stdout)[-1]["run_id"])
+
+
+def test_a_file_a_restored_gitignore_no_longer_hides_is_named_not_passed_over(
+        tmp_path: Path) -> None:
+    ws, run_id = _hiding_run(tmp_path, "w")
+    assert run_io(["undo", run_id, "-w", str(ws)]).returncode == 0
+    second = run_io(["undo", run_id, "-w", str(ws), "--json"])
+    assert second.returncode == 0, second.stderr
+    # out.log came after the state restored, but io never saw it (the run's .gitignore hid
+    # it): it is left in place, and said so (before: "0 removed" and nothing about it).
+    assert json.loads(second.stdout)["left"] == ["out.log"]
+    assert (ws / "out.log").exists() and not (ws / ".gitignore").exists()
+    assert (ws / "a.txt").read_text() == "old"
+    plain_ws, plain_id = _hiding_run(tmp_path, "p")
+    run_io(["undo", plain_id, "-w", str(plain_ws)])
+    plain = run_io(["undo", plain_id, "-w", str(plain_ws)])
+    assert "left out.log" in plain.stderr and "not removed" in plain.stderr
+    rewound_ws, rewound_id = _hiding_run(tmp_path, "r")
+    rewound = run_io(["rewind", rewound_id, "--to", "0", "-w", str(rewound_ws)])
+    assert "left out.log" in rewound.stderr and "not removed" in rewound.stderr
