@@ -112,16 +112,19 @@ def _restore(workspace: Path, blobs: Path, current: Manifest, target: Manifest,
     """Make each of `paths` in the workspace what `target` says (absent: removed)."""
     root = workspace.resolve()
     removed = sorted(p for p in paths if p in current and p not in target)
-    for rel in removed:
-        _remove(root, rel)
     written = sorted(p for p in paths if p in target and current.get(p) != target[p])
-    for rel in written:
-        digest, _size, kind = target[rel]
+    for rel in written:  # every blob first: a refusal leaves the workspace untouched
+        digest = target[rel][0]
         blob = blobs / digest[:2] / digest
         if not blob.is_file():
-            raise UsageError(f"the snapshot blob of {rel} is missing ({blob})",
-                             hint="the snapshot directory was changed outside io")
-        _write(root, rel, blob, kind)
+            raise UsageError(f"the snapshot blob of {rel} is missing ({blob}); no file"
+                             " was changed", hint="the snapshot directory was changed"
+                             " outside io")
+    for rel in removed:
+        _remove(root, rel)
+    for rel in written:
+        digest, _size, kind = target[rel]
+        _write(root, rel, blobs / digest[:2] / digest, kind)
     return tuple(written), tuple(removed)
 
 

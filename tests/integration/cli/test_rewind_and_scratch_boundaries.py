@@ -179,3 +179,27 @@ def test_a_file_a_restored_gitignore_no_longer_hides_is_named_not_passed_over(
     rewound_ws, rewound_id = _hiding_run(tmp_path, "r")
     rewound = run_io(["rewind", rewound_id, "--to", "0", "-w", str(rewound_ws)])
     assert "left out.log" in rewound.stderr and "not removed" in rewound.stderr
+
+
+def test_a_missing_snapshot_blob_refuses_before_any_file_is_touched(tmp_path: Path) -> None:
+    import hashlib
+
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("edit", ("write_file", {"path": "a.txt", "content": "A2"}),
+                    ("write_file", {"path": "z.txt", "content": "Z2"}),
+                    ("write_file", {"path": "new.txt", "content": "n"})),
+        replay_line("done")], files={"a.txt": "A1", "z.txt": "Z1"})
+    done = run_io(["run", "g", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    run_id = str(json_lines(done.stdout)[-1]["run_id"])
+    digest = hashlib.sha256(b"Z1").hexdigest()
+    blobs = list((Path(os.environ["IO_STORE"]).parent / "snapshots").rglob(digest))
+    assert len(blobs) == 1
+    blobs[0].unlink()  # the snapshot directory changed outside io
+    for command in (["undo", run_id], ["rewind", run_id, "--to", "0"]):
+        refused = run_io([*command, "-w", str(ws)])
+        assert refused.returncode == 2, refused.stderr
+        assert "snapshot blob of z.txt is missing" in refused.stderr
+        # Nothing restored in part (before: a.txt restored and new.txt removed, exit 2).
+        assert (ws / "a.txt").read_text() == "A2" and (ws / "new.txt").exists()
+        assert (ws / "z.txt").read_text() == "Z2"
