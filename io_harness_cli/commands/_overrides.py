@@ -3,8 +3,11 @@
 `io run -m MODEL`, `--max-steps N` and `io batch`'s `--narrow JSON` change the model,
 the budget and the policy of that run only. They are recorded with the run
 (`RunSpec.run_overrides`, kept in its settings), and `io resume` and `io rewind` (whose
-branch goes on from the run) apply them again to the config they load: a run started with five steps, or narrowed by its batch task, keeps
-that boundary after a pause or a crash instead of falling back to io.toml's.
+branch goes on from the run) apply them again to the config they load: a run started
+with five steps, or narrowed by its batch task, keeps that boundary after a pause or a
+crash instead of falling back to io.toml's.
+`io run --scratch` adds the workspace it copied (`_scratch.SCRATCH_OF`), which
+`apply_overrides` leaves alone.
 """
 
 from __future__ import annotations
