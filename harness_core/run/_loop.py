@@ -171,7 +171,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
             run_id, "resume", {"drive": seq, "stored_policy": stored_policy},
             last.step_index + 1 if last is not None else 0)
         self._emit(Event(EventKind.RUN_STARTED, run_id, {
-            "goal": record.goal, "resumed": True, "workspace": record.workspace,
+            "goal": record.goal, "resumed": True, "workspace": str(spec.workspace.root),
             "sandbox": _sandbox_json(launchers), "parent_run_id": record.parent_run_id,
         }))
         return self._drive(run_id, spec, launchers, resumed=True, approve=approve, answer=answer,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 from harness_core._record import record
@@ -37,12 +38,29 @@ class Restored:
         step: The step undone, or the step rewound to.
         written: Paths written back, sorted.
         removed: Paths removed, sorted.
+        left: Paths the restored state does not have that a `.gitignore` the restore put
+            back or removed no longer hides: io never saw them (they were ignored), so
+            they are left in place and named, sorted.
     """
 
     run_id: str
     step: int
     written: tuple[str, ...]
     removed: tuple[str, ...]
+    left: tuple[str, ...] = ()
+
+
+def _uncovered(workspace: Path, exclude: frozenset[str], state: Manifest,
+               touched: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths a restore of `touched` uncovered: visible now, absent from `state`.
+
+    Only a restore that wrote or removed a `.gitignore` can uncover one, so only then is
+    the workspace read again.
+    """
+    if not any(p.rsplit("/", 1)[-1] == ".gitignore" for p in touched):
+        return ()
+    now = Scanner(workspace, exclude=exclude).scan(trust_stat=False)
+    return tuple(sorted(p for p in now if p not in state))
 
 
 def _usable(store: Store, record: RunRecord, root: Path | None,
@@ -94,16 +112,19 @@ def _restore(workspace: Path, blobs: Path, current: Manifest, target: Manifest,
     """Make each of `paths` in the workspace what `target` says (absent: removed)."""
     root = workspace.resolve()
     removed = sorted(p for p in paths if p in current and p not in target)
-    for rel in removed:
-        _remove(root, rel)
     written = sorted(p for p in paths if p in target and current.get(p) != target[p])
-    for rel in written:
-        digest, _size, kind = target[rel]
+    for rel in written:  # every blob first: a refusal leaves the workspace untouched
+        digest = target[rel][0]
         blob = blobs / digest[:2] / digest
         if not blob.is_file():
-            raise UsageError(f"the snapshot blob of {rel} is missing ({blob})",
-                             hint="the snapshot directory was changed outside io")
-        _write(root, rel, blob, kind)
+            raise UsageError(f"the snapshot blob of {rel} is missing ({blob}); no file"
+                             " was changed", hint="the snapshot directory was changed"
+                             " outside io")
+    for rel in removed:
+        _remove(root, rel)
+    for rel in written:
+        digest, _size, kind = target[rel]
+        _write(root, rel, blobs / digest[:2] / digest, kind)
     return tuple(written), tuple(removed)
 
 
@@ -148,8 +169,24 @@ def _write(root: Path, rel: str, blob: Path, kind: str) -> None:
         os.symlink(blob.read_bytes().decode("utf-8", "surrogateescape"), tmp)
     else:
         shutil.copyfile(blob, tmp)
-        os.chmod(tmp, 0o755 if kind == "x" else 0o644)
+        os.chmod(tmp, _mode(target, kind))
     os.replace(tmp, target)
+
+
+def _mode(target: Path, kind: str) -> int:
+    """The permissions a restored file gets: the file's own when it is there (a 0600 file
+    stays private), with the executable bits the snapshot says; 0644 or 0755 for a file
+    that is gone (a snapshot keeps no more than the executable bit)."""
+    try:
+        st = os.lstat(target)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return 0o755 if kind == "x" else 0o644
+    mode = stat.S_IMODE(st.st_mode)
+    if kind != "x":
+        return mode & ~0o111
+    return mode if mode & 0o111 else mode | (mode & 0o444) >> 2
 
 
 def _clear_leftovers(workspace: Path, blobs: Path, target: Manifest) -> None:
@@ -201,7 +238,8 @@ def undo_step(store: Store, run_id: str, root: Path | None, *, alive: AliveCheck
     state.update({p: before[p] for p in paths if p in before})
     step = rows[index].step_index
     store.record_snapshot(run_id, max(record.steps_used - 1, 0), "undo", state, note=str(step))
-    return Restored(run_id, step, written, removed)
+    left = _uncovered(workspace, exclude, state, written + removed)
+    return Restored(run_id, step, written, removed, left)
 
 
 def state_before(rows: list[SnapshotRecord], step: int) -> Manifest:
@@ -249,7 +287,8 @@ def branch_at(store: Store, run_id: str, step: int, root: Path | None, new_id: s
     store.branch_run(run_id, new_id, step)
     _link_blobs(blobs, run_snapshot_dir(root, store, new_id) / "blobs", target)
     store.record_snapshot(new_id, step, "baseline", target, note=f"rewound from {run_id}")
-    return Restored(new_id, step, written, removed)
+    return Restored(new_id, step, written, removed,
+                    _uncovered(workspace, exclude, target, written + removed))
 
 
 def _link_blobs(source: Path, dest: Path, manifest: Manifest) -> None:

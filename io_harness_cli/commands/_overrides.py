@@ -3,10 +3,12 @@
 `io run -c FILE`, `-m MODEL`, `--max-steps N` and `io batch`'s `--narrow JSON` choose
 the config file, the model, the budget and the policy of that run only. They are
 recorded with the run (`RunSpec.run_overrides`, kept in its settings), and `io resume`
-applies them again: it reads the same config file (`resume_config`) and applies the
-rest to what it loaded, so a run started with five steps, under another file, or
-narrowed by its batch task keeps that boundary after a pause or a crash instead of
-falling back to the workspace's io.toml.
+and `io rewind` (whose branch goes on from the run) apply them again: the same config
+file is read (`resume_config`) and the rest applied to what it loaded
+(`apply_recorded`), so a run started with five steps, under another file, or narrowed by
+its batch task keeps that boundary after a pause or a crash instead of falling back to
+the workspace's io.toml. `io run --scratch` adds the workspace it copied
+(`_scratch.SCRATCH_OF`), which `apply_overrides` leaves alone.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Config
 
-__all__ = ["apply_overrides", "resume_config", "run_overrides"]
+__all__ = ["apply_overrides", "apply_recorded", "resume_config", "run_overrides"]
 
 
 def run_overrides(model: str | None, max_steps: int | None, narrow: str | None,
@@ -95,3 +97,13 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
                              hint="`io config init` writes one")
         cfg = replace(cfg, provider=replace(cfg.provider, model=model))
     return cfg
+
+
+def apply_recorded(cfg: Config, settings: Mapping[str, Any]) -> Config:
+    """`cfg` with the overrides a run recorded in its `settings` applied again (none: as is).
+
+    Raises:
+        UsageError, ConfigError: As `apply_overrides`.
+    """
+    overrides = settings.get("run_overrides")
+    return apply_overrides(cfg, overrides) if isinstance(overrides, Mapping) else cfg

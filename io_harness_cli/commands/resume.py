@@ -39,6 +39,7 @@ def resume(
 
     out = EventOutput(json_out)
     reports = Reports(last_message=output_last_message, junit=junit)
+    scratch: list[tuple[Path, Path]] = []  # (the workspace copied, the copy) of a --scratch run
 
     def body() -> object:
         from harness_core import UsageError
@@ -67,16 +68,19 @@ def resume(
                     f" no decision, so {flag} would apply to nothing",
                     hint=f"`io trace {record.run_id}` shows how it ended")
             ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
-            overrides = record.settings.get("run_overrides")
-            if isinstance(overrides, dict):  # `io run -c/-m/--max-steps/--narrow` still hold
-                from io_harness_cli.commands._overrides import apply_overrides, resume_config
+            from io_harness_cli.commands._overrides import apply_recorded, resume_config
+            from io_harness_cli.commands._scratch import refuse_origin, scratch_origin
 
-                started_with = resume_config(overrides, record.run_id) if config is None else None
-                if ws_hint is None or started_with is not None:
-                    cfg = load_config(ws, config if started_with is None else started_with)
-                cfg = apply_overrides(cfg, overrides)
-            elif ws_hint is None:
-                cfg = load_config(ws, config)
+            refuse_origin(record.settings, ws, record.run_id)
+            origin = scratch_origin(record.settings)
+            if origin is not None and origin.is_dir() and not record.status.is_terminal:
+                scratch.append((origin, ws))
+            recorded = record.settings.get("run_overrides")
+            started_with = (resume_config(recorded, record.run_id)
+                            if config is None and isinstance(recorded, dict) else None)
+            if ws_hint is None or started_with is not None:
+                cfg = load_config(ws, config if started_with is None else started_with)
+            cfg = apply_recorded(cfg, record.settings)  # `io run -c/-m/--max-steps/--narrow`
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:
@@ -87,4 +91,9 @@ def resume(
         finally:
             store.close()
 
-    exit_with(drive(out, body, reports))  # type: ignore[arg-type]
+    code = drive(out, body, reports)  # type: ignore[arg-type]
+    if scratch:  # as at the end of the uninterrupted `io run --scratch`
+        from io_harness_cli.commands._scratch import report_scratch
+
+        report_scratch(*scratch[0])
+    exit_with(code)

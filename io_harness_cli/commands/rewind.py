@@ -33,15 +33,20 @@ def rewind(
 
         from harness_core import rewind_run
         from io_harness_cli.commands._drive import assemble
+        from io_harness_cli.commands._overrides import apply_recorded
         from io_harness_cli.output import say
 
         cfg, store, record, ws = _open(run_id, workspace, config)
         try:
+            # The branch goes on from the run: `io run -m`/`--max-steps`/`--narrow` still
+            # hold (applied before any file is restored, so a refusal restores nothing).
+            cfg = apply_recorded(cfg, record.settings)
             restored = rewind_run(cfg, store, record.run_id, to, new_id=uuid.uuid4().hex[:12])
             out.run_id = restored.run_id
             say(f"io: rewound run {record.run_id} to step {to}: {len(restored.written)} file(s)"
                 f" restored, {len(restored.removed)} removed; continuing as run"
                 f" {restored.run_id}")
+            _say_left(restored.left)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:
                 return run.runner.resume(restored.run_id, run.spec)
@@ -74,7 +79,8 @@ def undo(
         fail(exc)
     if json_out:
         write_json({"run_id": restored.run_id, "undone_step": restored.step,
-                    "written": list(restored.written), "removed": list(restored.removed)})
+                    "written": list(restored.written), "removed": list(restored.removed),
+                    "left": list(restored.left)})
         return
     say(f"io: undid step {restored.step} of run {restored.run_id}:"
         f" {len(restored.written)} file(s) restored, {len(restored.removed)} removed")
@@ -82,6 +88,18 @@ def undo(
         say(f"  restored {path}")
     for path in restored.removed:
         say(f"  removed  {path}")
+    _say_left(restored.left)
+
+
+def _say_left(left: tuple[str, ...]) -> None:
+    """Name the files a restored `.gitignore` uncovered: not the restored state's, left."""
+    from io_harness_cli.output import say
+
+    if left:
+        say(f"io: warning: {len(left)} file(s) that were not there then are left in place:"
+            " a .gitignore hid them when io looked, so io cannot tell whose they are")
+    for path in left:
+        say(f"  left {path} (not removed)")
 
 
 def _open(run_id: str, workspace: Path | None,
@@ -100,9 +118,16 @@ def _open(run_id: str, workspace: Path | None,
     try:
         record = store.find_run(run_id)
         ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
-        if ws_hint is None:
+        from io_harness_cli.commands._overrides import resume_config
+        from io_harness_cli.commands._scratch import refuse_origin
+
+        refuse_origin(record.settings, ws, record.run_id)
+        recorded = record.settings.get("run_overrides")
+        started_with = (resume_config(recorded, record.run_id)
+                        if config is None and isinstance(recorded, dict) else None)
+        if ws_hint is None or started_with is not None:  # the run's own `io run -c` file
             store.close()
-            cfg = load_config(ws, config)
+            cfg = load_config(ws, config if started_with is None else started_with)
             store = open_store(cfg)
     except BaseException:
         store.close()

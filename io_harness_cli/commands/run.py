@@ -69,11 +69,11 @@ def run(
         from io_harness_cli.commands._drive import assemble
         from io_harness_cli.commands._load import load_config, open_store, workspace_path
         from io_harness_cli.commands._overrides import apply_overrides, run_overrides
-        from io_harness_cli.commands._scratch import make_scratch
+        from io_harness_cli.commands._scratch import SCRATCH_OF, make_scratch
 
         reports.check()
         schema = _schema(output_schema) if output_schema is not None else None
-        ws = workspace_path(workspace)
+        ws = original = workspace_path(workspace)
         if scratch:
             copy.append(make_scratch(ws))
             ws = copy[0]
@@ -85,6 +85,8 @@ def run(
                              hint='io run "fix the failing test"')
         overrides = run_overrides(model, max_steps, narrow, config_file)
         cfg = apply_overrides(cfg, overrides)
+        if scratch:  # recorded: a resume acts in the copy, never in `original`
+            overrides[SCRATCH_OF] = str(original)
         if schema is not None:
             from harness_core import schema_instructions
 

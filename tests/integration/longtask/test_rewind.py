@@ -61,7 +61,7 @@ def test_undo_reverts_the_last_changing_step_then_the_one_before(tmp_path: Path)
     first = run_io(["undo", run_id, "--json"])
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) == {"run_id": run_id, "undone_step": 1, "written": [],
-                                        "removed": ["b.txt"]}
+                                        "removed": ["b.txt"], "left": []}
     assert not (ws / "b.txt").exists() and (ws / "a.txt").read_text() == "v1\n"
     (ws / "build" / "out.bin").write_text("rebuilt\n")  # ignored by .gitignore: no refusal
     second = run_io(["undo", run_id, "--json"])
