@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from harness_core._record import record
+from harness_core.errors import SandboxUnavailable
 
 __all__ = ["SECRET_STORES", "TOOLCHAIN_DIRS", "ReadPlan", "empty_file", "plan_reads"]
 
@@ -156,18 +157,48 @@ def _exposed(
     return tuple(sorted(kept, key=lambda p: (len(p.parts), str(p))))
 
 
-def _split(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+def _split(paths: Iterable[Path], keep: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    """The directories and the files among `paths` (a missing path has nothing to hide).
+
+    A path io cannot look at (a directory above it readable but not searchable: its name
+    was listed, its type cannot be read) is not taken as missing: a command running as
+    that directory's owner could make it searchable again. The nearest directory above
+    it that io can see is masked whole instead; when that is one of `keep` (the
+    workspace, a home) or `/`, the command cannot be confined and does not start.
+
+    Raises:
+        SandboxUnavailable: Nothing short of `keep` or `/` can cover such a path.
+    """
     dirs: list[Path] = []
     files: list[Path] = []
     for path in paths:
         try:
             mode = os.lstat(path).st_mode
-        except OSError:  # missing: nothing to hide
+        except (FileNotFoundError, NotADirectoryError):  # missing: nothing to hide
+            continue
+        except OSError as exc:
+            dirs.append(_cover(path, exc, keep))
             continue
         if stat.S_ISLNK(mode):
             continue
         (dirs if stat.S_ISDIR(mode) else files).append(path)
     return dirs, files
+
+
+def _cover(path: Path, exc: OSError, keep: Iterable[Path]) -> Path:
+    """The nearest directory above `path` that io can see, to be masked whole."""
+    kept = {Path(os.path.realpath(k)) for k in keep} | {Path("/")}
+    for parent in path.parents:
+        try:
+            visible = stat.S_ISDIR(os.lstat(parent).st_mode)
+        except OSError:
+            continue
+        if visible and parent not in kept:
+            return parent
+        break
+    raise SandboxUnavailable(
+        f"cannot look at {path} to hide it ({exc.strerror or exc}), and nothing above it"
+        " can be hidden instead; give io search permission on its folders")
 
 
 @functools.lru_cache(maxsize=16)
@@ -225,7 +256,7 @@ def plan_reads(
     visible = (*exposed, *([Path(os.path.realpath(workdir))] if workdir else []))
     needed = [*_maskable(homes, visible, tuple(hidden)),
               *(p for p in masked if _needs_mask(p, homes, visible))]
-    dirs, files = _split(needed)
+    dirs, files = _split(needed, (*homes, *([workdir] if workdir else [])))
     # Nothing inside a masked directory needs (or could get) a mask of its own.
     dirs = [d for d in set(dirs) if not _inside_any(d, [o for o in dirs if o != d])]
     files = [f for f in set(files) if not _inside_any(f, dirs)]

@@ -193,7 +193,8 @@ def _without_dac(ws: Path, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("where", ["reached-by-a-pattern", "hard-link-search",
-                                   "links-of-a-locked-refused-folder"])
+                                   "links-of-a-locked-refused-folder",
+                                   "listed-but-not-searchable"])
 def test_a_directory_io_cannot_list_is_masked_not_skipped(
     tmp_path: Path, native: Selected, where: str
 ) -> None:
@@ -203,7 +204,9 @@ def test_a_directory_io_cannot_list_is_masked_not_skipped(
     root = tmp_path / "ws"
     locked = root / "locked"
     locked.mkdir(parents=True)
-    if where == "reached-by-a-pattern":  # `**/*.pem` reaches every folder
+    if where in ("reached-by-a-pattern", "listed-but-not-searchable"):  # `**/*.pem`
+        # reaches every folder; without its search bit a folder's names are listed but
+        # what they are cannot be read
         (locked / "server.pem").write_text(SECRET)
         deny = '["**/*.pem"]'
         target = "locked/server.pem"
@@ -222,7 +225,7 @@ def test_a_directory_io_cannot_list_is_masked_not_skipped(
     (root / "io.toml").write_text(f'[policy]\ntier = "full"\ndeny_read = {deny}\n\n'
                                   '[sandbox]\nbackend = "native"\n')
     (root / "ok.txt").write_text("visible")
-    locked.chmod(0)
+    locked.chmod(0o644 if where == "listed-but-not-searchable" else 0)
     try:
         stolen = _without_dac(root, "exec", {"argv": [
             "sh", "-c", f"chmod 700 locked; cat {target}; cat ok.txt"]})
