@@ -130,7 +130,8 @@ def _launch(job: Job, workspace: Path, *, resume: bool) -> tuple[bool, str]:
     env = {**os.environ, "IO_STORE": job.store}
     proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, errors="replace", check=False,
-                          preexec_fn=_die_with_parent if job.die_with_parent else None)  # noqa: PLW1509
+                          preexec_fn=(_die_with_parent(os.getpid())  # noqa: PLW1509
+                                      if job.die_with_parent else None))
     finished = _finished_event(proc.stdout)
     reason = str((finished or {}).get("reason", "")) or proc.stderr.strip()[-500:]
     return proc.returncode == 5 or reason.startswith(f"run {job.run_id} is in use"), reason
@@ -181,15 +182,26 @@ def _workspace(job: Job) -> Path:
     return target
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGKILL when the worker that launched it dies (Linux prctl)."""
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """What a child runs before its program: SIGKILL when the worker `parent` that
+    launched it dies (Linux prctl), and at once if `parent` is already gone.
+
+    The signal is armed only from the child's `prctl` on: a worker killed between the
+    fork and that call left the child running on, an orphan that went on driving its
+    task's run while `io batch --resume` started the same run again beside it.
+    """
     import ctypes
     import signal
 
-    try:
-        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (AttributeError, OSError):
-        return
+    def arm() -> None:
+        try:
+            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except (AttributeError, OSError):
+            return
+        if os.getppid() != parent:  # the worker died before the signal was armed
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return arm
 
 
 def run_local(jobs: Sequence[Job], parallel: int, on_result: Callable[[Result], None]) -> None:

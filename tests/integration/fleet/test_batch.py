@@ -176,3 +176,19 @@ def test_a_batch_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
     assert _finished(result.stdout)["finished"] == 2
     spend = run_io(["spend", "--by", "runner", "--json", "-w", str(tmp_path / "a")], env=env)
     assert json.loads(spend.stdout)["total"]["calls"] == 4
+
+
+def test_a_task_process_whose_worker_died_before_it_was_armed_does_not_run(
+        tmp_path: Path) -> None:
+    # PR_SET_PDEATHSIG only holds from the child's prctl on: a worker killed just before
+    # it left the task's `io run` running as an orphan, beside the run `io batch
+    # --resume` started again. The child now checks its parent once armed.
+    from io_harness_cli.commands._fanout import _die_with_parent
+
+    marker = tmp_path / "ran"
+    argv = ["sh", "-c", f"touch {marker}"]
+    orphan = subprocess.run(argv, preexec_fn=_die_with_parent(-1), check=False)  # noqa: PLW1509
+    assert orphan.returncode == -signal.SIGKILL and not marker.exists()
+    child = subprocess.run(argv, preexec_fn=_die_with_parent(os.getpid()),  # noqa: PLW1509
+                           check=False)
+    assert child.returncode == 0 and marker.exists()
