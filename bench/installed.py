@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BOOT = """
+RSS_REPORT = """
 import atexit, os, sys
 def _report():
     with open("/proc/self/status") as f:
@@ -42,6 +42,12 @@ def _report():
         out.write(peak)
 atexit.register(_report)
 sys.argv[0] = "io"
+"""
+"""The start of every child the benches time: an exit hook that writes the process's
+peak RSS (VmHWM: ``ru_maxrss`` of a child spawned with vfork reports the parent's) to
+``$IO_BENCH_RSS``."""
+
+BOOT = RSS_REPORT + """
 try:
     from io_harness_cli.main import console as entry
 except ImportError:  # a tree from before the console entry point

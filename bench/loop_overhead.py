@@ -52,6 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from installed import RSS_REPORT  # noqa: E402
+
 from tests.fakes.vendor_server import (  # noqa: E402
     FakeCall,
     RecordedRequest,
@@ -114,15 +116,8 @@ def child_env(store: Path) -> dict[str, str]:
 # ``ru_maxrss`` cannot be used: Linux carries the parent's high-water mark into a
 # child spawned with vfork, so it would report the bench's own memory. VmHWM belongs
 # to the child's own address space.
-_BOOT = """
-import atexit, os, runpy, sys
-def _report():
-    with open("/proc/self/status") as f:
-        peak = next(l.split()[1] for l in f if l.startswith("VmHWM:"))
-    with open(os.environ["IO_BENCH_RSS"], "w") as out:
-        out.write(peak)
-atexit.register(_report)
-sys.argv[0] = "io"
+_BOOT = RSS_REPORT + """
+import runpy
 runpy.run_module("io_harness_cli", run_name="__main__", alter_sys=True)
 """
 
@@ -203,12 +198,16 @@ def help_walls(code: Path, tmp: Path, repeat: int = 15,
     (or of `python ARGV`, e.g. the bare interpreter's `-c pass`)."""
     env = child_env(tmp / "state.db")
     env["PYTHONPATH"] = str(code)
-    argv = [sys.executable, *argv]  # type: ignore[assignment]
-    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=code)
+    return walls_of([sys.executable, *argv], env, code, repeat)
+
+
+def walls_of(argv: list[str], env: dict[str, str], cwd: Path, repeat: int) -> list[float]:
+    """Wall seconds of `repeat` runs of `argv`, after one warm-up run."""
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
     walls = []
     for _ in range(repeat):
         start = time.perf_counter()
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=code)
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
         walls.append(time.perf_counter() - start)
     return walls
 

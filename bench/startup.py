@@ -57,6 +57,7 @@ from loop_overhead import (  # noqa: E402
     RunResult,
     export_tree,
     responder,
+    walls_of,
     write_workspace,
 )
 from loop_overhead import _child_cpu as child_cpu  # noqa: E402
@@ -150,16 +151,6 @@ def codex_rows(codex: Codex, ours: list[Child], base: list[Child], theirs: list[
     ]
 
 
-def _walls(argv: list[str], env: dict[str, str], cwd: Path, repeat: int) -> list[float]:
-    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=cwd)  # warm
-    walls = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True, cwd=cwd)
-        walls.append(time.perf_counter() - start)
-    return walls
-
-
 def help_rows(trees: dict[str, Installed], tmp: Path, repeat: int) -> list[Row]:
     """`io --help` of each installed tree (its console script, as a user types it) beside
     the same interpreter's `python3 -c pass`."""
@@ -168,9 +159,9 @@ def help_rows(trees: dict[str, Installed], tmp: Path, repeat: int) -> list[Row]:
     for _ in range(repeat):
         for name, target in trees.items():
             env = target.env(tmp / "state-help.db")
-            helps[name].extend(_walls([str(target.venv / "bin" / "io"), "--help"], env,
+            helps[name].extend(walls_of([str(target.venv / "bin" / "io"), "--help"], env,
                                       target.cwd, 3))
-            bare.extend(_walls([str(target.python), "-c", "pass"], env, target.cwd, 3))
+            bare.extend(walls_of([str(target.python), "-c", "pass"], env, target.cwd, 3))
     ours, base = helps.values()
     pass_median = statistics.median(bare)
     return [

@@ -50,8 +50,9 @@ def run_overrides(model: str | None, max_steps: int | None, narrow: str | None,
     return found
 
 
-def resume_config(overrides: Mapping[str, Any], run_id: str) -> Path | None:
-    """The config file a run was started with (`io run -c`), None for the workspace's.
+def resume_config(settings: Mapping[str, Any], run_id: str) -> Path | None:
+    """The config file a run (its recorded `settings`) was started with (`io run -c`),
+    None for the workspace's.
 
     Raises:
         UsageError: That file is gone: resuming under another config would change the
@@ -59,7 +60,8 @@ def resume_config(overrides: Mapping[str, Any], run_id: str) -> Path | None:
     """
     from harness_core import UsageError
 
-    recorded = overrides.get("config")
+    overrides = settings.get("run_overrides")
+    recorded = overrides.get("config") if isinstance(overrides, Mapping) else None
     if not isinstance(recorded, str):
         return None
     path = Path(recorded)

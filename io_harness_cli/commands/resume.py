@@ -75,9 +75,7 @@ def resume(
             origin = scratch_origin(record.settings)
             if origin is not None and origin.is_dir() and not record.status.is_terminal:
                 scratch.append((origin, ws))
-            recorded = record.settings.get("run_overrides")
-            started_with = (resume_config(recorded, record.run_id)
-                            if config is None and isinstance(recorded, dict) else None)
+            started_with = resume_config(record.settings, record.run_id) if config is None else None
             if ws_hint is None or started_with is not None:
                 cfg = load_config(ws, config if started_with is None else started_with)
             cfg = apply_recorded(cfg, record.settings)  # `io run -c/-m/--max-steps/--narrow`

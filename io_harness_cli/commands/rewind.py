@@ -122,9 +122,7 @@ def _open(run_id: str, workspace: Path | None,
         from io_harness_cli.commands._scratch import refuse_origin
 
         refuse_origin(record.settings, ws, record.run_id)
-        recorded = record.settings.get("run_overrides")
-        started_with = (resume_config(recorded, record.run_id)
-                        if config is None and isinstance(recorded, dict) else None)
+        started_with = resume_config(record.settings, record.run_id) if config is None else None
         if ws_hint is None or started_with is not None:  # the run's own `io run -c` file
             store.close()
             cfg = load_config(ws, config if started_with is None else started_with)

@@ -195,6 +195,17 @@ def test_a_pre_compact_hook_that_refuses_skips_the_compaction(tmp_path: Path) ->
     assert json.loads(run_io(["trace", run_id, "--json"]).stdout)["compactions"] == []
 
 
+def _summary_then_done() -> tuple[Turn, Turn]:
+    """The model's summary of the two notes, then the run's last answer."""
+    from tests.fakes.vendor_server import Turn
+
+    return (Turn(text="SUMMARY: wrote n0.md and n1.md",
+                 usage={"prompt_tokens": 70100, "completion_tokens": 30,
+                        "total_tokens": 70130}),
+            Turn(text="all done",
+                 usage={"prompt_tokens": 900, "completion_tokens": 5, "total_tokens": 905}))
+
+
 def _two_notes_then_over_half(ws: Path, base_url: str) -> tuple[Turn, Turn]:
     """io.toml for the loopback OpenAI fake at `base_url` (compaction at half of
     gpt-4o-mini's window, template `brief`), and the fake's first two turns: each writes
@@ -227,7 +238,7 @@ def test_a_known_models_window_and_the_providers_count_decide_and_a_template_ask
     estimate of these few short messages is a few hundred); the summary is asked under
     the operator's template, with no tools, and the next request carries the summary in
     place of the older turns."""
-    from tests.fakes.vendor_server import Turn, start_vendor_server
+    from tests.fakes.vendor_server import start_vendor_server
 
     ws = tmp_path / "ws"
     (ws / ".io" / "templates").mkdir(parents=True)
@@ -236,11 +247,7 @@ def test_a_known_models_window_and_the_providers_count_decide_and_a_template_ask
     with start_vendor_server("openai") as fake:
         fake.push(
             *_two_notes_then_over_half(ws, fake.base_url),
-            Turn(text="SUMMARY: wrote n0.md and n1.md",
-                 usage={"prompt_tokens": 70100, "completion_tokens": 30,
-                        "total_tokens": 70130}),
-            Turn(text="all done",
-                 usage={"prompt_tokens": 900, "completion_tokens": 5, "total_tokens": 905}),
+            *_summary_then_done(),
         )
         done = run_io(["run", "write the notes GOAL-7", "-w", str(ws), "--json"],
                       env={"FAKE_KEY": "sk-fake-compaction"})
@@ -266,7 +273,7 @@ def test_a_kill_during_the_summary_request_asks_for_the_summary_again(
         tmp_path: Path) -> None:
     """kill -9 while the summary request is in flight (nothing of it recorded): the resume
     asks for the summary again, records one compaction, and repeats no tool call."""
-    from tests.fakes.vendor_server import Hang, Turn, start_vendor_server
+    from tests.fakes.vendor_server import Hang, start_vendor_server
 
     def is_summary_ask(body: dict[str, object]) -> bool:
         return "tools" not in body and "SUMMARY-ASK" in json.dumps(body["messages"])
@@ -296,11 +303,7 @@ def test_a_kill_during_the_summary_request_asks_for_the_summary_again(
             run_id, = db.execute("SELECT run_id FROM runs").fetchone()
             assert db.execute("SELECT COUNT(*) FROM compactions").fetchone()[0] == 0
         fake.push(
-            Turn(text="SUMMARY: wrote n0.md and n1.md",
-                 usage={"prompt_tokens": 70100, "completion_tokens": 30,
-                        "total_tokens": 70130}),
-            Turn(text="all done",
-                 usage={"prompt_tokens": 900, "completion_tokens": 5, "total_tokens": 905}),
+            *_summary_then_done(),
         )
         resumed = run_io(["resume", run_id, "--json"], env={"FAKE_KEY": "sk-fake-compaction"})
         assert resumed.returncode == 0, resumed.stderr
