@@ -185,3 +185,19 @@ def test_a_resumed_run_reads_the_config_file_it_was_started_with(tmp_path: Path)
     gone = run_io(["resume", run_id, "-w", str(ws), "--approve"])
     assert gone.returncode == 2 and "which is gone" in gone.stderr, gone.stderr
     assert "Traceback" not in gone.stderr
+
+
+def test_a_resumed_batch_task_keeps_its_narrowed_budget(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("making it", ("exec", {"argv": ["touch", "made.txt"]})),
+        *[replay_line(f"file {i}", ("write_file", {"path": f"f{i}.txt", "content": "x"}))
+          for i in range(4)], replay_line("done")],
+        toml_extra='[policy]\ntier = "workspace-write"\napproval = "ask"\n')
+    narrow = json.dumps({"budget": {"max_steps": 2}})  # what `io batch` passes for a task
+    paused = run_io(["run", "g", "-w", str(ws), "--json", "--narrow", narrow])
+    assert paused.returncode == 4, paused.stderr
+    run_id = str(json_lines(paused.stdout)[-1]["run_id"])
+    resumed = run_io(["resume", run_id, "-w", str(ws), "--approve", "--json"])
+    last = json_lines(resumed.stdout)[-1]
+    assert resumed.returncode == 3, resumed.stderr
+    assert last["steps"] == 2 and "step budget of 2" in str(last["reason"])
