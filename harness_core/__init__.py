@@ -29,7 +29,7 @@ _PUBLIC: dict[str, str] = {
     "harness_core.documents": "check_document DocumentCheck",
     "harness_core.errors": (
         "AmbiguousId BudgetExceeded CheckpointFormatError ConfigError DocumentEncrypted "
-        "DocumentTooLarge GitRefused HarnessError InvalidToolArguments McpUnavailable "
+        "DocumentTooLarge GitRefused HarnessError HostBoundaryError InvalidToolArguments McpUnavailable "
         "MissingExtra MissingSecret PathEscape PolicyError ProviderError RunInUse "
         "RunNotFound RunNotInFlight SandboxUnavailable ScriptExhausted SessionInUse "
         "ShellRefused StateError StoreDamaged StoreUnavailable ToolError UsageError "

@@ -46,6 +46,7 @@ from harness_core.errors import DocumentEncrypted as DocumentEncrypted
 from harness_core.errors import DocumentTooLarge as DocumentTooLarge
 from harness_core.errors import GitRefused as GitRefused
 from harness_core.errors import HarnessError as HarnessError
+from harness_core.errors import HostBoundaryError as HostBoundaryError
 from harness_core.errors import InvalidToolArguments as InvalidToolArguments
 from harness_core.errors import McpUnavailable as McpUnavailable
 from harness_core.errors import MissingExtra as MissingExtra

@@ -9,7 +9,10 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     │   │   ├── AmbiguousId    a shortened id that matches more than one run or session
     │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
     │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
-    │   └── MissingSecret      a `${env:}`/`${file:}` value or provider key that is not set
+    │   ├── MissingSecret      a `${env:}`/`${file:}` value or provider key that is not set
+    │   └── HostBoundaryError  a hook, MCP server or file io writes for the operator would
+    │                          cross the host boundary (a program or path the agent can
+    │                          write, or could have planted)
     ├── WorkspaceError         a path the workspace cannot serve
     │   └── PathEscape         a path that would leave the workspace root
     ├── PolicyError            a malformed rule or policy (not a refusal: refusals are data)
@@ -49,6 +52,7 @@ __all__ = [
     "DocumentTooLarge",
     "GitRefused",
     "HarnessError",
+    "HostBoundaryError",
     "InvalidToolArguments",
     "McpUnavailable",
     "MissingExtra",
@@ -202,6 +206,22 @@ class PathEscape(WorkspaceError):
         super().__init__(f"path {path!r} {reason}")
         self.path = path
         self.reason = reason
+
+
+class HostBoundaryError(ConfigError):
+    """io refused to start a program or write a file on the host because the agent can
+    write what it names: a hook's or MCP server's program or script inside the workspace
+    (or missing, so the agent could create it), or a file io writes for the operator
+    where the agent could have planted a link (docs/ARCHITECTURE.md, "The host boundary").
+
+    Attributes:
+        exists: The refusal is only that something already stands at the path (an
+            exclusive write), not a crossing of the boundary.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, exists: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.exists = exists
 
 
 class PolicyError(HarnessError):

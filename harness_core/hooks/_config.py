@@ -133,8 +133,10 @@ def hook_files(workspace: Path, hooks: Iterable[HookConfig]) -> tuple[str, ...]:
 
     Every argument that resolves inside the workspace and names a file (one that exists,
     or a path written with a slash) counts: the program itself, a script given to an
-    interpreter, a configuration file. Directories do not. These become protected
-    inputs: no tool and no sandboxed command may write them.
+    interpreter, a configuration file. Directories do not. The folder such a file lies in
+    counts too, as ``folder/**``, unless it is the workspace root: a module planted
+    beside a hook's script (``hooks/json.py``) must not be importable by it. These become
+    protected inputs: no tool and no sandboxed command may write, create or rename them.
     """
     root = Path(os.path.realpath(workspace))
     out: list[str] = []
@@ -149,4 +151,6 @@ def hook_files(workspace: Path, hooks: Iterable[HookConfig]) -> tuple[str, ...]:
                     continue
                 if _names_file(arg, index, path):
                     out.append(path.relative_to(root).as_posix())
+                    if path.parent != root:
+                        out.append(path.parent.relative_to(root).as_posix() + "/**")
     return tuple(dict.fromkeys(out))

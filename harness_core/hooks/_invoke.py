@@ -1,11 +1,18 @@
 """Run one hook's process: JSON on stdin, the answer read from its exit status and stdout.
 
 A project-scope hook runs through the run's sandboxed launcher (the one verification
-gates use, so it is confined even when `[sandbox] commands = false`); a user- or
-system-scope hook runs on the host, in its own session, with the scrubbed environment
-every command gets (provider keys never reach a hook). The working directory is the
-workspace. A hook that cannot start, is killed at its timeout or leaves output io cannot
-read is an error answer; this module never raises for the hook's own failure.
+gates use, so it is confined even when `[sandbox] commands = false`), in the workspace,
+with a Python interpreter it starts put in safe-path mode (its script's folder comes
+after the standard library, so a `json.py` beside it is never imported). A user- or
+system-scope hook runs on the host through `harness_core.host`: in a private folder the
+agent cannot write, never the workspace (whose path is in the payload and in
+`IO_WORKSPACE`), and only when nothing it names lies in the workspace. Both get the
+scrubbed environment every command gets (provider keys never reach a hook).
+
+A hook whose program or script does not exist, or that names something the agent can
+write, cannot start: that is an error answer, which refuses where hooks fail closed.
+A hook that is killed at its timeout or leaves output io cannot read is an error answer
+too; this module never raises for the hook's own failure.
 """
 
 from __future__ import annotations
@@ -15,19 +22,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_core.errors import HarnessError
+from harness_core.errors import HarnessError, HostBoundaryError
 from harness_core.hooks._answer import HookAnswer, HookDecision, read_answer
 from harness_core.hooks._config import HookConfig
-from harness_core.sandbox import (
-    BackendChoice,
-    LaunchRequest,
-    ProcessLauncher,
-    SandboxConfig,
-    SandboxSpec,
-    launcher,
-    run_command,
-    select,
+from harness_core.host import (
+    check_host_command,
+    host_dir,
+    host_environment,
+    host_launcher,
+    missing_files,
+    safe_python_argv,
 )
+from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
 
 __all__ = ["HOOK_SCHEMA", "HookProcesses"]
 
@@ -54,21 +60,35 @@ class HookProcesses:
         self._env = dict(env)
         self._host: ProcessLauncher | None = None
 
-    def _launcher_for(self, hook: HookConfig) -> ProcessLauncher:
+    def command(self, hook: HookConfig) -> tuple[ProcessLauncher, LaunchRequest]:
+        """How `hook` starts: its launcher and request, after checking what it names.
+
+        Raises:
+            HostBoundaryError: Its program or script does not exist, or a host hook
+                names something in the workspace.
+        """
+        what = f"hook {hook.name!r}"
         if hook.sandboxed:
-            return self._sandboxed
+            missing = missing_files(hook.command, self._env, self.workspace)
+            if missing:
+                raise HostBoundaryError(f"{what}: {', '.join(map(repr, missing))} does not"
+                                        " exist (a hook that cannot run refuses)")
+            return self._sandboxed, LaunchRequest(argv=safe_python_argv(hook.command),
+                                                  cwd=self.workspace)
+        check_host_command(hook.command, host_environment(self._env, self.workspace),
+                           workspace=self.workspace, what=what)
         if self._host is None:
-            off = select(SandboxConfig(backend=BackendChoice.OFF), env=self._env)
-            self._host = launcher(off, SandboxSpec(workdir=self.workspace, env=self._env))
-        return self._host
+            self._host = host_launcher(self._env, self.workspace)
+        return self._host, LaunchRequest(argv=list(hook.command),
+                                         cwd=host_dir(self.workspace))
 
     def run(self, hook: HookConfig, payload: dict[str, Any]) -> HookAnswer:
         """Run `hook` with `payload` on its stdin and read its answer."""
         data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8",
                                                                           "surrogateescape")
-        request = LaunchRequest(argv=hook.command, cwd=self.workspace)
         try:
-            result = run_command(self._launcher_for(hook), request, timeout=hook.timeout_s,
+            launcher, request = self.command(hook)
+            result = run_command(launcher, request, timeout=hook.timeout_s,
                                  stdin_data=data, max_output=_MAX_OUTPUT)
         except HarnessError as exc:
             return HookAnswer(HookDecision.ERROR, f"could not start: {exc.message}")

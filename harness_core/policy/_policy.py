@@ -11,7 +11,8 @@ How `Policy.check` decides, in order (the first step that speaks wins):
    `protected` paths (the store, when it lies inside the workspace) — is denied unless
    an allow-write rule's pattern is exactly that path, with no glob: an agent must not
    widen the boundary of its next run by editing the file it is loaded from. The
-   policy's own `protected` entries are literal paths, not globs. Protected paths are
+   policy's own `protected` entries are literal paths, not globs (``dir/**`` names a
+   folder and everything in it, present or not: a hook's folder). Protected paths are
    matched case-insensitively, so ``IO.TOML`` on a case-folding filesystem is caught.
 2. **Deny rules**: any deny rule of the act's kind that matches denies. A deny in any
    layer beats an allow in any layer; the decision records that rule and its layer.
@@ -173,7 +174,7 @@ def _build(
     guarded = tuple(
         (pattern, re.compile(compile_path(pattern).pattern, flags))
         for pattern in PROTECTED_WRITE_PATTERNS
-    ) + tuple((path, re.compile(re.escape(_protected_path(path)), flags)) for path in protected)
+    ) + tuple((path, re.compile(_protected_regex(path), flags)) for path in protected)
     return _Compiled(
         deny={k: _Matcher.build(v, Verdict.DENY) for k, v in deny.items()},
         allow={k: _Matcher.build(v, Verdict.ALLOW) for k, v in allow.items()},
@@ -198,6 +199,14 @@ def _tier_default(tier: Tier, approval: ApprovalMode, act_kind: ActKind) -> Deci
         None,
         TIER_LAYER,
     )
+
+
+def _protected_regex(path: str) -> str:
+    """A protected entry as a regex: a literal path, or a folder and everything in it
+    (``dir/**``: a hook's folder, where nothing may be created, changed or renamed)."""
+    if isinstance(path, str) and path.endswith("/**"):
+        return re.escape(_protected_path(path[:-3])) + "(?:/.*)?"
+    return re.escape(_protected_path(path))
 
 
 def _protected_path(path: str) -> str:

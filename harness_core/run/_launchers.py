@@ -87,7 +87,7 @@ def _read_only_paths(spec: RunSpec) -> tuple[Path, ...]:
         literal = pattern.removesuffix("/**")
         paths.append(root / literal)
     for extra in spec.protected_paths:
-        path = Path(extra)
+        path = Path(extra.removesuffix("/**"))  # a protected folder is bound read-only whole
         paths.append(path if path.is_absolute() else root / path)
     return tuple(paths)
 

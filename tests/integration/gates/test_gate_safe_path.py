@@ -21,8 +21,8 @@ from harness_core import (
     Workspace,
     run_gates,
 )
+from harness_core.host import safe_python_argv
 from harness_core.sandbox import launcher, select
-from harness_core.verification import safe_python_argv
 
 _CALC = "def add(a, b):\n    return a - b\n"
 _TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -122,7 +122,7 @@ def test_a_missing_hook_program_is_a_deny(tmp_path: Path, ws: Path) -> None:
     store, run_id = _run(tmp_path, ws, gone)
     with store:
         assert not (ws / "made.txt").exists()
-        assert "hook gone failed (could not start: program not found" in _observation(
+        assert "hook gone failed (could not start: hook 'gone': the program" in _observation(
             store, run_id)
 
 

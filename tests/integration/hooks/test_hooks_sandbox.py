@@ -121,8 +121,11 @@ command = ["./hooks/not-yet.sh"]
     assert (ws / "hooks" / "writer.py").read_text() == before
     assert not (ws / "hooks" / "not-yet.sh").is_file() or \
         (ws / "hooks" / "not-yet.sh").read_text() == ""
-    # Negative control: a file no hook names stays writable.
-    assert tool("write_file", {"path": "hooks/other.py", "content": "x = 1\n"})["ok"] is True
+    # The hook's folder is protected whole: a module planted beside its script (which
+    # the interpreter would import before the standard library's) is refused.
+    assert tool("write_file", {"path": "hooks/json.py", "content": "x = 1\n"})["ok"] is False
+    # Negative control: a file outside every hook's folder stays writable.
+    assert tool("write_file", {"path": "other.py", "content": "x = 1\n"})["ok"] is True
 
 
 def test_the_example_refuses_a_push_and_formats_the_written_file(tmp_path: Path) -> None:

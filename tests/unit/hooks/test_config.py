@@ -64,7 +64,8 @@ def test_hook_files_are_the_workspace_files_a_command_names(tmp_path: Path) -> N
                    name="c"),
         HookConfig(HookEvent.STOP, ("link.py",), name="d"),
     ]
-    assert hook_files(ws, hooks) == ("hooks/check.py", "run.sh", "lint.toml",
+    # a script's folder is protected whole (a module planted beside it must not load)
+    assert hook_files(ws, hooks) == ("hooks/check.py", "hooks/**", "run.sh", "lint.toml",
                                      "hooks/later.sh", "link.py")
 
 
