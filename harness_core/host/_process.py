@@ -157,7 +157,7 @@ def missing_files(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> lis
 
 
 def check_host_command(argv: Sequence[str], env: Mapping[str, str], *, workspace: Path,
-                       what: str) -> str:
+                       what: str, cwd: Path | None = None, hint: str | None = None) -> str:
     """The program `argv` starts on the host, after checking nothing it names is the
     agent's.
 
@@ -166,6 +166,9 @@ def check_host_command(argv: Sequence[str], env: Mapping[str, str], *, workspace
         env: Its environment, as `host_environment` made it.
         workspace: The run's workspace root.
         what: What the command is, for the message (``hook 'fmt'``, ``MCP server 'db'``).
+        cwd: The folder (outside the workspace) it starts in, when the operator named one:
+            relative paths resolve from it. None: a relative path is refused.
+        hint: What the operator can do instead (a hook's default when None).
 
     Returns:
         The absolute path of its program.
@@ -175,8 +178,12 @@ def check_host_command(argv: Sequence[str], env: Mapping[str, str], *, workspace
             host process never starts there), a program or script in the workspace, or
             one that does not exist.
     """
-    hint = ("give an absolute path outside the workspace, or move a hook to the project"
-            " scope (io.toml), where it runs in the sandbox")
+    hint = hint or ("give an absolute path outside the workspace, or move the hook to the"
+                    " project scope (io.toml), where it runs in the sandbox")
+    if cwd is not None:
+        scripts = set(script_arguments(argv)) | {0}
+        argv = [os.path.join(cwd, arg) if index in scripts and (os.sep in arg or index)
+                and not os.path.isabs(arg) else arg for index, arg in enumerate(argv)]
     program = argv[0]
     if os.sep in program or (os.altsep and os.altsep in program):
         if not os.path.isabs(program):
@@ -186,8 +193,8 @@ def check_host_command(argv: Sequence[str], env: Mapping[str, str], *, workspace
     else:
         found = shutil.which(program, path=env.get("PATH", os.defpath))
         if found is None:
-            raise HostBoundaryError(f"{what}: the program {program!r} is not on PATH (the"
-                                    " agent must not be able to create it later)", hint=hint)
+            raise HostBoundaryError(f"{what}: the program {program!r} was not found on PATH",
+                                    hint=hint)
         resolved = os.path.abspath(found)
     _check_operands(argv, resolved, workspace=workspace, what=what, hint=hint)
     for index in script_arguments(argv):

@@ -36,7 +36,8 @@ from types import TracebackType
 from typing import Any
 
 from harness_core._record import record
-from harness_core.errors import McpUnavailable, PolicyError, ToolError
+from harness_core.errors import HostBoundaryError, McpUnavailable, PolicyError, ToolError
+from harness_core.host import check_host_command, host_dir, host_environment, is_inside
 from harness_core.mcp._relay import Relay
 from harness_core.mcp._server import (
     SESSION_EXPIRED,
@@ -50,7 +51,6 @@ from harness_core.mcp._stdio import SESSION_MARKER, kill_marked, server_environm
 from harness_core.mcp._tools import McpCallResult, McpTool, McpToolInfo, tool_name
 from harness_core.policy import Act, Decision, Verdict
 from harness_core.sandbox import Admission
-from harness_core.sandbox._process import resolve_program
 from harness_core.tool_servers import McpGrant, McpServerConfig
 from harness_core.tools import ActGate, PauseRequested, Tool
 from harness_core.workspace import Workspace
@@ -270,14 +270,27 @@ class McpSession:
         if not decision.is_allowed:
             self._refuse(config, act, decision)
             return None
-        server_env = server_environment(config, env)
+        server_env = host_environment(server_environment(config, env), workspace.root)
         server_env[SESSION_MARKER] = self._token
-        cwd = config.cwd if config.cwd is not None else workspace.root
+        what = f"MCP server {config.name!r}"
         try:
-            program = resolve_program(config.command, server_env, cwd)
+            cwd = host_dir(workspace.root) if config.cwd is None else config.cwd
+            if config.cwd is not None and is_inside(config.cwd, workspace.root):
+                raise HostBoundaryError(f"{what}: its cwd {str(config.cwd)!r} lies in the"
+                                        " workspace, which the agent can write",
+                                        hint="give a cwd outside the workspace")
+            program = check_host_command(
+                config.argv, server_env, workspace=workspace.root, what=what, cwd=config.cwd,
+                hint="install the server outside the workspace and name it by an absolute"
+                     " path or on PATH")
             server = ServerHandle(config, stdio_opener(program, server_env, cwd), timeout)
+        except HostBoundaryError as exc:
+            detail = exc.message.removeprefix(f"{what}: ")
+            self._fail(config, f"{what} did not start: {detail}"
+                       + (f" ({exc.hint})" if exc.hint else ""))
+            return None
         except (ToolError, OSError) as exc:
-            self._fail(config, f"MCP server {config.name!r} did not start: {exc}")
+            self._fail(config, f"{what} did not start: {exc}")
             return None
         self._servers[config.name] = server
         return server

@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from harness_core.host import stdio_transport
 from harness_core.mcp._server import Opener, ServerHandle
 from harness_core.sandbox._process import scrub_env
 from harness_core.tool_servers import McpServerConfig
@@ -52,14 +53,14 @@ def server_environment(config: McpServerConfig, env: Mapping[str, str]) -> dict[
 
 
 def stdio_opener(program: str, env: dict[str, str], cwd: Path) -> Opener:
-    """The opener of a local server: `program` with the config's args, in `cwd`."""
+    """The opener of a local server: `program` with the config's args, in `cwd` (never the
+    workspace: `McpSession` checks the command and picks the folder through
+    `harness_core.host`)."""
 
     def open_stdio(server: ServerHandle) -> AbstractAsyncContextManager[tuple[Any, Any]]:
-        from mcp import StdioServerParameters, stdio_client
-
-        params = StdioServerParameters(command=program, args=list(server.config.args),
-                                       env=env, cwd=cwd)
-        return stdio_client(params, errlog=server.errlog)
+        opened: AbstractAsyncContextManager[tuple[Any, Any]] = stdio_transport(
+            program, server.config.args, env, cwd, server.errlog)
+        return opened
 
     return open_stdio
 

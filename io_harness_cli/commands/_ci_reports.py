@@ -17,11 +17,12 @@ __all__ = ["write_ci_reports"]
 
 
 def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
-                     junit: Path | None) -> None:
+                     junit: Path | None, workspace: Path | None = None) -> None:
     """Write the JUnit file (when asked) and the step summary (when the variable is set).
 
     The run has ended: a file that cannot be written is a warning on stderr, and the
-    run's exit code stands (2 would say nothing ran)."""
+    run's exit code stands (2 would say nothing ran). Neither is written through a link
+    inside `workspace` (`harness_core.host.write_operator_file`)."""
     summary_file = environment().get("GITHUB_STEP_SUMMARY")
     if junit is None and not summary_file:
         return
@@ -29,19 +30,21 @@ def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
     from io_harness_cli.render.ci import junit_xml, step_summary
 
     if junit is not None:
-        _write(junit, junit_xml(summary), append=False)
+        _write(junit, junit_xml(summary), append=False, workspace=workspace)
     if summary_file:
-        _write(Path(summary_file), step_summary(summary).encode("utf-8"), append=True)
+        _write(Path(summary_file), step_summary(summary).encode("utf-8"), append=True,
+               workspace=workspace)
 
 
-def _write(path: Path, data: bytes, *, append: bool) -> None:
+def _write(path: Path, data: bytes, *, append: bool, workspace: Path | None) -> None:
+    from harness_core import HostBoundaryError
+    from harness_core.host import write_operator_file
     from io_harness_cli.output import say
 
     try:
-        with path.open("ab" if append else "wb") as handle:
-            handle.write(data)
-    except OSError as exc:
-        say(f"io: warning: cannot write {str(path)!r}: {exc.strerror}")
+        write_operator_file(path, data, workspace=workspace, append=append)
+    except HostBoundaryError as exc:
+        say(f"io: warning: {exc.message}")
 
 
 def _summary(config: Config | None, outcome: RunOutcome, code: int) -> RunSummary:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["EventOutput", "Reports", "assemble", "drive", "exit_with"]
 
 
-@record
+@record(frozen=False)
 class Reports:
     """Where a driven run's results go besides the exit code.
 
@@ -42,6 +42,8 @@ class Reports:
 
     last_message: Path | None = None
     junit: Path | None = None
+    workspace: Path | None = None
+    """The run's workspace, once known: no link in it is followed when a report is written."""
 
     def check(self) -> None:
         """Refuse a file whose directory does not exist, before anything runs.
@@ -127,21 +129,24 @@ def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
         if not out.json_mode:
             _explain_pause(outcome)
     if reports.last_message is not None:  # empty while the run waits: never a stale answer
-        _write_text(reports.last_message, answer)
+        _write_text(reports.last_message, answer, reports.workspace)
     from io_harness_cli.commands._ci_reports import write_ci_reports
 
-    write_ci_reports(out.config, outcome, code, reports.junit)
+    write_ci_reports(out.config, outcome, code, reports.junit, reports.workspace)
     out.finish(outcome.status.value, code, outcome.reason, outcome.why, **extra)
     return code
 
 
-def _write_text(path: Path, text: str) -> None:
-    """Write the answer file; the run has ended, so a failure is a warning, never the
-    exit code (2 would say nothing ran)."""
+def _write_text(path: Path, text: str, workspace: Path | None) -> None:
+    """Write the answer file, never through a link in the workspace; the run has ended, so
+    a failure is a warning, never the exit code (2 would say nothing ran)."""
+    from harness_core import HostBoundaryError
+    from harness_core.host import write_operator_file
+
     try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        say(f"io: warning: cannot write {str(path)!r}: {exc.strerror}")
+        write_operator_file(path, text.encode("utf-8", "surrogateescape"), workspace=workspace)
+    except HostBoundaryError as exc:
+        say(f"io: warning: {exc.message}")
 
 
 def _explain_gates(outcome: RunOutcome) -> None:

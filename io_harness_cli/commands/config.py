@@ -140,29 +140,26 @@ def init(
                          " writes", hint="use one of: " + ", ".join(STARTER_PROVIDERS))
     ws = workspace_path(workspace)
     target = output if output is not None else ws / "io.toml"
-    _write_new(target, starter_config(ws, provider))
+    _write_new(target, starter_config(ws, provider), ws)
     wrote = [str(target)]
     script = target.parent / "replay.jsonl"
     if provider == "scripted" and not script.exists():
-        _write_new(script, STARTER_SCRIPT)
+        _write_new(script, STARTER_SCRIPT, ws)
         wrote.append(str(script))
     say(f"io: wrote {' and '.join(wrote)}; check it with: io config check"
         + (f" -c {target}" if output is not None else ""))
 
 
-def _write_new(target: Path, text: str) -> None:
-    """Write `text` to a file that must not exist yet."""
-    import os
-
-    from harness_core import UsageError
+def _write_new(target: Path, text: str, workspace: Path) -> None:
+    """Write `text` to a file that must not exist yet (an existing file, or a link planted
+    there, is never replaced), never through a link inside the workspace."""
+    from harness_core import HostBoundaryError, UsageError
+    from harness_core.host import write_operator_file
 
     try:
-        # O_EXCL: an existing file (or a link planted there) is never replaced.
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        raise UsageError(f"{target} already exists; io config init never overwrites",
-                         hint="move it away, or pass --output FILE") from None
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+        write_operator_file(target, text.encode("utf-8"), workspace=workspace, exclusive=True)
+    except HostBoundaryError as exc:
+        if exc.exists:
+            raise UsageError(f"{target} already exists; io config init never overwrites",
+                             hint="move it away, or pass --output FILE") from None
+        raise

@@ -68,6 +68,7 @@ def resume(
                     f" no decision, so {flag} would apply to nothing",
                     hint=f"`io trace {record.run_id}` shows how it ended")
             ws = recorded_workspace(record.workspace, ws_hint, f"run {record.run_id}")
+            reports.workspace = ws  # its links are never followed by a report write
             from io_harness_cli.commands._overrides import apply_recorded, resume_config
             from io_harness_cli.commands._scratch import refuse_origin, scratch_origin
 

@@ -74,6 +74,7 @@ def run(
         reports.check()
         schema = _schema(output_schema) if output_schema is not None else None
         ws = original = workspace_path(workspace)
+        reports.workspace = original  # its links are never followed by a report write
         if scratch:
             copy.append(make_scratch(ws))
             ws = copy[0]

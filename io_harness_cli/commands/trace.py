@@ -49,7 +49,7 @@ def trace(
     try:
         record = store.find_run(run_id)
         if html:
-            _write_html(store, cfg, record.run_id, output)
+            _write_html(store, cfg, record.run_id, output, workspace_path(workspace))
             return
         if plan:
             items = [i.to_json() for i in store.todos(record.run_id)]
@@ -227,8 +227,10 @@ def _print_tree(tree: list[dict[str, Any]]) -> None:
             f"  model {', '.join(node['models']) or '-'}  {node['goal'][:60]}\n")
 
 
-def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None) -> None:
-    from harness_core import UsageError, load_tree
+def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None,
+                workspace: Path) -> None:
+    from harness_core import load_tree
+    from harness_core.host import write_operator_file
     from io_harness_cli.output import say
     from io_harness_cli.render.html import render_html
 
@@ -238,8 +240,6 @@ def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None) -> 
         sys.stdout.flush()
         return
     target = output or Path(f"io-trace-{run_id}.html")
-    try:
-        target.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from exc
-    say(f"io: wrote {target} ({len(page):,} bytes)")
+    data = page.encode("utf-8")
+    write_operator_file(target, data, workspace=workspace)  # HostBoundaryError: exit 2
+    say(f"io: wrote {target} ({len(data):,} bytes)")

@@ -44,7 +44,9 @@ def test_a_tool_name_outside_the_allowed_characters_is_sanitised_but_called_by_i
     assert tool.run({}, tool_context(tmp_path)).output == "dotted ok"
 
 
-def test_a_server_starts_in_the_workspace_root_unless_it_names_a_cwd(tmp_path: Path) -> None:
+def test_a_server_starts_outside_the_workspace_unless_it_names_a_cwd(tmp_path: Path) -> None:
+    from harness_core.host import host_dir
+
     here = tmp_path / "ws"
     here.mkdir()
     elsewhere = tmp_path / "elsewhere"
@@ -54,7 +56,8 @@ def test_a_server_starts_in_the_workspace_root_unless_it_names_a_cwd(tmp_path: P
                McpServerConfig("b", "python3", ("-c", probe), cwd=elsewhere, optional=True)]
     with start(configs, here) as session:
         by_name = {f.server: f.message for f in session.failures}
-    assert f"cwd={here.resolve()}" in by_name["a"]
+    # Never the workspace: a `python -m` server would import what the agent planted there.
+    assert f"cwd={host_dir()}" in by_name["a"]
     assert f"cwd={elsewhere}" in by_name["b"]
 
 
