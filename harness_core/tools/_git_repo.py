@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness_core._record import record
 from harness_core.errors import GitRefused, ToolError
+from harness_core.host import run_helper
 from harness_core.policy import Act, Policy, Tier, Verdict
 from harness_core.tools._git import GitSettings
 from harness_core.tools._git_config import (
@@ -104,8 +105,10 @@ def _isolated_env(git: str, home: str) -> dict[str, str]:
 def _invoke(argv: list[str], cwd: str, env: Mapping[str, str] | None,
             timeout: float) -> subprocess.CompletedProcess[bytes]:
     try:
-        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
+        # The one host process that starts in the workspace: every setting that could
+        # name a program is refused first (module docstring), so git runs nothing of the
+        # agent's; harness_core.host keeps the call with its siblings.
+        return run_helper(argv, cwd=Path(cwd), env=env, timeout=timeout)
     except FileNotFoundError as exc:
         raise ToolError("git is not installed (no `git` on PATH)") from exc
     except subprocess.TimeoutExpired as exc:
