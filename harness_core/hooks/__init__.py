@@ -23,6 +23,7 @@ from harness_core.hooks._config import HOOK_LAYER, HookConfig, HookEvent, hook_f
 _LAZY = {
     "HOOK_SCHEMA": "harness_core.hooks._invoke",
     "HookProcesses": "harness_core.hooks._invoke",
+    "check_hook_command": "harness_core.hooks._invoke",
     "CallAct": "harness_core.hooks._runner",
     "CompactVerdict": "harness_core.hooks._runner",
     "HookRunner": "harness_core.hooks._runner",
@@ -31,7 +32,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from harness_core.hooks._invoke import HOOK_SCHEMA, HookProcesses
+    from harness_core.hooks._invoke import HOOK_SCHEMA, HookProcesses, check_hook_command
     from harness_core.hooks._runner import (
         CallAct,
         CompactVerdict,
@@ -53,6 +54,7 @@ __all__ = [
     "HookProcesses",
     "HookRunner",
     "StartVerdict",
+    "check_hook_command",
     "hook_files",
     "read_answer",
     "recorded_act",

@@ -35,7 +35,7 @@ from harness_core.host import (
 )
 from harness_core.sandbox import LaunchRequest, ProcessLauncher, run_command
 
-__all__ = ["HOOK_SCHEMA", "HookProcesses"]
+__all__ = ["HOOK_SCHEMA", "HookProcesses", "check_hook_command"]
 
 HOOK_SCHEMA = 1
 """Version of the JSON object a hook reads on stdin; bumped only on an incompatible change."""
@@ -67,16 +67,10 @@ class HookProcesses:
             HostBoundaryError: Its program or script does not exist, or a host hook
                 names something in the workspace.
         """
-        what = f"hook {hook.name!r}"
+        check_hook_command(hook, self.workspace, self._env)
         if hook.sandboxed:
-            missing = missing_files(hook.command, self._env, self.workspace)
-            if missing:
-                raise HostBoundaryError(f"{what}: {', '.join(map(repr, missing))} does not"
-                                        " exist (a hook that cannot run refuses)")
             return self._sandboxed, LaunchRequest(argv=safe_python_argv(hook.command),
                                                   cwd=self.workspace)
-        check_host_command(hook.command, host_environment(self._env, self.workspace),
-                           workspace=self.workspace, what=what)
         if self._host is None:
             self._host = host_launcher(self._env, self.workspace)
         return self._host, LaunchRequest(argv=list(hook.command),
@@ -103,3 +97,26 @@ class HookProcesses:
         close = getattr(self._host, "close", None)
         if callable(close):
             close()
+
+
+def check_hook_command(hook: HookConfig, workspace: Path, env: Mapping[str, str]) -> None:
+    """Refuse a hook that cannot start safely: what `io config check` and every call run.
+
+    A project-scope hook (sandboxed) must name a program and scripts that exist: the
+    sandbox binds an empty placeholder over a missing path, and an interpreter would run
+    it and answer "no objection". A user- or system-scope hook (on the host) must also
+    name nothing in the workspace and no relative path (`harness_core.host`).
+
+    Raises:
+        HostBoundaryError: The first problem, naming the hook.
+    """
+    what = f"hook {hook.name!r}"
+    if hook.sandboxed:
+        missing = missing_files(hook.command, env, workspace)
+        if missing:
+            raise HostBoundaryError(f"{what}: {', '.join(map(repr, missing))} does not exist"
+                                    " (a hook that cannot run refuses every call it sees)",
+                                    hint="fix the path in [[hooks]] command")
+        return
+    check_host_command(hook.command, host_environment(env, workspace), workspace=workspace,
+                       what=what)

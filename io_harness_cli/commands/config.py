@@ -11,7 +11,7 @@ import typer
 from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
-    from harness_core import RunSpec
+    from harness_core import Config, RunSpec
 
 app = typer.Typer(help="Show, check or start io.toml; print its JSON Schema.",
                   no_args_is_help=True,
@@ -87,12 +87,24 @@ def check(
     # The same preparation `io run` makes; without --for-run a missing [provider] or an
     # unset key is a warning, and the rest is still checked.
     spec = check_runnable(cfg, ws, env=environment(), for_run=for_run, warn=warnings.append)
+    _check_hooks(cfg, ws)
     for warning in warnings:
         say(f"io: warning: {warning}")
     _print_gate_inputs(spec)
     files = ", ".join(f"{f.scope.value}: {f.path}" for f in cfg.files) or "no io.toml found"
     done = "ready to run" if for_run else "config ok"
     say(f"io: {done} ({files})" + (f"; {len(warnings)} warning(s)" if warnings else ""))
+
+
+def _check_hooks(cfg: Config, ws: Path) -> None:
+    """Refuse (exit 2, naming it) a hook whose program or script is missing, or a host
+    hook that names something in the workspace: at run time it would refuse every call."""
+    from harness_core.hooks import check_hook_command
+    from io_harness_cli.commands._load import environment
+
+    env = environment()
+    for hook in cfg.hooks:
+        check_hook_command(hook, ws, env)
 
 
 def _print_gate_inputs(spec: RunSpec) -> None:
