@@ -38,8 +38,9 @@ _PUBLIC: dict[str, str] = {
     "harness_core.events": "Event EVENT_SCHEMA EventKind EventSink",
     "harness_core.hooks": (
         "CompactVerdict HOOK_LAYER HookAnswer HookConfig HookDecision HookEvent "
-        "HookRunner"
+        "HookRunner check_hook_command"
     ),
+    "harness_core.host": "write_operator_file",
     "harness_core.mcp": "McpCallResult McpFailure McpRefusal McpSession McpTool McpToolInfo",
     "harness_core.tool_servers": "McpElicitation McpGrant McpOAuth McpServerConfig",
     "harness_core.messages": (

@@ -37,8 +37,7 @@ def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
 
 
 def _write(path: Path, data: bytes, *, append: bool, workspace: Path | None) -> None:
-    from harness_core import HostBoundaryError
-    from harness_core.host import write_operator_file
+    from harness_core import HostBoundaryError, write_operator_file
     from io_harness_cli.output import say
 
     try:

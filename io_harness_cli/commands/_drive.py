@@ -140,8 +140,7 @@ def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
 def _write_text(path: Path, text: str, workspace: Path | None) -> None:
     """Write the answer file, never through a link in the workspace; the run has ended, so
     a failure is a warning, never the exit code (2 would say nothing ran)."""
-    from harness_core import HostBoundaryError
-    from harness_core.host import write_operator_file
+    from harness_core import HostBoundaryError, write_operator_file
 
     try:
         write_operator_file(path, text.encode("utf-8", "surrogateescape"), workspace=workspace)

@@ -99,7 +99,7 @@ def check(
 def _check_hooks(cfg: Config, ws: Path) -> None:
     """Refuse (exit 2, naming it) a hook whose program or script is missing, or a host
     hook that names something in the workspace: at run time it would refuse every call."""
-    from harness_core.hooks import check_hook_command
+    from harness_core import check_hook_command
     from io_harness_cli.commands._load import environment
 
     env = environment()
@@ -165,8 +165,7 @@ def init(
 def _write_new(target: Path, text: str, workspace: Path) -> None:
     """Write `text` to a file that must not exist yet (an existing file, or a link planted
     there, is never replaced), never through a link inside the workspace."""
-    from harness_core import HostBoundaryError, UsageError
-    from harness_core.host import write_operator_file
+    from harness_core import HostBoundaryError, UsageError, write_operator_file
 
     try:
         write_operator_file(target, text.encode("utf-8"), workspace=workspace, exclusive=True)

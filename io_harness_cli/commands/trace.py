@@ -229,8 +229,7 @@ def _print_tree(tree: list[dict[str, Any]]) -> None:
 
 def _write_html(store: Store, cfg: Config, run_id: str, output: Path | None,
                 workspace: Path) -> None:
-    from harness_core import load_tree
-    from harness_core.host import write_operator_file
+    from harness_core import load_tree, write_operator_file
     from io_harness_cli.output import say
     from io_harness_cli.render.html import render_html
 
