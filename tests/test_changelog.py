@@ -33,7 +33,7 @@ def test_default_dependencies_are_pinned_and_hold_no_optional_library() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = [re.split(r"[<>=;\[ ]", d)[0].lower() for d in project["dependencies"]]
     assert names == ["typer", "rich", "tomli-w", "pydantic", "psutil", "httpx", "truststore",
-                     "jsonschema", "pathspec", "mcp", "pywin32"]
+                     "jsonschema", "referencing", "pathspec", "mcp", "pywin32"]
     assert all(">=" in d for d in project["dependencies"])
     extras = project["optional-dependencies"]
     for extra in ("media", "xlsx", "docx", "pptx", "pdf", "barcode", "documents", "otel"):

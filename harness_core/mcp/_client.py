@@ -146,12 +146,15 @@ class McpSession:
             ``mcp__<server>__<tool>``; add them to the run's `Toolbox`.
         refusals: Optional servers the policy did not let start.
         failures: Optional servers that were allowed but did not start.
+        skipped: Why a listed tool was not offered (its name holds ``/``), one line
+            each; each line also goes to `notice`.
     """
 
     def __init__(self) -> None:
         self.tools: list[Tool] = []
         self.refusals: list[McpRefusal] = []
         self.failures: list[McpFailure] = []
+        self.skipped: list[str] = []
         self._servers: dict[str, ServerHandle] = {}
         self._loop: EventLoopThread | None = None
         self._relay = Relay(lambda host, port: Decision(Verdict.DENY, "no session"), None)
@@ -185,8 +188,9 @@ class McpSession:
                 local server (see `server_environment`).
             workspace: A local server without `cwd` starts in its root.
             timeout: Seconds each server has to start and list its tools.
-            notice: Shows a person one line (the URL to authorize a remote server at);
-                None when nobody can be shown one (such a server then fails).
+            notice: Shows a person one line (the URL to authorize a remote server at, a
+                tool that is not offered); None when nobody can be shown one (a server
+                that needs a person to authorize then fails).
             net: Decides (and records) dialling a host and port, as the run's egress
                 check does (by name, then every address it resolves to); an
                 `Admission` names the checked addresses, the only ones then dialled
@@ -234,12 +238,22 @@ class McpSession:
                 if isinstance(listed, str):
                     self._fail(server.config, f"MCP server {server.name!r} {listed}")
                     continue
-                self._offer(server.name, listed, taken)
+                self._offer(server.name, listed, taken, notice)
         if self._required:
             raise McpUnavailable("; ".join(self._required), hint=_OPTIONAL_HINT)
 
-    def _offer(self, server: str, listed: Sequence[McpToolInfo], taken: set[str]) -> None:
+    def _offer(self, server: str, listed: Sequence[McpToolInfo], taken: set[str],
+               notice: Callable[[str], None] | None) -> None:
         for info in listed:
+            if "/" in info.name:
+                # ``server/a/delete_x`` has no one reading as server/tool: a rule such as
+                # ``*/delete_*`` would match neither part, so the tool is not offered.
+                text = (f"MCP server {server!r} lists a tool named {info.name!r}; a tool name"
+                        " holding '/' is not offered (policy rules name server/tool)")
+                self.skipped.append(text)
+                if notice is not None:
+                    notice(text)
+                continue
             name = tool_name(server, info.name, taken)
             taken.add(name)
             self.tools.append(McpTool(server, info, name, self))

@@ -38,8 +38,11 @@ that names a port (``pypi.org:443``) matches only that port, one that names none
 act that names no port could reach any port: a rule with a port never allows it and a
 deny rule with a port refuses it (deny wins whenever it might apply).
 Command patterns are textual: ``git -C . push`` is not ``git push*``. MCP patterns
-name ``server/tool`` (``*`` stays within one part: ``github/*``, ``*/delete_*``); the
-tier default treats an MCP call like a command (allowed only in ``full``).
+name ``server/tool`` (``*`` stays within one part: ``github/*``, ``*/delete_*``) and
+match the whole target; a target with a second ``/`` (a tool whose name holds one) has
+no one reading as server/tool, so the built-in rule ``mcp-target`` refuses it before any
+rule is matched. The tier default treats an MCP call like a command (allowed only in
+``full``).
 
 `check` is pure and does no I/O; patterns are compiled once, when the policy is built.
 Because a policy is frozen and `check` is pure, each policy remembers the decisions of
@@ -240,6 +243,11 @@ def _act_size(act: Act) -> int:
 _OUTSIDE = Decision(Verdict.DENY, "the path is outside the workspace root", "workspace-boundary",
                     BUILTIN_LAYER)
 
+_AMBIGUOUS_MCP = Decision(
+    Verdict.DENY, "the MCP target holds more than one '/', so no rule can tell its server"
+    " from its tool (a rule such as '*/delete_*' would match neither reading)", "mcp-target",
+    BUILTIN_LAYER)
+
 
 @record
 class Policy:
@@ -330,6 +338,8 @@ class Policy:
                 decision = compiled.net_allow.first(host, port, address)
             return compiled.defaults[kind] if decision is None else decision
         elif kind is ActKind.MCP:
+            if act.target.count("/") != 1:
+                return _AMBIGUOUS_MCP
             deny_candidates = allow_candidates = (act.target,)
         else:
             path = normalise_target_path(act.target)

@@ -2,6 +2,13 @@
 
 `jsonschema` is imported only when a schema is given. Nothing here touches the store or
 the terminal: the loop sends a failed check back to the model as an observation.
+
+io fetches nothing to check a schema: every ``$ref`` (and ``$dynamicRef``) must point
+into the schema itself (``#/$defs/item``, ``#anchor``). One that names another
+document (``https://…``, ``other.json``) is refused when the schema is loaded, and the
+validator is given a registry that cannot retrieve anything, so a schema that got past
+the load (one recorded by an older version) still reaches no host: its reference is
+reported as unresolvable.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ __all__ = [
     "SCHEMA_REFUSED",
     "answer_problem",
     "check_answer_schema",
+    "reference_problem",
     "schema_instructions",
 ]
 
@@ -29,14 +37,21 @@ SCHEMA_REFUSED = "the final answer does not match the output schema"
 """How the reason of a run that ended refusing its last answer begins: such a run has
 no answer, on its first ending and when `io resume` reports it again."""
 
+_REFS = ("$ref", "$dynamicRef")
+"""The keywords whose value names another schema."""
+_DATA = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose value is data, not a schema: a ``$ref`` key inside is not a reference."""
+
 _FENCE = re.compile(r"\A```(?:json)?\s*\n(?P<body>.*)\n```\s*\Z", re.DOTALL)
 
 
 def check_answer_schema(schema: Any) -> Mapping[str, Any]:
-    """`schema` if it is a JSON Schema (an object its own meta-schema accepts).
+    """`schema` if it is a JSON Schema (an object its own meta-schema accepts) whose
+    references all resolve inside it.
 
     Raises:
-        UsageError: It is not an object, or not a valid JSON Schema.
+        UsageError: It is not an object, not a valid JSON Schema, or a ``$ref`` names
+            another document (io would have to fetch it) or nothing in the schema.
     """
     import jsonschema
 
@@ -47,7 +62,46 @@ def check_answer_schema(schema: Any) -> Mapping[str, Any]:
     except jsonschema.SchemaError as exc:
         raise UsageError(f"the output schema is not a valid JSON Schema: {exc.message}",
                          hint="check it against https://json-schema.org") from None
+    problem = reference_problem(schema)
+    if problem is not None:
+        raise UsageError(f"the output schema {problem}",
+                         hint="copy what it refers to under \"$defs\" and refer to it as"
+                              " \"#/$defs/NAME\"; io fetches nothing to check an answer")
     return schema
+
+
+def reference_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why a reference of `schema` would not resolve inside it (None: every one does)."""
+    import referencing
+    import referencing.exceptions
+    import referencing.jsonschema
+
+    spec = referencing.jsonschema.specification_with(
+        str(schema.get("$schema", "")), default=referencing.jsonschema.DRAFT202012)
+    resolver = referencing.Registry().resolver_with_root(spec.create_resource(schema))
+    pending: list[tuple[Any, Any, bool]] = [(schema, resolver, True)]
+    while pending:
+        node, here, root = pending.pop()
+        if isinstance(node, list):
+            pending.extend((item, here, False) for item in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if not root and isinstance(node.get("$id"), str):
+            here = here.in_subresource(spec.create_resource(node))
+        for keyword in _REFS:
+            target = node.get(keyword)
+            if not isinstance(target, str):
+                continue
+            if not target.startswith("#"):
+                return (f"has {keyword} {target!r}, which names another document; only"
+                        " references into the schema itself (\"#/...\") are allowed")
+            try:
+                here.lookup(target)
+            except referencing.exceptions.Unresolvable:
+                return f"has {keyword} {target!r}, which names nothing in the schema"
+        pending.extend((value, here, False) for key, value in node.items() if key not in _DATA)
+    return None
 
 
 def answer_problem(text: str, schema: Mapping[str, Any]) -> str | None:
@@ -65,8 +119,17 @@ def answer_problem(text: str, schema: Mapping[str, Any]) -> str | None:
         value = json.loads(body)
     except json.JSONDecodeError as exc:
         return f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    import referencing
+    import referencing.exceptions
+
+    # An empty registry retrieves nothing: a reference outside the schema is an error here,
+    # never a fetch (jsonschema's default registry still downloads one, with a warning).
+    validator = jsonschema.validators.validator_for(schema)(schema,
+                                                            registry=referencing.Registry())
+    try:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except referencing.exceptions.Unresolvable as exc:
+        return f"the output schema has a reference io does not resolve ({exc})"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "(the whole value)"

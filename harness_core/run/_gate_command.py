@@ -3,10 +3,18 @@
 A gate command is split like a shell word list and started without a shell. This
 module follows it the way it will run: through wrappers (``env``, ``timeout``,
 ``uv run`` …), interpreters (``python -m``, ``sh -c``, a script in the workspace),
-``make`` recipes and ``npm`` scripts, down to the programs that judge, and collects
+``make`` recipes and ``npm`` scripts (`harness_core.run._gate_build`), down to the
+programs that judge, and collects
 the path patterns (`harness_core.toolchain.RUNNER_INPUTS`) of what each of them reads
 beyond the code under test. A program file in the workspace that the gate runs is an
-input too.
+input too, and so is the folder it lies in (``scripts/**`` for ``python
+scripts/verify.py``; not the root): a module planted beside a script must not be
+importable by it.
+
+A program or script the command runs that does not exist is *missing*: the agent could
+write it later and the gate would run what the agent wrote, so the caller refuses the
+gate before the run starts (`CommandInputs.missing`). A bare program name counts as
+missing when it is neither a shell builtin nor found on the gate's PATH.
 
 Each program is *known* (a runner io has a table for, or a plain program such as
 ``true``, ``test`` or ``grep`` whose only workspace reads are its operands) or not. A
@@ -17,22 +25,22 @@ This module only reads the workspace; it never runs anything.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
+import shutil
 from dataclasses import field
 from pathlib import Path
 
 import harness_core.run._gate_words as tables
 from harness_core._record import record
 from harness_core.errors import PathEscape, WorkspaceError
-from harness_core.policy._patterns import GLOB_CHARS
-from harness_core.run._gate_shell import after_options, recipe, simple_commands
+from harness_core.run._gate_build import follow_make, follow_node_manager, literal
+from harness_core.run._gate_shell import after_options, simple_commands
 from harness_core.toolchain import RUNNER_INPUTS
 from harness_core.workspace import Workspace
 
-__all__ = ["CommandInputs", "command_inputs"]
+__all__ = ["CommandInputs", "command_inputs", "literal"]
 
 
 @record
@@ -42,20 +50,18 @@ class CommandInputs:
     Attributes:
         patterns: Path patterns of what it reads (policy dialect, relative to the root).
         unknown: The first program io could not account for (None: every one known).
+        missing: Programs and scripts it runs that do not exist, as the command names
+            them.
     """
 
     patterns: tuple[str, ...]
     unknown: str | None = None
+    missing: tuple[str, ...] = ()
 
     @property
     def known(self) -> bool:
         """Whether every program the command starts is accounted for."""
         return self.unknown is None
-
-
-def literal(path: str) -> str:
-    """`path` as a pattern matching only itself."""
-    return "".join("\\" + c if c in GLOB_CHARS else c for c in path)
 
 
 @record(frozen=False)
@@ -64,6 +70,7 @@ class _Follow:
     path_env: str
     found: list[str] = field(default_factory=list)
     unknown: str | None = None
+    missing: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
 
     def runner(self, name: str) -> None:
@@ -105,15 +112,49 @@ class _Follow:
         return None
 
     def program_file(self, rel: str) -> None:
-        """A program in the workspace: it is an input, and so is the environment it is in."""
-        self.found.append(literal(rel))
+        """A program in the workspace: it is an input, and so are its folder and the
+        environment it is in."""
+        self.runs(rel)
         parts = rel.split("/")
         for depth in range(len(parts) - 1, 0, -1):
             if self.is_file("/".join(parts[:depth]) + "/pyvenv.cfg"):
                 self.found.append(literal("/".join(parts[:depth])) + "/**")
                 break
 
+    def runs(self, rel: str) -> None:
+        """A file the command runs: it is an input, and so is its folder (not the root)."""
+        self.found.append(literal(rel))
+        folder = rel.rpartition("/")[0]
+        if folder:
+            self.found.append(literal(folder) + "/**")
+
+    def exists(self, word: str, rel: str | None) -> bool:
+        """Whether the script `word` (in the workspace at `rel`, or outside it) exists;
+        one that does not is noted as missing."""
+        if rel is not None:
+            there = self.present(rel)
+        else:
+            there = not os.path.isabs(word) or os.path.isfile(word)
+        if not there:
+            self.missing.append(word)
+        return there
+
+    def found_on_path(self, name: str) -> bool:
+        """Whether the bare program `name` exists for the gate (a builtin, or on PATH)."""
+        if name in tables.BUILTINS:
+            return True
+        root = str(self.workspace.root)
+        entries = [e if os.path.isabs(e) else os.path.join(root, e or ".")
+                   for e in (self.path_env or os.defpath).split(os.pathsep)]
+        return shutil.which(name, path=os.pathsep.join(entries)) is not None
+
+    def present(self, rel: str) -> bool:
+        """Whether `rel` names a file now, through a link (a virtual environment's
+        ``bin/python`` leads out of the workspace); a dangling link names none."""
+        return os.path.isfile(os.path.join(str(self.workspace.root), rel))
+
     def is_file(self, rel: str) -> bool:
+        """Whether `rel` is a regular file in the workspace (a link is not followed)."""
         try:
             return self.workspace.is_file(rel)
         except (PathEscape, WorkspaceError):
@@ -137,7 +178,14 @@ class _Follow:
         rel = self.program(program) if "/" in program else self.on_path(program)
         name = os.path.basename(program)
         if rel is None:
+            path = os.path.join(str(self.workspace.root), program)  # an absolute one stays
+            if "/" in program and not os.access(path, os.X_OK) \
+                    or "/" not in program and not self.found_on_path(program):
+                self.missing.append(program)
             self.named(name, args, depth)
+        elif not self.present(rel):
+            self.missing.append(program)
+            self.fail(program)
         elif tables.is_known(name):
             self.program_file(rel)
             self.named(name, args, depth)
@@ -158,9 +206,9 @@ class _Follow:
         elif name in tables.SHELLS:
             self.shell(args, depth)
         elif name in tables.NODE_MANAGERS:
-            self.node_manager(name, args, depth)
+            follow_node_manager(self, name, args, depth)
         elif name in ("node", "make", "gmake"):
-            (self.node if name == "node" else self.make)(args, depth)
+            self.node(args, depth) if name == "node" else follow_make(self, args, depth)
         elif name in tables.PROGRAMS:
             self.runner(tables.PROGRAMS[name])
             self.plugins(name, args)
@@ -203,8 +251,8 @@ class _Follow:
                 self.fail(f"python -m {module}")
             return
         rel = self.local(args[i])
-        if rel is not None and self.is_file(rel):
-            self.found.append(literal(rel))
+        if self.exists(args[i], rel) and rel is not None:
+            self.runs(rel)
 
     def module_file(self, module: str) -> str | None:
         base = module.replace(".", "/")
@@ -272,13 +320,14 @@ class _Follow:
         if i < len(args) and (rel := self.local(args[i])) is not None:
             self.script_text(rel, depth)
         elif i < len(args):
+            self.exists(args[i], None)
             self.fail(args[i])
 
     def script_text(self, rel: str, depth: int) -> None:
-        if not self.is_file(rel):
+        if not self.exists(rel, rel):
             self.fail(rel)
             return
-        self.found.append(literal(rel))
+        self.runs(rel)
         if rel not in self.seen:
             self.seen.add(rel)
             self.shell_text(self.text(rel), depth + 1)
@@ -304,74 +353,14 @@ class _Follow:
         else:
             self.argv(words, depth)
 
-    # -- node and make ------------------------------------------------------------------
-
-    def node_manager(self, name: str, args: list[str], depth: int) -> None:
-        self.runner("node")
-        if name == "npx" or args[:1] in (["exec"], ["dlx"], ["x"]):
-            rest = args[1:] if name != "npx" else args
-            rest = [a for a in rest if not a.startswith("-")]
-            if rest and rest[0] in tables.PROGRAMS:
-                self.runner(tables.PROGRAMS[rest[0]])
-            elif rest:
-                self.fail(f"{name} {rest[0]}")
-            return
-        script = args[1] if args[:1] in (["run"], ["run-script"]) and len(args) > 1 else \
-            "test" if args[:1] in (["test"], ["t"], []) and name != "bun" else None
-        if script is None:
-            if name == "bun" and args[:1] == ["test"]:
-                return
-            if name == "yarn" and args and not args[0].startswith("-"):
-                script = args[0]
-            else:
-                self.fail(" ".join([name, *args[:1]]))
-                return
-        self.package_script(script, depth)
-
-    def package_script(self, script: str, depth: int) -> None:
-        try:
-            data = json.loads(self.text("package.json") or "{}")
-        except ValueError:
-            data = {}
-        scripts = data.get("scripts") if isinstance(data, dict) else None
-        if not isinstance(scripts, dict):
-            return  # no script: the gate fails (and a package.json written later is an input)
-        for name in (f"pre{script}", script, f"post{script}"):
-            line = scripts.get(name)
-            if isinstance(line, str):
-                self.shell_text(line, depth + 1)
+    # -- node -------------------------------------------------------------------------
 
     def node(self, args: list[str], depth: int) -> None:
         self.runner("node")
         operands = [a for a in args if not a.startswith("-")]
-        if operands and (rel := self.local(operands[0])) is not None \
-                and self.is_file(rel):
-            self.found.append(literal(rel))
-
-    def make(self, args: list[str], depth: int) -> None:
-        makefile, targets, i = None, [], 0
-        while i < len(args):
-            if args[i] in ("-f", "--file", "--makefile") and i + 1 < len(args):
-                makefile, i = args[i + 1], i + 2
-                continue
-            if args[i] in ("-C", "--directory"):
-                self.fail("make -C")
-                return
-            if not args[i].startswith("-") and "=" not in args[i]:
-                targets.append(args[i])
-            i += 1
-        names = [makefile] if makefile else ["GNUmakefile", "makefile", "Makefile"]
-        rel = next((r for n in names if (r := self.local(n)) and self.is_file(r)), None)
-        if rel is None:
-            self.fail("make (no Makefile)")
-            return
-        self.runner("make")
-        self.found.append(literal(rel))
-        text = self.text(rel)
-        for include in re.findall(r"^-?s?include\s+(.+)$", text, re.M):
-            self.found.extend(literal(w) for w in include.split() if "$" not in w)
-        for line in recipe(text, targets):
-            self.shell_text(line.lstrip("@-+ \t"), depth + 1)
+        if operands and self.exists(operands[0], rel := self.local(operands[0])) \
+                and rel is not None:
+            self.runs(rel)
 
 
 def command_inputs(command: str, workspace: Workspace, path_env: str = "") -> CommandInputs:
@@ -393,4 +382,5 @@ def command_inputs(command: str, workspace: Workspace, path_env: str = "") -> Co
     if not words:
         return CommandInputs((), command or "(empty command)")
     follow.argv(words, 0)
-    return CommandInputs(tuple(dict.fromkeys(follow.found)), follow.unknown)
+    return CommandInputs(tuple(dict.fromkeys(follow.found)), follow.unknown,
+                         tuple(dict.fromkeys(follow.missing)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PLAIN", "_STARTS_PROGRAMS", "WRAPPERS", "RUNNERS_WITH_RUN", "RUN_OPTIONS", "PYTHON_MODULES", "PROGRAMS", "PYTHON_NAME", "PYTHON_VALUED", "SHELLS", "NODE_MANAGERS", "MAX_DEPTH", "MAX_SCRIPT", "PLUGIN", "PLUGINS_LIST", "NAME", "is_known", "starts_or_moves"]
+__all__ = ["PLAIN", "_STARTS_PROGRAMS", "WRAPPERS", "RUNNERS_WITH_RUN", "RUN_OPTIONS", "PYTHON_MODULES", "PROGRAMS", "PYTHON_NAME", "PYTHON_VALUED", "SHELLS", "NODE_MANAGERS", "MAX_DEPTH", "MAX_SCRIPT", "PLUGIN", "PLUGINS_LIST", "NAME", "BUILTINS", "is_known", "starts_or_moves"]
 
 PLAIN = frozenset({
     "true", "false", ":", "exit", "echo", "printf", "test", "[", "sleep", "seq", "yes",
@@ -16,6 +16,10 @@ PLAIN = frozenset({
 })
 """Programs and shell builtins whose only workspace reads are the operands they name
 (``awk`` is not one: its ``system()`` starts anything)."""
+BUILTINS = frozenset({":", "exit", "set", "export", "unset", "shopt", "return", "cd",
+                      "command", "exec", "time", "true", "false", "echo", "printf", "test",
+                      "[", "pwd"})
+"""Shell builtins: a gate line may name one with no program file behind it."""
 _STARTS_PROGRAMS = {"find": {"-exec", "-execdir", "-ok", "-okdir"}, "cd": set(),
                     "env": {"-C", "--chdir"}}
 """Options with which a plain program starts another one, or moves where the rest runs

@@ -8,7 +8,9 @@ configuration, its tests and anything that could stand in for pytest), and every
 workspace file or directory the gate's argv names. A gate whose command starts a
 program io cannot account for, in a workspace with no toolchain marker, has no
 inferred inputs: it is refused with a `ConfigError` naming ``inputs = [...]``, never
-given an empty set. Unless the gate says ``editable = true``, its inputs are protected
+given an empty set. A gate whose program or script does not exist when the run starts
+is refused the same way, whatever its ``inputs`` and ``editable`` say: the agent could
+write that file, and the gate would then run what the agent wrote. Unless the gate says ``editable = true``, its inputs are protected
 for the run:
 
 - in the policy, as deny-write rules of the layer ``gate`` (`GATE_LAYER`), so file
@@ -154,24 +156,28 @@ def gate_inputs(spec: RunSpec) -> tuple[GateInputs, ...]:
 
     Raises:
         PolicyError: A gate names an input pattern that is empty, absolute or malformed.
-        ConfigError: A command gate names no ``inputs`` and io cannot infer them: the
-            command starts a program io does not know and no toolchain marker was found.
+        ConfigError: A command gate names no ``inputs`` and io cannot infer them (the
+            command starts a program io does not know and no toolchain marker was
+            found), or a program or script it runs does not exist.
     """
     inferred_cache: list[str] | None = None
     out: list[GateInputs] = []
     for number, criterion in enumerate(spec.contract.verify, 1):
         label = criterion.command or criterion.kind.value
+        for pattern in criterion.inputs or ():
+            compile_path(pattern)  # fail early, naming the pattern
+        found = command_inputs(criterion.command, spec.workspace, spec.env.get("PATH", "")) \
+            if criterion.kind is CriterionKind.COMMAND else None
+        if found is not None and found.missing:
+            raise _missing(number, criterion.command, found.missing)
         if criterion.inputs is not None:
-            for pattern in criterion.inputs:
-                compile_path(pattern)  # fail early, naming the pattern
             out.append(GateInputs(label, tuple(criterion.inputs), False, criterion.editable))
             continue
-        if criterion.kind is not CriterionKind.COMMAND:
+        if found is None:
             out.append(GateInputs(label, (), True, criterion.editable))
             continue
         if inferred_cache is None:
             inferred_cache = _inferred(spec)
-        found = command_inputs(criterion.command, spec.workspace, spec.env.get("PATH", ""))
         if not found.known and not inferred_cache:
             raise _cannot_infer(number, criterion.command, found.unknown or "")
         patterns = [*inferred_cache, *found.patterns,
@@ -190,6 +196,16 @@ def _cannot_infer(number: int, command: str, unknown: str) -> ConfigError:
         hint="declare them in the gate's [[contract.verify]] table, e.g. "
              'inputs = ["tests/**", "check.cfg"] (inputs = [] says on purpose that it'
              " reads nothing the agent may change)")
+
+
+def _missing(number: int, command: str, missing: Sequence[str]) -> ConfigError:
+    named = ", ".join(repr(m) for m in missing)
+    return ConfigError(
+        f"verification gate {number} ({command!r}) runs {named}, which does not exist when"
+        " the run starts; the agent could write it, and the gate would then run what the"
+        " agent wrote and pass, so the run does not start",
+        hint="fix the path or install the program, or write the script before the run"
+             " (it and its folder are then protected from the agent)")
 
 
 def _inferred(spec: RunSpec) -> list[str]:

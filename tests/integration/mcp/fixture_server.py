@@ -1,8 +1,9 @@
 """A small stdio MCP server for the tests, built on the installed `mcp` SDK.
 
 Its tools exercise what `mcp-server-time` cannot: an error result, a non-text block,
-a dotted tool name, the environment it was given, a crash, a slow answer and a
-grandchild that outlives its parent's process group. Run as a script.
+a dotted tool name, one holding '/' (only with FIXTURE_SLASH_TOOLS=1), the environment
+it was given, a crash, a slow answer and a grandchild that outlives its parent's
+process group. Run as a script.
 """
 
 from __future__ import annotations
@@ -87,6 +88,12 @@ def crash() -> str:
 def slow(seconds: float) -> str:
     time.sleep(seconds)
     return "slow done"
+
+
+if os.environ.get("FIXTURE_SLASH_TOOLS") == "1":
+    @tool(name="a/delete_x", description="A tool whose name holds a slash.")
+    def slashed() -> str:
+        return "slashed ran"
 
 
 if __name__ == "__main__":

@@ -57,3 +57,23 @@ def test_an_editable_gate_adds_no_bind(tmp_path: Path, native: Selected) -> None
     spec = protect_gate_inputs(_spec(tmp_path, editable=True))
     assert spec.command_read_only == ()
     assert _write(build_launchers(spec).commands, tmp_path, "tests/test_calc.py") == 0
+
+
+def test_a_command_cannot_plant_a_module_beside_a_gates_script(
+        tmp_path: Path, native: Selected) -> None:
+    # The folder of a script a gate runs is bound read-only whole (issue 34): a
+    # `scripts/json.py` written beside `scripts/verify.py` would be imported by it.
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "verify.py").write_text("pass\n")
+    gate = VerifyCriterion(command="python3 scripts/verify.py")
+    spec = protect_gate_inputs(RunSpec(
+        workspace=Workspace(tmp_path), contract=TaskContract(verify=(gate,)),
+        sandbox=SandboxConfig(backend=BackendChoice.NATIVE), env={"PATH": HOST_PATH}))
+    assert "scripts" in spec.command_read_only
+    launchers = build_launchers(spec)
+    try:
+        assert _write(launchers.commands, tmp_path, "scripts/json.py") != 0
+        assert not (tmp_path / "scripts" / "json.py").exists()
+        assert _write(launchers.commands, tmp_path, "elsewhere.py") == 0
+    finally:
+        launchers.close()

@@ -4,6 +4,7 @@ policy already has them); fingerprinted so a change is reported with its files."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,8 @@ def _tree(root: Path, files: dict[str, str]) -> Workspace:
 
 def _spec(ws: Workspace, *gates: VerifyCriterion) -> RunSpec:
     return RunSpec(workspace=ws, contract=TaskContract(verify=gates),
-                   policy=Policy.from_lists(tier="workspace-write"))
+                   policy=Policy.from_lists(tier="workspace-write"),
+                   env={"PATH": os.environ.get("PATH", os.defpath)})
 
 
 def test_inputs_are_inferred_per_toolchain_directory_plus_the_files_the_argv_names(
@@ -81,7 +83,8 @@ def test_a_gate_deny_beats_an_exact_allow(tmp_path: Path) -> None:
     ws = _tree(tmp_path, {"tests/test_a.py": ""})
     spec = RunSpec(workspace=ws, contract=TaskContract(verify=(
         VerifyCriterion(command="pytest tests"),)),
-        policy=Policy.from_lists(tier="workspace-write", allow_write=["tests/test_a.py"]))
+        policy=Policy.from_lists(tier="workspace-write", allow_write=["tests/test_a.py"]),
+        env={"PATH": os.environ.get("PATH", os.defpath)})
     assert protect_gate_inputs(spec).policy.check(
         Act.write("tests/test_a.py")).verdict is Verdict.DENY
 
