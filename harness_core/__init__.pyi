@@ -29,6 +29,7 @@ from harness_core.config import discover as _discover_config
 # Names the module defines otherwise (a plain `a as b` is no re-export in a stub).
 from harness_core.config import json_schema as _config_json_schema
 from harness_core.config import load as _load_config
+from harness_core.config import note_operator_file as note_operator_file
 from harness_core.config import rewind_run as rewind_run
 from harness_core.config import secret_redactor as secret_redactor
 from harness_core.config import starter_config as starter_config

@@ -18,7 +18,7 @@ from harness_core.config._assemble import (
 )
 from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._load import json_schema, load, schema_keys
-from harness_core.config._restore import rewind_run, undo_run
+from harness_core.config._restore import note_operator_file, rewind_run, undo_run
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
 from harness_core.config._toml import STARTER_PROVIDERS, STARTER_SCRIPT, starter_config
@@ -40,6 +40,7 @@ __all__ = [
     "discover",
     "json_schema",
     "load",
+    "note_operator_file",
     "render",
     "rewind_run",
     "schema_keys",

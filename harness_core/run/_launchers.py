@@ -2,7 +2,7 @@
 
 `policy` decides and `sandbox` confines; this module is where the run joins them: it
 turns the protected paths into read-only binds and the read refusals into masks, hides
-the store, passes the provider keys to the selection (so `auto` never degrades to a
+the store and the rewind snapshots, passes the provider keys to the selection (so `auto` never degrades to a
 backend that would leak them), and picks the launcher for commands and the one for
 verification gates. A policy with net rules is refused under a backend that cannot
 confine the network of commands (the floor), rather than pretending.
@@ -10,6 +10,7 @@ confine the network of commands (the floor), rather than pretending.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -113,9 +114,19 @@ def _read_paths(config: SandboxConfig, env: dict[str, str] | None) -> tuple[Path
 
 
 def _hidden(spec: RunSpec) -> tuple[Path, ...]:
-    if spec.store_path is None:
-        return ()
-    return tuple(Path(str(spec.store_path) + suffix) for suffix in _STORE_SIBLINGS)
+    """The store and its siblings, and the snapshot folder: masked in every command,
+    wherever they are (a store inside the workspace is a supported layout, and the
+    snapshots hold copies of the workspace's files)."""
+    out: list[Path] = []
+    if spec.store_path is not None:
+        out += [Path(str(spec.store_path) + suffix) for suffix in _STORE_SIBLINGS]
+    if spec.snapshot_dir is not None:
+        # Made now, before any command: a mask covers only what exists when the run's
+        # sandbox starts, and a folder io made cannot be one the agent planted.
+        with contextlib.suppress(OSError):
+            spec.snapshot_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        out.append(spec.snapshot_dir)
+    return tuple(out)
 
 
 def _refuse_unconfined_net(selected: Selected, spec: RunSpec) -> None:

@@ -42,7 +42,7 @@ from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._progress import Progress
 from harness_core.run._prompt import opening_messages
 from harness_core.run._resume import restore_state, stored_conversation
-from harness_core.run._snapshots import SnapshotKeeper
+from harness_core.run._snapshots import keeper_for
 from harness_core.run._spawn import plan_tree
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._stop import _verdict
@@ -222,9 +222,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
                        self.clock.monotonic(), wall_before, tokens_before, tree,
                        compactor=compactor)
         if self._tree is None:  # a tree's children change the root's files: its steps'
-            drive.snapshots = SnapshotKeeper(
-                self.store, run_id, spec.workspace.root, spec.snapshot_dir,
-                spec.snapshot_max_bytes, frozenset(spec.protected_paths), self._emit)
+            drive.snapshots = keeper_for(self.store, run_id, spec, self._emit)
         drive.hooks = hook_runner(spec, launchers, self.store, run_id, gate, self._emit)
         compactor.hooks = drive.hooks
         if resumed:

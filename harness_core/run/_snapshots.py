@@ -5,36 +5,42 @@ A snapshot is a manifest (path → sha256, size, kind) recorded in the store and
 contents as blob files named by their digest, in `<snapshot dir>/<store id>/<run id>/`
 (content-addressed: a file that did not change costs nothing twice). Each blob is
 written to a temporary file, flushed and renamed before the row that names it commits,
-so a kill -9 leaves at worst an unnamed blob, never a row without its contents. What
-`.gitignore` files ignore (and `.git/`) is not kept. Past `[rewind] max_bytes` the run
-stops taking snapshots and a ``capped`` row says so. Nothing here writes to the
-terminal or changes a workspace file (restoring is `_rewind`'s).
+so a kill -9 leaves at worst an unnamed blob, never a row without its contents (the
+reading and writing are `_scanner`'s). What the `.gitignore` files of the run's first
+snapshot ignore (and `.git/`), the sandbox's placeholders and what io wrote for the
+operator are not kept; what the policy refuses to read is named, never copied. Past
+`[rewind] max_bytes`, or when a blob cannot be written (disk full, an I/O error, no
+permission), the run stops taking snapshots, warns, and a ``capped`` row says why; the
+run goes on. Nothing here writes to the terminal or changes a workspace file
+(restoring is `_rewind`'s).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import stat
-import tempfile
-from collections.abc import Callable, Iterator
-from dataclasses import field
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from harness_core._record import record
+from harness_core.errors import HarnessError
 from harness_core.events import Event, EventKind
+from harness_core.run._masks import read_masks
+from harness_core.run._scan import UNKNOWN, Rules
+from harness_core.run._scanner import (
+    CapReached,
+    Scanner,
+    SnapshotFault,
+    ignore_rules,
+    relative_paths,
+)
+from harness_core.run._spec import RunSpec
+from harness_core.sandbox._placeholders import pending_placeholders
 from harness_core.store import Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
 
-if TYPE_CHECKING:
-    import pathspec
-
-__all__ = ["Scanner", "SnapshotKeeper", "run_snapshot_dir", "sweep_snapshots"]
-
-_CHUNK = 1 << 20
-_Stat = tuple[int, int, int, int]
+__all__ = ["SnapshotKeeper", "keeper_for", "note_operator_paths", "own_outputs",
+           "recorded_states", "run_snapshot_dir", "sweep_snapshots"]
 
 
 def run_snapshot_dir(root: Path, store: Store, run_id: str) -> Path:
@@ -54,170 +60,14 @@ def sweep_snapshots(root: Path, store: Store) -> list[str]:
     return gone
 
 
-class _CapReached(Exception):  # noqa: N818 - internal control flow
-    pass
-
-
-@record(frozen=False)
-class Scanner:
-    """Reads the workspace's files into a manifest, writing new blobs when asked.
-
-    Args:
-        root: The workspace root.
-        blobs: The run's blob directory (None: hash only, write nothing).
-        exclude: Absolute paths never kept (the store and its snapshots when they sit
-            in the workspace).
-        budget: Blob bytes that may still be written (None: no cap).
-    """
-
-    root: Path
-    blobs: Path | None = None
-    exclude: frozenset[str] = frozenset()
-    budget: int | None = None
-    written: int = 0
-    _seen: dict[str, tuple[_Stat, tuple[str, int, str]]] = field(default_factory=lambda: {})
-
-    def scan(self, *, trust_stat: bool = True) -> Manifest:
-        """The workspace's files now. With `trust_stat`, a file whose size, mtime, inode
-        and mode did not change since the last scan is not read again.
-
-        Raises:
-            _CapReached: A new blob would pass the budget.
-        """
-        out: Manifest = {}
-        for rel, full, st in _walk(self.root, self.exclude):
-            key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode)
-            seen = self._seen.get(rel)
-            if trust_stat and seen is not None and seen[0] == key:
-                out[rel] = seen[1]
-                continue
-            entry = self._read(full, st)
-            if entry is None:
-                continue
-            self._seen[rel] = (key, entry)
-            out[rel] = entry
-        return out
-
-    def _read(self, full: Path, st: os.stat_result) -> tuple[str, int, str] | None:
-        try:
-            if stat.S_ISLNK(st.st_mode):
-                data = os.readlink(full).encode("utf-8", "surrogateescape")
-                return (self._keep_bytes(data), len(data), "l")
-            kind = "x" if st.st_mode & 0o111 else "f"
-            with open(full, "rb") as src:
-                digest, size = self._keep_stream(src)
-            return (digest, size, kind)
-        except (FileNotFoundError, PermissionError, IsADirectoryError):
-            return None  # gone (or unreadable) between the listing and the read
-
-    def _keep_bytes(self, data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        if self.blobs is not None and not self.has_blob(digest):
-            self._charge(len(data))
-            _atomic_write(self.blob_path(digest), data)
-        return digest
-
-    def _keep_stream(self, src: object) -> tuple[str, int]:
-        read = src.read  # type: ignore[attr-defined]
-        hasher, size = hashlib.sha256(), 0
-        tmp = None
-        if self.blobs is not None:
-            self.blobs.mkdir(parents=True, exist_ok=True)
-            tmp = tempfile.NamedTemporaryFile(dir=self.blobs, prefix=".tmp-", delete=False)  # noqa: SIM115
-        try:
-            while chunk := read(_CHUNK):
-                hasher.update(chunk)
-                size += len(chunk)
-                if tmp is not None:
-                    tmp.write(chunk)
-            digest = hasher.hexdigest()
-            if tmp is not None:
-                tmp.flush()
-                if self.has_blob(digest):
-                    return digest, size
-                self._charge(size)
-                os.fsync(tmp.fileno())
-                tmp.close()
-                self.blob_path(digest).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(tmp.name, self.blob_path(digest))
-            return digest, size
-        finally:
-            if tmp is not None:
-                tmp.close()
-                Path(tmp.name).unlink(missing_ok=True)
-
-    def _charge(self, size: int) -> None:
-        if self.budget is not None and self.written + size > self.budget:
-            raise _CapReached
-        self.written += size
-
-    def blob_path(self, digest: str) -> Path:
-        assert self.blobs is not None
-        return self.blobs / digest[:2] / digest
-
-    def has_blob(self, digest: str) -> bool:
-        return self.blobs is not None and self.blob_path(digest).is_file()
-
-
-def _atomic_write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def _ignores(directory: Path) -> pathspec.GitIgnoreSpec | None:
-    try:
-        text = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    import pathspec  # only for a workspace with a .gitignore (~15 ms and 0.4 MiB to load)
-
-    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
-
-
-def _walk(root: Path, exclude: frozenset[str]) -> Iterator[tuple[str, Path, os.stat_result]]:
-    """Every file and symlink under `root` that no `.gitignore` on its way ignores."""
-    stack: list[tuple[Path, str, list[tuple[str, pathspec.GitIgnoreSpec]]]] = [(root, "", [])]
-    while stack:
-        directory, rel_dir, specs = stack.pop()
-        try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
-            continue
-        # A directory's `.gitignore` is read only when the listing shows one (no failed
-        # open per directory per scan).
-        spec = (_ignores(directory) if any(e.name == ".gitignore" for e in entries)
-                else None)
-        if spec is not None:
-            specs = [*specs, (rel_dir, spec)]
-        for entry in entries:
-            rel = f"{rel_dir}{entry.name}"
-            if entry.name == ".git" or entry.path in exclude:
-                continue
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if _ignored(specs, rel + ("/" if is_dir else "")):
-                continue
-            if is_dir:
-                stack.append((Path(entry.path), rel + "/", specs))
-                continue
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                yield rel, Path(entry.path), st
-
-
-def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str) -> bool:
-    return any(spec.match_file(rel[len(base):]) for base, spec in specs)
-
-
 class SnapshotKeeper:
     """Takes a run's snapshots during a drive (`start`, then `before`/`after` a step).
+
+    The ignore rules are the `.gitignore` files of the run's first snapshot (taken
+    before the agent acted), so nothing the run writes can hide a file from io. The
+    sandbox's placeholders are never kept. A blob that cannot be written (disk full, an
+    I/O error, no permission) ends snapshots for the rest of the run as the size cap
+    does: a ``capped`` row naming the cause and a warning; the run goes on.
 
     Args:
         store: Where manifests are recorded.
@@ -226,24 +76,32 @@ class SnapshotKeeper:
         root: The snapshot directory (`RunSpec.snapshot_dir`); None keeps nothing.
         max_bytes: The run's cap on blob bytes.
         exclude: Absolute paths never kept.
-        emit: Where the warning that the cap was reached goes.
+        emit: Where the warning that snapshots stopped goes.
+        masks: Lists the paths the policy refuses to read now (`read_masks`): they are
+            named in the manifest as `DENIED`, and no copy of them is kept.
     """
 
     def __init__(self, store: Store, run_id: str, workspace: Path, root: Path | None,
                  max_bytes: int, exclude: frozenset[str],
-                 emit: Callable[[Event], None]) -> None:
-        self.store, self.run_id, self.emit = store, run_id, emit
+                 emit: Callable[[Event], None],
+                 masks: Callable[[], Iterable[Path]] | None = None) -> None:
+        self.store, self.run_id, self.emit, self.masks = store, run_id, emit, masks
         self.scanner: Scanner | None = None
         self.last: SnapshotRecord | None = None
         if root is None:
             return
-        rows = store.snapshots(run_id)
+        rows, operator = recorded_states(store.snapshots(run_id))
         if rows and rows[-1].kind == "capped":
             return
         blobs = run_snapshot_dir(root, store, run_id) / "blobs"
-        excluded = exclude | {str(root), str(root.resolve())}
+        mine = [p for p in own_outputs() if relative_paths(workspace, [p]) - operator]
+        if mine:  # `io run ... > events.jsonl`: the run's own output is never a change
+            operator |= note_operator_paths(store, run_id, 0, relative_paths(workspace, mine) - operator)
+        excluded = exclude | {str(root), str(root.resolve())} | {
+            str(workspace / rel) for rel in operator}
+        rules = Rules(ignore_rules(rows[0].manifest, blobs)) if rows else Rules()
         self.scanner = Scanner(workspace, blobs, frozenset(excluded),
-                               max(0, max_bytes - store.snapshot_bytes(run_id)))
+                               max(0, max_bytes - store.snapshot_bytes(run_id)), rules)
         self.last = rows[-1] if rows else None
 
     @property
@@ -268,20 +126,95 @@ class SnapshotKeeper:
             return
         written = scanner.written
         try:
-            manifest = scanner.scan()
-        except _CapReached:
-            self._capped(step, scanner.written - written)
+            manifest = _settled_scan(scanner, self.masks)
+        except CapReached:
+            self._stop(step, scanner.written - written,
+                       "[rewind] max_bytes reached: no later snapshot is kept for this run")
             return
+        except SnapshotFault as fault:
+            self._stop(step, scanner.written - written,
+                       f"{fault.note()}: no later snapshot is kept for this run")
+            return
+        except HarnessError as exc:  # the read refusals could not be worked out
+            self._stop(step, scanner.written - written,
+                       f"{exc.message}: no later snapshot is kept for this run")
+            return
+        scanner.rules.fix()
         if self.last is not None and manifest == self.last.manifest:
             return
         self.last = self.store.record_snapshot(self.run_id, step, kind, manifest,
                                                added_bytes=scanner.written - written)
 
-    def _capped(self, step: int, written: int) -> None:
+    def _stop(self, step: int, written: int, note: str) -> None:
         self.scanner = None
-        note = "[rewind] max_bytes reached: no later snapshot is kept for this run"
         self.last = self.store.record_snapshot(self.run_id, step, "capped", {},
                                                added_bytes=written, note=note)
         self.emit(Event(EventKind.WARNING, self.run_id, {
             "text": f"snapshots stopped at step {step}: {note}; io rewind and io undo"
                     " cannot restore past this point"}))
+
+
+_RETRIES = 2
+"""Scans again while a file changed as it was read, before recording it as unknown."""
+
+
+def _settled_scan(scanner: Scanner,
+                  masks: Callable[[], Iterable[Path]] | None) -> Manifest:
+    """A scan, taken again (at most `_RETRIES` times) while an entry is unknown."""
+    also = pending_placeholders()
+    denied = list(masks()) if masks is not None else []
+    manifest = scanner.scan(also=also, denied=denied)
+    for _ in range(_RETRIES):
+        if UNKNOWN not in manifest.values():
+            break
+        manifest = scanner.scan(also=also, denied=denied)
+    return manifest
+
+
+OPERATOR: tuple[str, int, str] = ("", 0, "o")
+"""The entry of an ``operator`` row: a file io wrote for the operator (kind ``o``)."""
+
+
+def recorded_states(rows: list[SnapshotRecord]) -> tuple[list[SnapshotRecord], set[str]]:
+    """A run's rows split: the recorded states of its files, oldest first, and the paths
+    its ``operator`` rows name (files io wrote for the operator: never compared, never
+    restored)."""
+    states = [row for row in rows if row.kind != "operator"]
+    operator = {path for row in rows if row.kind == "operator" for path in row.manifest}
+    return states, operator
+
+
+def note_operator_paths(store: Store, run_id: str, step: int,
+                        paths: Iterable[str]) -> set[str]:
+    """Record workspace paths io wrote for the operator in run `run_id`; returns them."""
+    named = set(paths)
+    if named:
+        store.record_snapshot(run_id, step, "operator", dict.fromkeys(sorted(named), OPERATOR),
+                              note="written by io for the operator")
+    return named
+
+
+def own_outputs() -> list[Path]:
+    """The regular files this process's stdout and stderr write to (`io ... > out.txt`),
+    found through ``/proc`` (elsewhere: none)."""
+    found: list[Path] = []
+    for fd in (1, 2):
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            named = os.stat(path)
+        except OSError:
+            continue
+        if (named.st_dev, named.st_ino) == (info.st_dev, info.st_ino):
+            found.append(Path(path))
+    return found
+
+
+def keeper_for(store: Store, run_id: str, spec: RunSpec,
+               emit: Callable[[Event], None]) -> SnapshotKeeper:
+    """The snapshot keeper of a run driven with `spec` (its read refusals included)."""
+    return SnapshotKeeper(store, run_id, spec.workspace.root, spec.snapshot_dir,
+                          spec.snapshot_max_bytes, frozenset(spec.protected_paths), emit,
+                          read_masks(spec.workspace.root, spec.policy))

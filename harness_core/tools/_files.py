@@ -2,17 +2,22 @@
 
 Each resolves paths through the workspace and checks the act through the gate before
 touching anything; writes are atomic (the workspace writes a temp file and renames).
+`list_dir`, `find` and `grep` never show the sandbox's placeholders (the empty
+`.gitmodules`, `io.local.toml` or `.git/` that keep a missing protected path
+uncreatable while commands run): they are io's, not the project's.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from harness_core.errors import InvalidToolArguments, WorkspaceError
 from harness_core.messages import ToolSpec
 from harness_core.policy import ActKind
 from harness_core.records import Edit
+from harness_core.sandbox._placeholders import pending_placeholders
 from harness_core.tool_data import DirListing, FileRead, FileWritten, FindData, GrepData
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._support import (
@@ -194,9 +199,28 @@ class ListDir:
             entries = ctx.workspace.list_dir(rel)
         except WorkspaceError as exc:
             return _failed(f"list_dir: {exc}")
-        lines = [e.name + ("/" if e.is_dir else "") for e in entries]
+        hidden = _placeholders(ctx)
+        lines = [e.name + ("/" if e.is_dir else "") for e in entries
+                 if f"{rel}/{e.name}".lstrip("/") not in hidden]
         shown, cut = bounded(_listing(lines, "(empty)"), ctx.output_cap)
         return ToolOutcome(output=shown, data=DirListing(rel, tuple(lines), cut))
+
+
+def _placeholders(ctx: ToolContext) -> frozenset[str]:
+    """The workspace-relative paths of the sandbox's placeholders now (see module doc)."""
+    made = pending_placeholders()
+    if not made:
+        return frozenset()
+    root = Path(ctx.workspace.root)
+    out: set[str] = set()
+    for path in made:
+        for base in (root, root.resolve()):
+            try:
+                out.add(path.relative_to(base).as_posix())
+                break
+            except ValueError:
+                continue
+    return frozenset(out)
 
 
 def _listing(paths: list[str], empty: str) -> str:
@@ -251,8 +275,11 @@ class Find:
         regex = _glob_regex(pattern)
         prefix = rel + "/" if rel else ""
         hits: list[str] = []
+        hidden = _placeholders(ctx)
         try:
             for found in ctx.workspace.walk_files(rel):
+                if found in hidden:
+                    continue
                 sub = found[len(prefix):] if prefix and found.startswith(prefix) else found
                 if regex.match(sub) or regex.match(found):
                     hits.append(found)
@@ -317,6 +344,8 @@ class Grep:
         if refused is not None:
             return refused
         files = [rel] if rel and ctx.workspace.is_file(rel) else list(ctx.workspace.walk_files(rel))
+        hidden = _placeholders(ctx)
+        files = [name for name in files if name not in hidden]
         matches = _search(ctx, files, regex, _glob_regex(glob) if glob else None)
         shown, cut = bounded("\n".join(matches) if matches else "(no matches)", ctx.output_cap)
         return ToolOutcome(output=shown, data=GrepData(len(matches), cut))

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from harness_core import Config, RunOutcome, Store, VerificationRecord
     from io_harness_cli.render.ci import RunSummary
 
-__all__ = ["write_ci_reports"]
+__all__ = ["note_reports", "write_ci_reports"]
 
 
 def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
@@ -34,6 +34,28 @@ def write_ci_reports(config: Config | None, outcome: RunOutcome, code: int,
     if summary_file:
         _write(Path(summary_file), step_summary(summary).encode("utf-8"), append=True,
                workspace=workspace)
+
+
+def note_reports(config: Config | None, run_id: str, paths: list[Path | None]) -> None:
+    """Record the files io wrote for the operator of `run_id` (`--output-last-message`,
+    `--junit`, the step summary), so `io undo` and `io rewind` never take them for
+    changes outside io. Best effort: the run has ended and its exit code stands."""
+    named = [p for p in paths if p is not None]
+    summary_file = environment().get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        named.append(Path(summary_file))
+    if config is None or not named:
+        return
+    from harness_core import HarnessError, Store, note_operator_file
+
+    try:
+        with Store(config.store_url or config.store_path) as store:
+            for path in named:
+                note_operator_file(config, store, run_id, path)
+    except (HarnessError, OSError) as exc:
+        from io_harness_cli.output import say
+
+        say(f"io: warning: cannot record the report files for io undo: {exc}")
 
 
 def _write(path: Path, data: bytes, *, append: bool, workspace: Path | None) -> None:

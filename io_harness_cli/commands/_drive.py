@@ -130,9 +130,10 @@ def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
             _explain_pause(outcome)
     if reports.last_message is not None:  # empty while the run waits: never a stale answer
         _write_text(reports.last_message, answer, reports.workspace)
-    from io_harness_cli.commands._ci_reports import write_ci_reports
+    from io_harness_cli.commands._ci_reports import note_reports, write_ci_reports
 
     write_ci_reports(out.config, outcome, code, reports.junit, reports.workspace)
+    note_reports(out.config, outcome.run_id, [reports.last_message, reports.junit])
     out.finish(outcome.status.value, code, outcome.reason, outcome.why, **extra)
     return code
 
