@@ -63,6 +63,9 @@ class EventKind(Enum):
     """The history was summarised (data: step, phase "started" (size, threshold) then
     "done" (seq, size_before, size_after, threshold, summarised_messages, model, usage,
     latency_ms))."""
+    ANSWER_REJECTED = "answer_rejected"
+    """A final answer did not match `--output-schema` (data: step, problem, attempt,
+    retries_left): it goes back to the model, or the run fails when no retry is left."""
     RUN_FINISHED = "run_finished"
     """The run ended, however it ended (data: status, reason, steps). The loop emits it
     once per drive; the CLI's `--json` stream writes its own closing line instead, with
