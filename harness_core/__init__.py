@@ -36,7 +36,7 @@ _PUBLIC: dict[str, str] = {
         "ShellRefused StateError StoreDamaged StoreUnavailable ToolError UsageError "
         "WorkspaceChanged WorkspaceError"
     ),
-    "harness_core.events": "Event EVENT_SCHEMA EventKind EventSink",
+    "harness_core.events": "Event EVENT_SCHEMA EventKind EventSink event_json_schema",
     "harness_core.hooks": (
         "CompactVerdict HOOK_LAYER HookAnswer HookConfig HookDecision HookEvent "
         "HookRunner check_hook_command"

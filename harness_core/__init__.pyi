@@ -73,6 +73,7 @@ from harness_core.events import EVENT_SCHEMA as EVENT_SCHEMA
 from harness_core.events import Event as Event
 from harness_core.events import EventKind as EventKind
 from harness_core.events import EventSink as EventSink
+from harness_core.events import event_json_schema as event_json_schema
 from harness_core.hooks import HOOK_LAYER as HOOK_LAYER
 from harness_core.hooks import CompactVerdict as CompactVerdict
 from harness_core.hooks import HookAnswer as HookAnswer

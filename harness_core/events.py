@@ -3,6 +3,11 @@
 The loop calls an `EventSink` with each event; the CLI renders them (a live trace or
 JSON lines). This module never writes to the terminal. `EventKind` may grow: consumers
 must ignore kinds they do not know.
+
+Every `--json` line's shape is a JSON Schema shipped with the package
+(`harness_core/schemas/events.schema.json`, read by `event_json_schema`): a new kind
+or field is added there, under `$defs/<kind>`, with its description
+(docs/guide/events.md is made from it).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any, Protocol
 
 from harness_core._record import record
 
-__all__ = ["EVENT_SCHEMA", "Event", "EventKind", "EventSink"]
+__all__ = ["EVENT_SCHEMA", "Event", "EventKind", "EventSink", "event_json_schema"]
 
 EVENT_SCHEMA = 1
 """Version of the JSON-lines event shape; bumped only on an incompatible change."""
@@ -63,6 +68,9 @@ class EventKind(Enum):
     """The history was summarised (data: step, phase "started" (size, threshold) then
     "done" (seq, size_before, size_after, threshold, summarised_messages, model, usage,
     latency_ms))."""
+    ANSWER_REJECTED = "answer_rejected"
+    """A final answer did not match `--output-schema` (data: step, problem, attempt,
+    retries_left): it goes back to the model, or the run fails when no retry is left."""
     RUN_FINISHED = "run_finished"
     """The run ended, however it ended (data: status, reason, steps). The loop emits it
     once per drive; the CLI's `--json` stream writes its own closing line instead, with
@@ -100,3 +108,18 @@ class EventSink(Protocol):
     """Receives events as a run produces them."""
 
     def __call__(self, event: Event) -> None: ...
+
+
+def event_json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of every `--json` line io writes: each event
+    kind's fields under `$defs/<kind>`, `run_finished` and the `batch_*` lines included.
+
+    Returns:
+        A fresh copy of the schema (the caller may change it).
+    """
+    import json
+    from importlib.resources import files
+
+    text = files("harness_core").joinpath("schemas", "events.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema

@@ -18,12 +18,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from harness_core._record import record
 from harness_core.errors import UsageError
 
 __all__ = [
     "ANSWER_RETRIES",
     "SCHEMA_REFUSED",
-    "answer_problem",
+    "AnswerCheck",
+    "check_answer",
     "check_answer_schema",
     "reference_problem",
     "schema_instructions",
@@ -42,7 +44,22 @@ _REFS = ("$ref", "$dynamicRef")
 _DATA = frozenset({"enum", "const", "default", "examples"})
 """Keywords whose value is data, not a schema: a ``$ref`` key inside is not a reference."""
 
-_FENCE = re.compile(r"\A```(?:json)?\s*\n(?P<body>.*)\n```\s*\Z", re.DOTALL)
+_FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(?P<body>(?:(?!```).)*)\n[ \t]*```\Z", re.DOTALL)
+"""One fenced block and nothing else (no second fence inside it)."""
+
+
+@record
+class AnswerCheck:
+    """A final answer checked against the output schema.
+
+    Attributes:
+        document: The JSON the check validated, as io writes it (the model's value, out
+            of its fence, serialised once); "" when the answer was refused.
+        problem: Why the answer was refused (None: it was accepted).
+    """
+
+    document: str
+    problem: str | None
 
 
 def check_answer_schema(schema: Any) -> Mapping[str, Any]:
@@ -104,11 +121,13 @@ def reference_problem(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
-def answer_problem(text: str, schema: Mapping[str, Any]) -> str | None:
-    """Why `text` is not a JSON value valid under `schema` (None: it is).
+def check_answer(text: str, schema: Mapping[str, Any]) -> AnswerCheck:
+    """Check `text` as a JSON value valid under `schema`.
 
-    A single fenced ```json block around the value is accepted; anything else around it
-    is not."""
+    When the whole answer is one fenced block (```` ```json ````), its body is checked;
+    anything else around the value is refused. An accepted answer's `document` is the
+    value serialised again: exactly one JSON document, which `jq` reads.
+    """
     import jsonschema
 
     body = text.strip()
@@ -116,9 +135,11 @@ def answer_problem(text: str, schema: Mapping[str, Any]) -> str | None:
     if fenced is not None:
         body = fenced.group("body").strip()
     try:
-        value = json.loads(body)
-    except json.JSONDecodeError as exc:
-        return f"the answer is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        value = json.loads(body, parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        where = (f" ({exc.msg} at line {exc.lineno} column {exc.colno})"
+                 if isinstance(exc, json.JSONDecodeError) else f" ({exc})")
+        return AnswerCheck("", f"the answer is not JSON{where}")
     import referencing
     import referencing.exceptions
 
@@ -129,11 +150,16 @@ def answer_problem(text: str, schema: Mapping[str, Any]) -> str | None:
     try:
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:
-        return f"the output schema has a reference io does not resolve ({exc})"
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path) or "(the whole value)"
-    return f"at {where}: {error.message}"
+        return AnswerCheck("", f"the output schema has a reference io does not resolve ({exc})")
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(the whole value)"
+        return AnswerCheck("", f"at {where}: {error.message}")
+    return AnswerCheck(json.dumps(value, ensure_ascii=False, indent=2), None)
+
+
+def _no_constant(name: str) -> Any:
+    """`NaN` and `Infinity` are not JSON (Python reads them; `jq` does not)."""
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def schema_instructions(schema: Mapping[str, Any]) -> str:

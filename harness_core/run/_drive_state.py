@@ -23,12 +23,15 @@ __all__ = ["_Drive", "_StepEnd", "_Stop"]
 
 class _Stop(Exception):  # noqa: N818 - internal control flow
     def __init__(self, status: RunStatus, reason: str, pause: Pause | None = None, *,
-                 answered: bool = True):
+                 answered: bool = False):
         super().__init__(reason)
         self.status = status
         self.reason = reason
         self.pause = pause
-        self.answered = answered  # False: the last text was refused as the run's answer
+        # True only when the model gave its final answer and the checks accepted it: a
+        # stopped, paused, interrupted or errored run has no answer (its last text was
+        # an in-between message), nor has one whose answer the schema refused.
+        self.answered = answered
 
 
 @record(frozen=False)

@@ -23,7 +23,6 @@ from harness_core.events import Event, EventKind
 from harness_core.messages import Message
 from harness_core.policy import Policy
 from harness_core.run._act import INTERRUPTED_OBSERVATION, _ActPhase
-from harness_core.run._answer import SCHEMA_REFUSED
 from harness_core.run._ask import _AskPhase
 from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
@@ -45,7 +44,7 @@ from harness_core.run._resume import restore_state, stored_conversation
 from harness_core.run._snapshots import keeper_for
 from harness_core.run._spawn import plan_tree
 from harness_core.run._spec import RunOutcome, RunSpec
-from harness_core.run._stop import _verdict
+from harness_core.run._stop import _verdict, has_final_answer
 from harness_core.run._tree import root_tree, with_spawn
 from harness_core.run._verify import _VerifyPhase
 from harness_core.shell import HandleRegistry
@@ -153,10 +152,10 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
                 " resumed through its root", hint=f"io resume {record.root_run_id}")
         if record.status.is_terminal:
             gates = self._last_gates(run_id)
-            refused = (record.reason or "").startswith(SCHEMA_REFUSED)  # no answer, as at its end
+            answered = has_final_answer(record.status, record.reason)  # as at its end
             return RunOutcome(run_id, record.status, record.reason or record.status.value,
                               record.steps_used, verified=_verdict(gates), gates=gates,
-                              answer="" if refused else self._last_text(run_id))
+                              answer=self._answer(run_id, spec.answer_schema) if answered else "")
         pause = record.pause if record.status is RunStatus.PAUSED else None
         _check_resume_args(pause, approve, answer)
         spec = protect_gate_inputs(spec)

@@ -3,13 +3,28 @@ store, and what a finished run reports (its last answer, its last round of gates
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from harness_core.events import Event, EventKind
+from harness_core.run._answer import check_answer
 from harness_core.run._drive_state import _Drive, _Stop
 from harness_core.run._runner_base import _RunnerBase
 from harness_core.run._spec import RunOutcome
 from harness_core.store import RunStatus, VerificationRecord
 
-__all__ = ["_StopPhase", "_verdict"]
+__all__ = ["CHILD_GATE_FAILED", "_StopPhase", "_verdict", "has_final_answer"]
+
+CHILD_GATE_FAILED = "done, but a gate failed (the parent decides what next)"
+"""The reason of a child that gave its final answer and failed a gate."""
+
+
+def has_final_answer(status: RunStatus, reason: str | None) -> bool:
+    """Whether a run that ended with `status` and `reason` ended on the model's final
+    answer: finished, or a child's answer that failed a gate. A stopped, paused,
+    interrupted or errored run, or one whose answer the schema refused, has none."""
+    return status is RunStatus.FINISHED or (
+        status is RunStatus.FAILED and reason == CHILD_GATE_FAILED)
 
 
 class _StopPhase(_RunnerBase):
@@ -20,6 +35,14 @@ class _StopPhase(_RunnerBase):
         last = self.store.last_checkpoint(run_id)
         record = self.store.step(run_id, last.step_index) if last is not None else None
         return record.text if record is not None else ""
+
+    def _answer(self, run_id: str, schema: Mapping[str, Any] | None) -> str:
+        """The run's final answer: its last text, or under an output schema the JSON
+        document that text validated as ("" when it no longer validates)."""
+        text = self._last_text(run_id)
+        if schema is None or self._tree is not None:
+            return text
+        return check_answer(text, schema).document
 
     def _last_gates(self, run_id: str) -> tuple[VerificationRecord, ...]:
         """The last round of gates the run recorded (its gates report)."""
@@ -41,12 +64,13 @@ class _StopPhase(_RunnerBase):
         self.store.add_wall(drive.run_id, now - drive.started)
         drive.started = now
         gates = self._last_gates(drive.run_id)
-        steps = self.store.run(drive.run_id).steps_used
+        steps = self._steps_taken(drive.run_id)
         outcome = RunOutcome(drive.run_id, stop.status, stop.reason, steps, stop.pause,
                              _verdict(gates), gates,
-                             self._last_text(drive.run_id) if stop.answered else "")
+                             self._answer(drive.run_id, drive.spec.answer_schema)
+                             if stop.answered else "")
         self.store.set_status(drive.run_id, stop.status, reason=stop.reason, pause=stop.pause,
-                              exit_code=outcome.exit_code)
+                              exit_code=outcome.exit_code, steps=steps)
         if stop.status is RunStatus.PAUSED and stop.pause is not None:
             kind = EventKind.QUESTION if stop.pause.kind == "question" else EventKind.APPROVAL
             self._emit(Event(kind, drive.run_id, {"pending": True, **stop.pause.to_json()}))
@@ -54,6 +78,16 @@ class _StopPhase(_RunnerBase):
             "status": stop.status.value, "reason": stop.reason, "steps": steps}))
         return outcome
 
+
+    def _steps_taken(self, run_id: str) -> int:
+        """How many steps the run took: its checkpointed steps, and the step it stopped
+        in (a stall, a pause or an interrupt inside a step records its completion but no
+        checkpoint). Every view of the run (`io runs`, `io trace`, `--json`, the HTML
+        page) counts the same steps."""
+        steps = self.store.run(run_id).steps_used
+        while self.store.step(run_id, steps) is not None:
+            steps += 1
+        return steps
 
     def _void_queue(self, run_id: str, status: RunStatus) -> None:
         """Messages that can no longer land where they were aimed: an interrupt for a run

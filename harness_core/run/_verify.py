@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from harness_core.events import Event, EventKind
 from harness_core.messages import Message
-from harness_core.run._answer import ANSWER_RETRIES, SCHEMA_REFUSED, answer_problem
+from harness_core.run._answer import ANSWER_RETRIES, SCHEMA_REFUSED, check_answer
 from harness_core.run._drive_state import _Drive, _Stop
 from harness_core.run._hooks import refused_stop
 from harness_core.run._inputs import inputs_changed
 from harness_core.run._spec import RunOutcome
-from harness_core.run._stop import _StopPhase
+from harness_core.run._stop import CHILD_GATE_FAILED, _StopPhase
 from harness_core.store import CheckpointState, InputsFate, RunStatus
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class _VerifyPhase(_StopPhase):
             return None
         schema = drive.spec.answer_schema
         if schema is not None and self._tree is None:
-            problem = answer_problem(self._last_text(drive.run_id), schema)
+            problem = check_answer(self._last_text(drive.run_id), schema).problem
             if problem is not None:
                 return self._bad_answer(drive, step, problem)
         return self._gates_decided(drive, passed=self._verify(drive, step))
@@ -59,20 +59,21 @@ class _VerifyPhase(_StopPhase):
         root goes on (None: the failure is its next message) and a child ends failed."""
         if passed:
             said = "every gate passed" if drive.verified else "no gates configured"
-            return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}"))
+            return self._end(drive, _Stop(RunStatus.FINISHED, f"done; {said}", answered=True))
         if self._tree is None:
             return None
-        return self._end(drive, _Stop(RunStatus.FAILED,
-                                      "done, but a gate failed (the parent decides what next)"))
+        return self._end(drive, _Stop(RunStatus.FAILED, CHILD_GATE_FAILED, answered=True))
 
     def _bad_answer(self, drive: _Drive, step: int, problem: str) -> RunOutcome | None:
         """A final answer that does not match `--output-schema`: back to the model while
         retries last, then the run fails (exit 1) with the reason."""
         drive.answer_retries += 1
+        self._emit(Event(EventKind.ANSWER_REJECTED, drive.run_id, {
+            "step": step, "problem": problem, "attempt": drive.answer_retries,
+            "retries_left": max(ANSWER_RETRIES + 1 - drive.answer_retries, 0)}))
         if drive.answer_retries > ANSWER_RETRIES:
             return self._end(drive, _Stop(
-                RunStatus.FAILED, f"{SCHEMA_REFUSED} after {ANSWER_RETRIES} retries: {problem}",
-                answered=False))
+                RunStatus.FAILED, f"{SCHEMA_REFUSED} after {ANSWER_RETRIES} retries: {problem}"))
         message = Message.user(f"Your final answer does not match the required JSON Schema:"
                                f" {problem}\nReply with only the corrected JSON value.")
         self.store.append_messages(drive.run_id, step, [message])

@@ -1,10 +1,12 @@
-"""Operator input as part of the run: steer, interrupt, resume, approve, deny, answer.
+"""Operator input as part of the run: steer, interrupt, resume, approve, deny, answer,
+budget.
 
 Every input an operator gives a run is one row of `run_inbox`, with when it was given,
 what it said, and where it landed. A steer or an interrupt waits there (`consumed_step`
 NULL) until the run's next step boundary takes it (`OversightQueries.take_inbox`); a
 resume, an approval, a denial or an answer is written as it applies, already landed,
-so the boundary never takes it. An input that will never land (an interrupt queued
+so the boundary never takes it. A budget (`io resume RUN --max-steps N`) is written
+with the run's new limits in the same transaction (`give_room`). An input that will never land (an interrupt queued
 just before the run paused, a steer left when the run ended) is marked void with the
 reason, never deleted: the trace shows what the operator said and what became of it.
 
@@ -17,13 +19,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness_core._record import record
+from harness_core.errors import UsageError
 from harness_core.store._codec import dumps, loads
 from harness_core.store._parts import StoreParts
 from harness_core.store._parts import now as _now
 
 __all__ = ["OPERATOR_KINDS", "OPERATOR_SCHEMA_SQL", "OperatorInputRecord", "OperatorQueries"]
 
-OPERATOR_KINDS: tuple[str, ...] = ("steer", "interrupt", "resume", "approve", "deny", "answer")
+OPERATOR_KINDS: tuple[str, ...] = ("steer", "interrupt", "resume", "approve", "deny", "answer",
+                                   "budget")
 """Every kind of operator input a run records. May grow."""
 
 OPERATOR_SCHEMA_SQL = "ALTER TABLE run_inbox ADD COLUMN void_reason TEXT"
@@ -39,7 +43,8 @@ class OperatorInputRecord:
         created_at: When the operator gave it (ISO 8601, UTC).
         content: What it said: ``text`` for a steer; ``target`` (and ``act``) for an
             approval or a denial; ``question`` and ``answer`` for an answer; ``drive`` and
-            ``stored_policy`` for a resume.
+            ``stored_policy`` for a resume; the new limits (``max_steps``, ``max_tokens``,
+            ``max_cost_usd``, ``wall_seconds``) and ``was`` (the status it had) for a budget.
         step: The step at which it landed (a steer or an interrupt: the boundary that
             took it; the others: the step they applied to); None while it waits or when void.
         void_reason: Why it never landed; None when it landed or still waits.
@@ -68,6 +73,9 @@ class OperatorInputRecord:
             return f"{verb}: {c.get('target', '')}"
         if self.kind == "answer":
             return f"answered: {c.get('answer', '')}"
+        if self.kind == "budget":
+            limits = ", ".join(f"{k} {v}" for k, v in c.items() if k != "was")
+            return f"more room: {limits}"
         if self.kind == "resume":
             flags = " under the stored policy" if c.get("stored_policy") else ""
             return f"resumed (drive {c.get('drive', '?')}){flags}"
@@ -90,6 +98,40 @@ class OperatorQueries(StoreParts):
             conn.execute(
                 "INSERT INTO run_inbox(run_id, kind, body, created_at, consumed_step)"
                 " VALUES (?,?,?,?,?)", (run_id, kind, dumps(content), _now(), step))
+
+    def give_room(self, run_id: str, limits: dict[str, int | float]) -> None:
+        """Raise the run's budget to `limits` (``max_steps``, ``max_tokens``,
+        ``max_cost_usd``, ``wall_seconds``): recorded as a ``budget`` input, kept in the
+        run's settings (`run_overrides`, so every later resume applies it too), and a run a
+        budget or the stall detector stopped is made resumable again.
+
+        Raises:
+            UsageError: The run finished or failed (there is nothing to give room to).
+        """
+        with self._tx() as conn:
+            row = conn.execute("SELECT status, settings, steps_used FROM runs WHERE run_id = ?",
+                               (run_id,)).fetchone()
+            if row is None:
+                raise UsageError(f"no run {run_id}")
+            status, settings_json, steps = str(row[0]), loads(row[1]), int(row[2])
+            if status in ("finished", "failed"):
+                raise UsageError(f"run {run_id} has {status}: a budget flag gives room only to"
+                                 " a run that can go on", hint=f"`io trace {run_id}`")
+            settings = settings_json if isinstance(settings_json, dict) else {}
+            overrides = settings.get("run_overrides")
+            overrides = dict(overrides) if isinstance(overrides, dict) else {}
+            overrides.pop("max_steps", None)  # `--max-steps` of `io run`: superseded
+            overrides["budget"] = {**(overrides.get("budget") or {}), **limits}
+            settings["run_overrides"] = overrides
+            conn.execute(
+                "INSERT INTO run_inbox(run_id, kind, body, created_at, consumed_step)"
+                " VALUES (?,?,?,?,?)",
+                (run_id, "budget", dumps({**limits, "was": status}), _now(), steps))
+            # A stopped run goes on as one that was interrupted: the resume drives it.
+            conn.execute(
+                "UPDATE runs SET settings = ?, updated_at = ?,"
+                " status = CASE status WHEN 'stopped' THEN 'interrupted' ELSE status END"
+                " WHERE run_id = ?", (dumps(settings), _now(), run_id))
 
     def void_inbox(self, run_id: str, kinds: Iterable[str], reason: str) -> None:
         """Mark `run_id`'s waiting inputs of `kinds` as never to land, with `reason`."""

@@ -216,12 +216,14 @@ class RunQueries(StoreParts):
         exit_code: int | None = None,
         reason: str | None = None,
         pause: Pause | None = None,
+        steps: int | None = None,
     ) -> None:
-        """Record where the run stands."""
+        """Record where the run stands; `steps` (when given) is how many steps it took,
+        counting a step it stopped in before that step's checkpoint."""
         with self._tx() as conn:
             conn.execute(
-                "UPDATE runs SET status = ?, exit_code = ?, reason = ?, pause = ?, updated_at = ?"
-                " WHERE run_id = ?",
+                "UPDATE runs SET status = ?, exit_code = ?, reason = ?, pause = ?, updated_at = ?,"
+                " steps_used = COALESCE(?, steps_used) WHERE run_id = ?",
                 (status.value, exit_code, reason, dumps(pause.to_json()) if pause is not None else None,
-                 _now(), run_id),
+                 _now(), steps, run_id),
             )

@@ -120,8 +120,15 @@ class TreeQueries(StoreParts):
             raise StateError(f"store failed while writing the inbox: {exc}") from exc
 
     def tree_usage(self, root_run_id: str) -> tuple[int, int]:
-        """(steps, billed tokens) recorded so far by every run of the tree."""
+        """(steps, billed tokens) recorded so far by every run of the tree.
+
+        The steps are the checkpointed ones (their budget draws): a step a run stopped or
+        paused in counts in its `steps_used` but is drawn again when a resume replays it.
+        """
         row = self._tree_read(
-            "SELECT COALESCE(SUM(steps_used), 0), COALESCE(SUM(tokens_used), 0) FROM runs"
-            " WHERE run_id = ? OR root_run_id = ?", (root_run_id, root_run_id))[0]
+            "SELECT (SELECT COALESCE(SUM(d.steps), 0) FROM budget_draws d JOIN runs r"
+            " ON r.run_id = d.run_id WHERE r.run_id = ? OR r.root_run_id = ?),"
+            " COALESCE(SUM(tokens_used), 0) FROM runs"
+            " WHERE run_id = ? OR root_run_id = ?",
+            (root_run_id, root_run_id, root_run_id, root_run_id))[0]
         return int(row[0]), int(row[1])

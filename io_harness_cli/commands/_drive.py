@@ -128,6 +128,10 @@ def _ended(out: EventOutput, outcome: RunOutcome, reports: Reports) -> int:
         extra["resume"] = _resume_command(outcome)
         if not out.json_mode:
             _explain_pause(outcome)
+    elif outcome.status.value in ("interrupted", "errored", "stopped"):
+        extra["resume"] = _resume_command(outcome)
+        if not out.json_mode:
+            say(f"    continue with: {extra['resume']}")
     if reports.last_message is not None:  # empty while the run waits: never a stale answer
         _write_text(reports.last_message, answer, reports.workspace)
     from io_harness_cli.commands._ci_reports import note_reports, write_ci_reports
@@ -167,10 +171,12 @@ def _explain_gates(outcome: RunOutcome) -> None:
 
 
 def _resume_command(outcome: RunOutcome) -> str:
+    from io_harness_cli.commands._resume_line import resume_command
+
     pause = outcome.pause
-    if pause is not None and pause.kind == "question":
-        return f'io resume {outcome.run_id} --answer "…"'
-    return f"io resume {outcome.run_id} --approve"
+    return resume_command(outcome.run_id, outcome.status.value,
+                          pause_kind=pause.kind if pause is not None else None,
+                          reason=outcome.reason) or f"io trace {outcome.run_id}"
 
 
 def _explain_pause(outcome: RunOutcome) -> None:

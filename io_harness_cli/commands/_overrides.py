@@ -7,7 +7,8 @@ and `io rewind` (whose branch goes on from the run) apply them again: the same c
 file is read (`resume_config`) and the rest applied to what it loaded
 (`apply_recorded`), so a run started with five steps, under another file, or narrowed by
 its batch task keeps that boundary after a pause or a crash instead of falling back to
-the workspace's io.toml. `io run --scratch` adds the workspace it copied
+the workspace's io.toml. `io resume --max-steps N` (and the other budget flags) adds
+``budget``, the room the operator gave, applied last. `io run --scratch` adds the workspace it copied
 (`_scratch.SCRATCH_OF`), which `apply_overrides` leaves alone.
 """
 
@@ -20,7 +21,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Config
 
-__all__ = ["apply_overrides", "apply_recorded", "resume_config", "run_overrides"]
+__all__ = ["ROOM_FIELDS", "apply_overrides", "apply_recorded", "resume_config", "run_overrides"]
+
+ROOM_FIELDS = ("max_steps", "max_tokens", "max_cost_usd", "wall_seconds")
+"""The `[budget]` limits `io resume` may raise (`--max-steps`, `--max-tokens`,
+`--max-cost`, `--max-wall`), kept in the run's overrides under ``budget``."""
 
 
 def run_overrides(model: str | None, max_steps: int | None, narrow: str | None,
@@ -90,6 +95,11 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
     max_steps = overrides.get("max_steps")
     if isinstance(max_steps, int):
         cfg = replace(cfg, budget=replace(cfg.budget, max_steps=max_steps))
+    room = overrides.get("budget")  # `io resume --max-steps/--max-tokens/...`
+    if isinstance(room, Mapping):
+        limits: dict[str, Any] = {k: v for k, v in room.items()
+                                  if k in ROOM_FIELDS and isinstance(v, (int, float))}
+        cfg = replace(cfg, budget=replace(cfg.budget, **limits))
     model = overrides.get("model")
     if isinstance(model, str):
         if not model.strip():

@@ -160,7 +160,9 @@ class _Progress:
 
         self.done += 1
         if self.json_out:
-            write_json({"kind": "batch_task", **result.to_json()})
+            from harness_core import EVENT_SCHEMA
+
+            write_json({"schema": EVENT_SCHEMA, "kind": "batch_task", **result.to_json()})
         if self._bar is not None:
             self._bar.advance(self._task)
         elif not self.json_out:
@@ -179,7 +181,10 @@ def _summary(batch_id: str, results: list[Result], cfg: Config, json_out: bool) 
     cost = _cost(batch_id, cfg)
     code = _exit_code(results)
     if json_out:
-        write_json({"kind": "batch_finished", "batch_id": batch_id, "runs": len(results),
+        from harness_core import EVENT_SCHEMA
+
+        write_json({"schema": EVENT_SCHEMA, "kind": "batch_finished", "batch_id": batch_id,
+                    "runs": len(results),
                     **counts, "tokens": tokens, "cost_usd": cost, "exit_code": code})
         return code
     from io_harness_cli.render import print_table

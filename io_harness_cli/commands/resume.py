@@ -33,6 +33,17 @@ def resume(
     junit: Annotated[Path | None, typer.Option(
         "--junit", help="Write the gate rounds to FILE as JUnit XML.", metavar="FILE",
         dir_okay=False)] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", help="Allow the run N steps in all (more room for a stopped run).",
+        min=1, max=1_000_000, metavar="N")] = None,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", help="Allow the run N tokens in all.", min=1, metavar="N")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", help="Allow the run USD of derived cost in all.", min=0.0,
+        metavar="USD")] = None,
+    max_wall: Annotated[float | None, typer.Option(
+        "--max-wall", help="Allow the run SECONDS of wall-clock time in all.", min=1.0,
+        metavar="SECONDS")] = None,
 ) -> None:
     """Resume RUN_ID where it stopped; nothing committed is run or requested again."""
     from io_harness_cli.commands._drive import EventOutput, Reports, drive, exit_with
@@ -80,6 +91,11 @@ def resume(
             if ws_hint is None or started_with is not None:
                 cfg = load_config(ws, config if started_with is None else started_with)
             cfg = apply_recorded(cfg, record.settings)  # `io run -c/-m/--max-steps/--narrow`
+            room = _room(record, max_steps=max_steps, max_tokens=max_tokens,
+                         max_cost_usd=max_cost, wall_seconds=max_wall)
+            if room:
+                store.give_room(record.run_id, room)
+                cfg = apply_recorded(cfg, store.run(record.run_id).settings)
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:
@@ -96,3 +112,25 @@ def resume(
 
         report_scratch(*scratch[0])
     exit_with(code)
+
+
+def _room(record: object, **limits: int | float | None) -> dict[str, int | float]:
+    """The budget limits given on the command line, checked against what the run used.
+
+    Raises:
+        UsageError: A limit the run has already reached gives it no room.
+    """
+    from harness_core import RunRecord, UsageError
+
+    assert isinstance(record, RunRecord)
+    given = {k: v for k, v in limits.items() if v is not None}
+    used = {"max_steps": record.steps_used, "max_tokens": record.tokens_used,
+            "wall_seconds": record.wall_used}
+    for key, value in given.items():
+        if key in used and value <= used[key]:
+            flag = {"max_steps": "--max-steps", "max_tokens": "--max-tokens",
+                    "wall_seconds": "--max-wall"}[key]
+            raise UsageError(f"{flag} {value:g} gives run {record.run_id} no room: it has"
+                             f" used {used[key]:g}",
+                             hint=f"give more than {used[key]:g} (the limit counts the whole run)")
+    return given

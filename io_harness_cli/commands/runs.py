@@ -17,8 +17,10 @@ from io_harness_cli.commands._options import (
 
 FIELDS = ("run_id", "created_at", "updated_at", "status", "exit_code", "steps", "tokens",
           "goal", "workspace", "session_id", "reason", "parent_run_id", "depth",
-          "root_run_id", "agent")
-"""The keys of each `io runs --json` object, in order (docs/guide/ci.md)."""
+          "root_run_id", "agent", "pause", "resume")
+"""The keys of each `io runs --json` object, in order (docs/guide/ci.md): `pause` is
+what a paused run waits for (kind, question, target; null otherwise) and `resume` the
+exact command that continues the run (null when it cannot go on)."""
 
 
 def runs(
@@ -34,6 +36,7 @@ def runs(
     from harness_core import RunStatus
     from io_harness_cli.commands._load import STORE_ONLY, load_config, open_store, workspace_path
     from io_harness_cli.commands._options import statuses
+    from io_harness_cli.commands._resume_line import resume_command
     from io_harness_cli.exit_codes import exit_code_for_record
     from io_harness_cli.output import write_json
 
@@ -53,7 +56,11 @@ def runs(
             r.run_id, r.created_at, r.updated_at, r.status.value,
             None if code is None else int(code), r.steps_used, r.tokens_used, r.goal,
             r.workspace, r.session_id, r.reason, r.parent_run_id, r.depth, r.root_run_id,
-            r.agent), strict=True)))
+            r.agent, r.pause.to_json() if r.pause is not None else None,
+            resume_command(r.root_run_id, r.status.value,
+                           pause_kind=r.pause.kind if r.pause is not None else None,
+                           reason=r.reason) if r.status.value != "running" else None),
+            strict=True)))
     if json_out:
         for row in rows:
             write_json(row)
@@ -74,5 +81,8 @@ def runs(
 
 
 def _short(text: str, width: int = 60) -> str:
+    """The goal's first line, cut to `width`; a tab is a space (it would split the
+    tab-separated columns)."""
     line = text.strip().splitlines()[0] if text.strip() else ""
+    line = " ".join(line.split("\t"))
     return line if len(line) <= width else line[: width - 1] + "…"

@@ -38,7 +38,7 @@ def trace(
         open_store,
         workspace_path,
     )
-    from io_harness_cli.output import say, write_json
+    from io_harness_cli.output import write_json
 
     if output is not None and not html:
         raise UsageError("--output is for --html", hint="add --html, or drop --output")
@@ -75,8 +75,23 @@ def trace(
     _print_sweeps(data.get("sweeps", []))
     if len(data["tree"]) > 1:
         _print_tree(data["tree"])
-    if data["run"]["status"] == "paused":
-        say(f"paused: {data['run']['pause']}")
+    _print_pause(data["run"])
+
+
+def _print_pause(run: dict[str, Any]) -> None:
+    """What a paused run waits for and the command that gives it, on stdout with the
+    rest of the trace (`io trace ID > file` keeps it)."""
+    from io_harness_cli.commands._resume_line import resume_command
+
+    pause = run.get("pause") or {}
+    command = resume_command(run["root_run_id"], run["status"], pause_kind=pause.get("kind"),
+                             reason=run.get("reason"))
+    if run["status"] == "paused":
+        what = (f"an answer to: {pause.get('question')}" if pause.get("kind") == "question"
+                else f"approval of {pause.get('target')} ({pause.get('reason')})")
+        sys.stdout.write(f"\npaused at step {pause.get('step')}: waits for {what}\n")
+    if command is not None:
+        sys.stdout.write(f"continue with: {command}\n")
 
 
 def _collect(store: Any, run_id: str) -> dict[str, Any]:

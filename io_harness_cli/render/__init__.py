@@ -64,9 +64,9 @@ def render_trace(data: dict[str, Any]) -> None:
         f"  tokens {run['tokens']}  wall {run['wall_seconds']}s\n")
     out(f"goal: {_brief(run['goal'], 200)}\n")
     sandbox = run.get("sandbox") or {}
-    out(f"sandbox: {_shown(sandbox.get('backend'))} enforced={_shown(sandbox.get('enforced'))}"
-        f" degraded={_shown(sandbox.get('degraded'))} commands_sandboxed="
-        f"{_shown(sandbox.get('commands_sandboxed'))}\n")
+    out(f"sandbox: {_shown(sandbox.get('backend'))}  enforced: {_listed(sandbox.get('enforced'))}"
+        f"  degraded: {_listed(sandbox.get('degraded'))}  commands sandboxed:"
+        f" {_yes_no(sandbox.get('commands_sandboxed'))}\n")
     mechanisms = sandbox.get("mechanisms") or {}
     for name in ("reads", "secrets", "net"):
         why = mechanisms.get(name)
@@ -95,6 +95,17 @@ def render_trace(data: dict[str, Any]) -> None:
             out(f"  step {_shown(ev['step_index'])}: {ev['verdict']} {ev['target']} —"
                 f" {ev['reason']} {by}\n")
     _render_verifications(data["verifications"])
+
+
+def _listed(value: Any) -> str:
+    """A list as words for a person ("fs, net"), never a Python repr."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "none"
+    return _shown(value)
+
+
+def _yes_no(value: Any) -> str:
+    return "-" if value is None else "yes" if value else "no"
 
 
 _GATE_TAIL = 20

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_core import Event
 
-__all__ = ["FinalText", "Line", "PlainTrace", "RichTrace", "brief", "decided_by", "lines_for",
-           "shown"]
+__all__ = ["FinalText", "Line", "PlainTrace", "RefusedOnce", "RichTrace", "brief", "decided_by",
+           "lines_for", "shown"]
 
 Line = tuple[str, str]
 """A line of text and its style (a rich style string; "" for none)."""
@@ -101,6 +101,40 @@ def _hook(d: dict[str, Any], run_id: str) -> list[Line]:
              STYLE_BAD if d.get("verdict") in ("deny", "error") else STYLE_DIM)]
 
 
+def _compaction(d: dict[str, Any], run_id: str) -> list[Line]:
+    if d.get("phase") == "started":
+        return [(f"  compacting the history before step {shown(d.get('step'))}:"
+                 f" {shown(d.get('size'))} tokens > threshold {shown(d.get('threshold'))}",
+                 STYLE_DIM)]
+    if d.get("phase") == "refused":
+        return [(f"  compaction refused by a hook: {brief(shown(d.get('reason')))}", STYLE_ASK)]
+    usage = d.get("usage") or {}
+    return [(f"  compacted: {shown(d.get('size_before'))} → {shown(d.get('size_after'))} tokens,"
+             f" {shown(d.get('summarised_messages'))} messages summarised by"
+             f" {shown(d.get('model'))} (prompt {shown(usage.get('prompt_tokens'))}"
+             f" + completion {shown(usage.get('completion_tokens'))} tokens)", STYLE_DIM)]
+
+
+def _answer_rejected(d: dict[str, Any], run_id: str) -> list[Line]:
+    left = d.get("retries_left")
+    then = "the run fails" if left == 0 else f"sent back ({shown(left)} retries left)"
+    return [(f"  ✗ answer rejected by the output schema: {brief(shown(d.get('problem')))};"
+             f" {then}", STYLE_BAD)]
+
+
+def _warning(d: dict[str, Any], run_id: str) -> list[Line]:
+    text = d.get("text") or d.get("mcp")
+    return [(f"  warning: {brief(text if text is not None else d)}", STYLE_ASK)]
+
+
+def _plan(d: dict[str, Any], run_id: str) -> list[Line]:
+    items = d.get("items")
+    if not isinstance(items, list):
+        return [(f"  plan: {brief(d)}", "")]
+    done = sum(1 for i in items if isinstance(i, dict) and i.get("status") == "done")
+    return [(f"  plan: {len(items)} items, {done} done", "")]
+
+
 def _verification(d: dict[str, Any], run_id: str) -> list[Line]:
     passed = bool(d.get("passed"))
     return [(f"  gate {d.get('command')}: {'passed' if passed else 'FAILED'}"
@@ -121,9 +155,12 @@ _FORMATS: dict[str, Callable[[dict[str, Any], str], list[Line]]] = {
     "hook": _hook,
     "steer": lambda d, _r: [(f"  steer (operator): {brief(shown(d.get('text')))}", "")],
     "question": _question,
-    "plan": lambda d, _r: [(f"  plan: {brief(d)}", "")],
-    "stall": lambda d, _r: [(f"  stall: {brief(d)}", STYLE_BAD)],
-    "warning": lambda d, _r: [(f"  warning: {brief(d)}", STYLE_ASK)],
+    "plan": _plan,
+    "stall": lambda d, _r: [(f"  stall: {brief(shown(d.get('reason') or d.get('call')))}",
+                             STYLE_BAD)],
+    "warning": _warning,
+    "compaction": _compaction,
+    "answer_rejected": _answer_rejected,
     "spawn": lambda d, _r: [(
         f"  ↳ child {d.get('child_run_id')} "
         + (f"ended: {d.get('status')} after {d.get('steps')} steps" if d.get("status")
@@ -170,6 +207,27 @@ class FinalText:
         self._held = []
 
 
+class RefusedOnce:
+    """Prints a refusal once: the observation of a call whose refusal already had its
+    `⛔ refused` line (`✗ refused: …`) is left out. A refusal that had no line of its
+    own (the shell lexer refuses without a policy event) keeps its observation line."""
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def take(self, event: Event, lines: list[Line]) -> list[Line]:
+        """The lines to print now for `event`."""
+        kind = event.kind.value
+        if kind == "refusal":
+            self._said.add(event.run_id)
+        elif kind == "tool_call":
+            self._said.discard(event.run_id)
+        elif kind == "tool_result" and event.data.get("refused") and event.run_id in self._said:
+            self._said.discard(event.run_id)
+            return []
+        return lines
+
+
 class PlainTrace:
     """A line per event, no styling (NO_COLOR, TERM=dumb, or not a terminal)."""
 
@@ -178,6 +236,7 @@ class PlainTrace:
         self._write = write or (lambda line, _style: (sys.stderr.write(line + "\n"),
                                                       sys.stderr.flush()))
         self._final = FinalText(answer_shown)
+        self._refused = RefusedOnce()
         self._start = time.monotonic()
         self._root: str | None = None
 
@@ -185,7 +244,7 @@ class PlainTrace:
         # Streamed tokens are not written: lines cannot be taken back, and the committed
         # step's `says:` line follows (the live panel shows them, and clears them).
         self._root = self._root or event.run_id
-        lines = lines_for(event, self._root)
+        lines = self._refused.take(event, lines_for(event, self._root))
         if event.run_id == self._root:
             lines = self._final.take(event, lines)
         for text, style in lines:

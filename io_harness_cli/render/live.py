@@ -16,7 +16,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from harness_core import record
-from io_harness_cli.render.lines import FinalText, brief, lines_for
+from io_harness_cli.render.lines import FinalText, RefusedOnce, brief, lines_for
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -149,6 +149,7 @@ class LiveTrace:
         from rich.console import Console
 
         self._final = FinalText(answer_shown)
+        self._refused = RefusedOnce()
         self._console = Console(stderr=True, highlight=False)
         self.state = PanelState()
         self._panel = _Panel(self.state)
@@ -168,7 +169,7 @@ class LiveTrace:
         # last shape is wrong and a border is left behind in the scrollback.
         with self._live._lock if self._live is not None else nullcontext():
             self.state.fold(event)
-            lines = lines_for(event, self.state.run_id)
+            lines = self._refused.take(event, lines_for(event, self.state.run_id))
             if event.run_id == self.state.run_id:
                 lines = self._final.take(event, lines)
             for text, style in lines:

@@ -47,7 +47,44 @@ def test_an_answer_that_does_not_match_the_schema_is_sent_back_then_accepted(
     assert result.returncode == 0, result.stderr
     events = json_lines(result.stdout)
     assert "JSON Schema" in events[0]["goal"] and '"required"' in events[0]["goal"]  # told
-    assert events[-1]["answer"] == '```json\n{"n": 3}\n```' and events[-1]["steps"] == 3
+    # The fence is unwrapped: the answer is the JSON document validated, not the raw text.
+    assert json.loads(str(events[-1]["answer"])) == {"n": 3} and events[-1]["steps"] == 3
+    rejected = [e for e in events if e["kind"] == "answer_rejected"]
+    assert [(e["step"], e["attempt"], e["retries_left"]) for e in rejected] == [
+        (0, 1, 2), (1, 2, 1)]
+    assert "not JSON" in str(rejected[0]["problem"])
+    assert "'three' is not of type 'integer'" in str(rejected[1]["problem"])
+
+
+def test_a_fenced_answer_reaches_stdout_and_the_file_as_one_json_document(
+        tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "w", [replay_line("n is three"),
+                                         replay_line('```json\n{"n": 3}\n```')])
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA))
+    out = tmp_path / "last.json"
+    result = run_io(["run", "count", "-w", str(ws), "--output-schema", str(schema),
+                     "--output-last-message", str(out)])
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"n": 3} and "```" not in result.stdout
+    assert json.loads(out.read_text()) == {"n": 3}
+    jq = subprocess.run(["jq", "-e", ".n"], input=result.stdout, capture_output=True, text=True,
+                        check=False)
+    assert jq.returncode == 0 and jq.stdout.strip() == "3", jq.stderr
+    # The rejected first answer has its line in the live trace.
+    assert "answer rejected by the output schema: the answer is not JSON" in result.stderr
+    assert "sent back (2 retries left)" in result.stderr
+
+
+def test_only_one_fenced_block_is_unwrapped(tmp_path: Path) -> None:
+    two = '```json\n{"n": 1}\n```\nand\n```json\n{"n": 2}\n```'
+    ws = make_workspace(tmp_path / "w", [replay_line(two)] * 3)
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(SCHEMA))
+    result = run_io(["run", "count", "-w", str(ws), "--output-schema", str(schema), "--json"])
+    assert result.returncode == 1, result.stderr
+    last = json_lines(result.stdout)[-1]
+    assert last["answer"] == "" and "not JSON" in str(last["reason"])
 
 
 def test_an_answer_that_never_matches_the_schema_exits_1_with_the_reason(

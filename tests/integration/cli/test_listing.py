@@ -12,7 +12,7 @@ from tests.integration.cli.helpers import json_lines, make_workspace, replay_lin
 
 FIELDS = ["run_id", "created_at", "updated_at", "status", "exit_code", "steps", "tokens",
           "goal", "workspace", "session_id", "reason", "parent_run_id", "depth",
-          "root_run_id", "agent"]
+          "root_run_id", "agent", "pause", "resume"]
 """The stable keys of `io runs --json`, in order (scripts read them)."""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness_core import UsageError, check_answer_schema
-from harness_core.run._answer import answer_problem
+from harness_core.run._answer import check_answer
 from tests.conftest import run_io
 from tests.integration.cli.helpers import make_workspace, replay_line
 
@@ -94,8 +94,8 @@ def test_local_refs_resolve_and_judge_the_answer() -> None:
               "type": "object", "required": ["n"],
               "properties": {"n": {"$ref": "#/$defs/list"}, "self": {"$ref": "#"}}}
     assert check_answer_schema(schema) is schema
-    assert answer_problem('{"n": [1, 2]}', schema) is None
-    problem = answer_problem('{"n": [1, "two"]}', schema)
+    assert check_answer('{"n": [1, 2]}', schema).problem is None
+    problem = check_answer('{"n": [1, "two"]}', schema).problem
     assert problem is not None and "not of type 'integer'" in problem
 
 
@@ -110,13 +110,13 @@ def test_a_ref_under_a_nested_id_resolves_against_that_resource() -> None:
         "n": {"$id": "https://example.invalid/inner.json", "$defs": {"x": {"type": "string"}},
               "$ref": "#/$defs/x"}}}
     assert check_answer_schema(schema) is schema
-    assert answer_problem('{"n": "s"}', schema) is None
+    assert check_answer('{"n": "s"}', schema).problem is None
 
 
 def test_a_stored_schema_with_a_remote_ref_is_never_fetched(server: _Server) -> None:
     # A schema recorded before the load refused such references reaches the validator
     # unchecked: the reference is reported, and the server is never asked.
-    problem = answer_problem('{"n": 1}', _remote(server))
+    problem = check_answer('{"n": 1}', _remote(server)).problem
     assert problem is not None and "does not resolve" in problem
     assert server.requests == []
 

@@ -148,8 +148,9 @@ def test_stall_the_same_call_window_times_in_a_row(tmp_path: Path) -> None:
     status, reason, steps = _run(tmp_path, provider, clock, budget=_budget(max_steps=20),
                                  stall_window=4,
                                  policy=Policy.from_lists(tier="full"))
-    # the fourth call in a row stops the run before its step is checkpointed
-    assert (status, steps) == (RunStatus.STOPPED, 3)
+    # the fourth call in a row stops the run before its step is checkpointed; the step
+    # it stopped in counts (every view lists it: steps 0-3)
+    assert (status, steps) == (RunStatus.STOPPED, 4)
     assert reason.startswith("stalled: the same call repeated 4 times in a row: exec:")
 
 
@@ -159,8 +160,9 @@ def test_stall_a_repeating_call_while_the_workspace_stands_still(tmp_path: Path)
     provider = MeteredProvider(clock, Usage(1, 1), calls=calls)
     status, reason, steps = _run(tmp_path, provider, clock, budget=_budget(max_steps=20),
                                  stall_window=6)
-    # list_dir at steps 0, 2, 4: the third time (step 4, not checkpointed) stops the run
-    assert (status, steps) == (RunStatus.STOPPED, 4)
+    # list_dir at steps 0, 2, 4: the third time (step 4, not checkpointed) stops the run,
+    # and step 4 counts: five steps were taken
+    assert (status, steps) == (RunStatus.STOPPED, 5)
     assert reason == ("stalled: the workspace did not change while list_dir:{\"path\": \".\"}"
                       " repeated 3 times within the last 6 calls")
 
