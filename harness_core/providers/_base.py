@@ -65,6 +65,9 @@ class CompletionRequest:
             that replaces its older turns; `[context] strategy = "compact"`). Providers
             send both alike; the scripted one answers a ``compact`` request from the
             replay's `summary` lines.
+        cache_key: A key stable for the whole run (every step of it sends the same),
+            sent as OpenAI's ``prompt_cache_key`` so the vendor routes the run's
+            requests to the machine that holds its cached prefix. None: not sent.
     """
 
     model: str
@@ -73,6 +76,7 @@ class CompletionRequest:
     max_tokens: int = 4096
     web: WebAccess | None = None
     purpose: Literal["step", "compact"] = "step"
+    cache_key: str | None = None
 
 
 @record

@@ -3,7 +3,13 @@
 This module holds only Anthropic's wire format: how `messages` types become a request
 body, and how a response body or an event stream becomes a `CompletionResponse`. Cache
 counts, which Anthropic reports beside an input count that excludes them, are folded
-into `prompt_tokens` here so a recorded row means the same for every vendor. Retries,
+into `prompt_tokens` here so a recorded row means the same for every vendor.
+
+Prompt caching: Anthropic caches only what a request marks with ``cache_control`` (at
+most 4 breakpoints). io sets three: on the last tool (the tool specs), on the system
+prompt, and on the last block of the conversation, a mark that moves to the end with
+every step, so each request reads the prefix the previous one wrote (the vendor looks
+back up to 20 blocks from a mark for an earlier cached prefix). Retries,
 timing and redaction live in `_http`. It never touches the store or the terminal.
 """
 
@@ -48,6 +54,9 @@ WEB_SEARCH_TOOL = "web_search_20250305"
 WEB_FETCH_TOOL = "web_fetch_20250910"
 WEB_FETCH_BETA = "web-fetch-2025-09-10"
 _RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
+CACHE_MARK: dict[str, str] = {"type": "ephemeral"}
+"""Anthropic's ``cache_control`` value: cache the prefix up to here (5 minutes)."""
+_CACHE_MARK_JSON = WIRE_JSON.encode(CACHE_MARK).encode()
 
 
 class AnthropicProvider(HttpProvider):
@@ -102,7 +111,7 @@ class AnthropicProvider(HttpProvider):
             "max_tokens": request.max_tokens,
         }
         if system:
-            body["system"] = system
+            body["system"] = [{"type": "text", "text": system, "cache_control": CACHE_MARK}]
         tools: list[dict[str, Any]] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
@@ -110,6 +119,7 @@ class AnthropicProvider(HttpProvider):
         if request.web is not None:
             tools.extend(web_tools(request.web))
         if tools:
+            tools[-1] = {**tools[-1], "cache_control": CACHE_MARK}
             body["tools"] = tools
         if stream:
             body["stream"] = True
@@ -158,7 +168,11 @@ class AnthropicProvider(HttpProvider):
         self._turns = (messages, closed, last)
         if last is None:
             return b"".join((b"[", closed, b"]"))
-        return b"".join((b"[", closed, b"," if closed else b"", _turn_json(*last), b"]"))
+        role, blocks = last
+        if role != "user":  # an assistant prefill (a `pause_turn` continuation): unmarked
+            return b"".join((b"[", closed, b"," if closed else b"", _turn_json(*last), b"]"))
+        marked = _turn_json(role, [*blocks[:-1], _marked(blocks[-1])])
+        return b"".join((b"[", closed, b"," if closed else b"", marked, b"]"))
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -246,6 +260,11 @@ def wire_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, An
 def system_text(messages: tuple[Message, ...]) -> str:
     """Anthropic's ``system`` text: every system message, in order."""
     return "\n\n".join(m.content for m in messages if m.role is Role.SYSTEM and m.content)
+
+
+def _marked(block: bytes) -> bytes:
+    """An encoded content block with the moving cache breakpoint added."""
+    return block[:-1] + b',"cache_control":' + _CACHE_MARK_JSON + b"}"
 
 
 def _turn_json(role: str, blocks: list[bytes]) -> bytes:

@@ -4,7 +4,9 @@ Also any OpenAI-compatible server reached through `base_url` (vLLM, llama.cpp se
 Ollama). This module holds only that wire format: the request body, and the parsing of
 a response body or of ``data:`` chunks, with tool-call arguments assembled from the
 pieces a stream splits them into. OpenRouter reuses it with its own headers and web
-plugin. It never touches the store or the terminal.
+plugin. OpenAI caches a repeated prefix by itself; the run's `cache_key` goes out as
+``prompt_cache_key`` so every step of a run lands where its prefix is cached
+(compatible servers ignore the field). It never touches the store or the terminal.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ class OpenAIProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
+        if request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         if stream:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
@@ -277,9 +281,9 @@ def wire_message(message: Message, system_role: str = "system") -> dict[str, Any
         return {"role": system_role, "content": message.content}
     if message.role is not Role.ASSISTANT:
         return {"role": message.role.value, "content": message.content}
-    # Content may be null only beside tool calls; an empty turn stays "".
-    content = message.content or (None if message.tool_calls else "")
-    entry: dict[str, Any] = {"role": "assistant", "content": content}
+    # Always a string: OpenAI's reference allows null (or no content) beside tool calls,
+    # but llama-cpp-python's server refuses both, and every server takes "".
+    entry: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         entry["tool_calls"] = [
             {

@@ -223,6 +223,8 @@ class OpenAIResponsesProvider(HttpProvider):
         body["include"] = ["reasoning.encrypted_content"]
         if self._previous is not None:
             body["previous_response_id"] = self._previous
+        if request.cache_key:
+            body["prompt_cache_key"] = request.cache_key
         if stream:
             body["stream"] = True
         return body

@@ -83,7 +83,7 @@ class _AskPhase(_RunnerBase):
         spec = drive.spec
         request = CompletionRequest(
             model=spec.model, messages=drive.context.view(), tools=drive.toolbox.specs(),
-            max_tokens=spec.max_tokens, web=spec.web,
+            max_tokens=spec.max_tokens, web=spec.web, cache_key=drive.run_id,
         )
 
         def on_token(text: str) -> None:

@@ -218,7 +218,8 @@ class Compactor:
         if instructions:
             prompt = f"{prompt}\n\n{instructions}"
         request = CompletionRequest(model=spec.model, messages=(*view, Message.user(prompt)),
-                                    max_tokens=spec.max_tokens, purpose="compact")
+                                    max_tokens=spec.max_tokens, purpose="compact",
+                                    cache_key=self.run_id)
         response = self.provider.complete(request, step=step)
         full_cut = self._full_index(cut_view)
         record = self.store.record_compaction(

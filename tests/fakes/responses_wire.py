@@ -243,6 +243,9 @@ class ResponsesLedger:
         if "messages" in body or "max_tokens" in body:
             problems.append("a Chat Completions field sent to the Responses API")
         problems.extend(_check_tools(body.get("tools") or ()))
+        if "prompt_cache_key" in body and (
+            not isinstance(body["prompt_cache_key"], str) or not body["prompt_cache_key"]):
+            problems.append("prompt_cache_key is not a non-empty string")
         items = body.get("input")
         if not isinstance(items, list) or not items:
             return problems + ["input missing or empty"]

@@ -165,6 +165,8 @@ class RecordedRequest:
     headers: dict[str, str]
     body: Any
     received_at: float = field(default_factory=time.perf_counter)
+    raw: bytes = b""
+    """The body as sent (the prefix-stability tests compare requests byte by byte)."""
 
     @property
     def wants_stream(self) -> bool:
@@ -561,6 +563,7 @@ def check_anthropic(headers: dict[str, str], body: Any) -> list[str]:
             problems.append(f"bad tool name {tool.get('name')!r}")
         if not isinstance(tool.get("input_schema"), dict):
             problems.append(f"tool {tool.get('name')!r} has no input_schema")
+    problems.extend(check_anthropic_cache(body))
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return problems + ["messages missing or empty"]
@@ -598,6 +601,84 @@ def check_anthropic(headers: dict[str, str], body: Any) -> list[str]:
     return problems
 
 
+_CACHE_TTLS = ("5m", "1h")
+_MARKABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
+MAX_CACHE_MARKS = 4
+"""Anthropic: at most 4 ``cache_control`` breakpoints in one request."""
+
+
+def _bad_mark(mark: Any) -> str | None:
+    if not isinstance(mark, dict) or mark.get("type") != "ephemeral":
+        return f"cache_control {mark!r} is not {{'type': 'ephemeral'}}"
+    if set(mark) - {"type", "ttl"} or mark.get("ttl", "5m") not in _CACHE_TTLS:
+        return f"cache_control {mark!r} has an unknown field or ttl"
+    return None
+
+
+def cache_marks(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Where an Anthropic request carries ``cache_control``: (place, mark) pairs."""
+    found: list[tuple[str, Any]] = []
+    for n, tool in enumerate(body.get("tools") or ()):
+        if "cache_control" in tool:
+            found.append((f"tools[{n}]", tool["cache_control"]))
+    system = body.get("system")
+    for n, block in enumerate(system if isinstance(system, list) else ()):
+        if "cache_control" in block:
+            found.append((f"system[{n}]", block["cache_control"]))
+    for i, message in enumerate(body.get("messages") or ()):
+        content = message.get("content")
+        for n, block in enumerate(content if isinstance(content, list) else ()):
+            if "cache_control" in block:
+                found.append((f"messages[{i}].content[{n}]", block["cache_control"]))
+    return found
+
+
+def check_anthropic_cache(body: dict[str, Any]) -> list[str]:
+    """Anthropic's documented prompt-caching rules: a string or a list of text blocks as
+    `system`, at most 4 breakpoints, each ``{"type": "ephemeral"}`` (an optional `ttl`),
+    on a tool or a content block of a kind that can be cached, never an empty text."""
+    problems: list[str] = []
+    system = body.get("system")
+    if system is not None and not isinstance(system, str):
+        if not isinstance(system, list) or not all(
+            isinstance(b, dict) and b.get("type") == "text" and b.get("text") for b in system
+        ):
+            problems.append("system is neither a string nor a list of non-empty text blocks")
+    marks = cache_marks(body)
+    if len(marks) > MAX_CACHE_MARKS:
+        problems.append(f"{len(marks)} cache_control breakpoints (at most {MAX_CACHE_MARKS})")
+    problems.extend(p for p in (_bad_mark(m) for _, m in marks) if p is not None)
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if "cache_control" in block and block.get("type") not in _MARKABLE:
+                problems.append(f"cache_control on a {block.get('type')!r} block")
+    return problems
+
+
+def check_openrouter_cache(body: dict[str, Any]) -> list[str]:
+    """OpenRouter's rules for Anthropic's breakpoints: on text parts only, at most 4,
+    and only when the model is Anthropic's (other vendors would ignore or refuse them)."""
+    problems: list[str] = []
+    count = 0
+    for i, message in enumerate(body.get("messages") or ()):
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            if "cache_control" not in part:
+                continue
+            count += 1
+            if part.get("type") != "text" or not part.get("text"):
+                problems.append(f"cache_control on a part that is not text (message {i})")
+            bad = _bad_mark(part["cache_control"])
+            if bad is not None:
+                problems.append(bad)
+    if count > MAX_CACHE_MARKS:
+        problems.append(f"{count} cache_control breakpoints (at most {MAX_CACHE_MARKS})")
+    if count and not str(body.get("model", "")).startswith("anthropic/"):
+        problems.append("cache_control breakpoints sent for a model that is not Anthropic's")
+    return problems
+
+
 def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
     problems: list[str] = []
     auth = headers.get("authorization", "")
@@ -611,6 +692,11 @@ def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
         problems.append("stream_options sent without stream")
     if vendor == "openai" and "plugins" in body:
         problems.append("plugins is an OpenRouter field")
+    if "prompt_cache_key" in body and (
+        not isinstance(body["prompt_cache_key"], str) or not body["prompt_cache_key"]):
+        problems.append("prompt_cache_key is not a non-empty string")
+    if vendor == "openrouter":
+        problems.extend(check_openrouter_cache(body))
     for tool in body.get("tools") or ():
         function = tool.get("function") or {}
         if tool.get("type") != "function" or not _TOOL_NAME.match(str(function.get("name", ""))):
@@ -639,8 +725,10 @@ def check_openai(headers: dict[str, str], body: Any, vendor: str) -> list[str]:
                 if not isinstance((call.get("function") or {}).get("arguments"), str):
                     problems.append("tool call arguments must be a string")
                 pending.add(call.get("id"))
-            if message.get("content") is None and not message.get("tool_calls"):
-                problems.append(f"assistant message {i} has neither content nor tool calls")
+            if not isinstance(message.get("content"), str | list):
+                # OpenAI allows null (or no content) beside tool calls; llama-cpp-python's
+                # server refuses both, so the form every server takes is a string.
+                problems.append(f"assistant message {i} has no string content")
     return problems
 
 
@@ -779,7 +867,7 @@ class _Handler(BaseHTTPRequestHandler):
             body: Any = json.loads(raw)
         except ValueError:
             body = None
-        request = RecordedRequest(self.path, headers, body, arrived)
+        request = RecordedRequest(self.path, headers, body, arrived, raw)
         fake.connections.add((str(self.client_address[0]), int(self.client_address[1])))
         if self.path != PATHS[fake.vendor]:
             fake.requests.append(request)

@@ -101,9 +101,13 @@ def test_a_resumed_run_sends_what_an_uninterrupted_run_sends(
 
     sent = [r.body for r in fake.requests]
     assert len(sent) == STEPS + 1  # the held request, sent again after the resume
+    # The cache key is the run's own: the same across the resume, another run's differs.
+    assert {body.pop("prompt_cache_key") for body in sent} == {run_id}
+    golden_bodies = [dict(r.body) for r in golden.requests]
+    assert {body.pop("prompt_cache_key") for body in golden_bodies} != {run_id}
     for step in range(STEPS):
         after_resume = sent[step + 1] if step >= HELD else sent[step]
-        assert request_differences(golden.requests[step].body, after_resume) == [], step
+        assert request_differences(golden_bodies[step], after_resume) == [], step
     resumed_request = sent[HELD + 1]
     kinds = [item.get("type") for item in resumed_request["input"]]
     if chained:

@@ -12,6 +12,8 @@ from harness_core.providers import openai as openai_wire
 from harness_core.providers import responses as responses_wire
 from tests.unit.providers.conftest import TOOLS, MakeProvider
 
+MARK = {"type": "ephemeral"}
+
 
 def _conversation(steps: int) -> list[Message]:
     messages = [Message.system("Be brief."), Message.system("Really."), Message.user("go ✓")]
@@ -35,7 +37,9 @@ def _plain(vendor: str, provider: Any, request: CompletionRequest) -> dict[str, 
         system, body["messages"] = anthropic_wire.wire_messages(request.messages)
         body.pop("system", None)
         if system:
-            body["system"] = system
+            body["system"] = [{"type": "text", "text": system, "cache_control": MARK}]
+        if body["messages"]:  # the moving breakpoint: on the last block of the last turn
+            body["messages"][-1]["content"][-1]["cache_control"] = MARK
     elif vendor == "openai-responses":
         body["input"] = [i for m in request.messages for i in responses_wire.wire_items(m)]
     else:

@@ -213,7 +213,8 @@ def test_request_carries_system_tools_results_and_ceiling_in_vendor_shape(
     assert server.violations == []
     assert body["model"] == "model-asked" and body["stream"] is True
     if vendor == "anthropic":
-        assert body["system"] == "Be brief."
+        assert body["system"] == [
+            {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
         assert body["max_tokens"] == 256
         assert body["tools"][0]["input_schema"]["required"] == ["cmd"]
         assert body["messages"][-1]["content"][0]["type"] == "tool_result"
