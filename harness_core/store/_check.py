@@ -6,8 +6,10 @@ never blocks), start with the SQLite header, be as long as that header says, and
 write-ahead log beside it must be a log of this database. Then a read-only connection
 checks the schema: the ``checkpoint_format`` row must be there and hold this version's
 number, and every recorded migration must be one this version knows. ``PRAGMA
-quick_check`` runs at most once per file per process, within `QUICK_CHECK_SECONDS`;
-a check cut short by the budget counts as passed (the full check is `check_store`).
+quick_check``, which reads the whole file, runs only when the store was not closed
+cleanly since (see `harness_core.store._clean`), at most once per file per process,
+within `QUICK_CHECK_SECONDS`; a check cut short by the budget counts as passed (the
+full check is `check_store`).
 
 A file that fails is never opened for writing: the caller gets `StoreDamaged` (or
 `StoreUnavailable` for a path that is not a regular file) and the bytes stay as they
@@ -183,8 +185,12 @@ def _wal_problem(head: bytes, page_size: int) -> str | None:
 
 
 def verify_schema(conn: sqlite3.Connection, path: Path, *, expected: int,
-                  known: frozenset[str]) -> bool:
+                  known: frozenset[str], quick: bool = True) -> bool:
     """Check an existing store through a read-only connection.
+
+    Args:
+        quick: Run ``PRAGMA quick_check`` too (once per file per process): after an
+            unclean close, or a change no io made (`harness_core.store._clean`).
 
     Returns:
         Whether the store already holds io's tables (False: an empty SQLite file).
@@ -195,7 +201,8 @@ def verify_schema(conn: sqlite3.Connection, path: Path, *, expected: int,
         sqlite3.Error: The file could not be read (the caller translates it).
     """
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    _quick_check(conn, path)
+    if quick:
+        _quick_check(conn, path)
     if not tables:
         return False
     if "meta" not in tables:
@@ -349,9 +356,7 @@ def check_store(path: str | os.PathLike[str], *, expected: int,
         problems.extend(line.strip() for text in found if text != "ok"
                         for line in text.splitlines() if line.strip())
         if not problems:
-            info = os.stat(target)
-            _checked.discard((info.st_dev, info.st_ino))  # the full check supersedes it
-            verify_schema(conn, target, expected=expected, known=known)
+            verify_schema(conn, target, expected=expected, known=known, quick=False)
             runs = _count_runs(conn)
     except (StoreDamaged, CheckpointFormatError) as exc:
         problems.append(exc.detail if isinstance(exc, StoreDamaged) else str(exc))

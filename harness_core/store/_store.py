@@ -39,6 +39,7 @@ from harness_core.store._check import (
 )
 from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
+from harness_core.store._clean import OpenMarker, needs_check, settle_unclean
 from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQueries
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
@@ -203,6 +204,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         # One busy budget for the whole open: a store another process holds locked
         # fails within `_BUSY_TIMEOUT_MS`, not once per connection and statement.
         deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+        self._marker: OpenMarker | None = None
         exists = inspect_file(self.path) > 0
         if exists:
             wait_for_flock(self.path, deadline)
@@ -214,12 +216,14 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
                 raise StoreUnavailable(
                     str(self.path), f"cannot create its directory: {exc.strerror or exc}"
                 ) from exc
+        self._marker = OpenMarker(self.path)  # before any write: a crash from here is seen
         try:
             self._conn = sqlite3.connect(
                 str(self.path), timeout=_remaining(deadline), isolation_level=None,
                 check_same_thread=False,
             )
         except sqlite3.Error as exc:
+            self._marker.close(clean=False)
             raise _translate(exc, "opening", self.path) from exc
         try:
             self._conn.execute(f"PRAGMA busy_timeout={int(_remaining(deadline) * 1000)}")
@@ -230,9 +234,11 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
             self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         except sqlite3.Error as exc:
             self._conn.close()
+            self._marker.close(clean=False)
             raise _translate(exc, "opening", self.path) from exc
         except StateError:
             self._conn.close()
+            self._marker.close(clean=False)
             raise
 
     def _open_postgres(self, url: str) -> None:
@@ -241,6 +247,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         self.backend = "postgresql"
         self.location = redact_url(url)
         self.path = Path("/nonexistent/io-postgresql-store")  # no file: nothing to protect
+        self._marker = None
         self._conn = PgConnection(url)  # type: ignore[assignment]
         try:
             self._migrate()
@@ -252,19 +259,24 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
             raise
 
     def _verify(self, deadline: float) -> None:
-        """The self-check of an existing file, through a connection that cannot write."""
+        """The self-check of an existing file, through a connection that cannot write;
+        ``quick_check`` only after an unclean close (`harness_core.store._clean`)."""
+        quick = needs_check(self.path)
         try:
             conn = sqlite3.connect(readonly_uri(self.path), uri=True,
                                    timeout=_remaining(deadline))
         except sqlite3.Error as exc:
             raise _translate(exc, "checking", self.path) from exc
         try:
-            verify_schema(conn, self.path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS)
+            verify_schema(conn, self.path, expected=CHECKPOINT_FORMAT, known=KNOWN_MIGRATIONS,
+                          quick=quick)
             verify_log_owner(conn, self.path)
         except sqlite3.Error as exc:
             raise _translate(exc, "checking", self.path) from exc
         finally:
             conn.close()
+        if quick:
+            settle_unclean(self.path)
 
     def _is_current(self) -> bool:
         """Whether this SQLite store has every migration (read only, no lock taken)."""
@@ -383,26 +395,34 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         twin._opened_with = self._opened_with
         twin._redact = getattr(self, "_redact", None)
         twin.backend, twin.location, twin.path = self.backend, self.location, self.path
+        twin._marker = None
         if self.backend == "postgresql":
             from harness_core.store._postgres import PgConnection
 
             twin._conn = PgConnection(str(self._opened_with))  # type: ignore[assignment]
             return twin
+        twin._marker = OpenMarker(self.path)
         try:
             twin._conn = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000,
                                          isolation_level=None, check_same_thread=False)
             twin._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             twin._conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
+            twin._marker.close(clean=False)
             raise _translate(exc, "opening", self.path) from exc
         return twin
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent); the last io connection to close a SQLite
+        store records its clean-close fingerprint."""
         try:
             self._conn.close()
         except sqlite3.Error as exc:
+            if self._marker is not None:
+                self._marker.close(clean=False)
             raise _translate(exc, "closing", self.path) from exc
+        if self._marker is not None:
+            self._marker.close()
 
     def __enter__(self) -> Store:
         return self

@@ -1,5 +1,6 @@
 """The store's self-check on open: what it refuses (typed errors, never ValueError),
-the cheap `quick_check` done once per file per process within its time budget, and a
+the `quick_check` done once per file per process within its time budget (when the
+store was not closed cleanly: tests/unit/store/test_clean_close.py), and a
 store that is up to date is not written when opened."""
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def test_an_up_to_date_store_is_not_written_when_opened(tmp_path: Path) -> None:
 
 def test_quick_check_runs_once_per_file_per_process(tmp_path: Path) -> None:
     path = _store(tmp_path / "s.db")
+    (tmp_path / "s.db-clean").unlink()  # no clean-close fingerprint: the open checks
     info = path.stat()
     _check._checked.discard((info.st_dev, info.st_ino))
     Store(path).close()
@@ -110,6 +112,7 @@ def test_quick_check_runs_once_per_file_per_process(tmp_path: Path) -> None:
 def test_quick_check_over_its_budget_is_not_a_finding(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     path = _store(tmp_path / "s.db", runs=50)
+    (tmp_path / "s.db-clean").unlink()
     info = path.stat()
     _check._checked.discard((info.st_dev, info.st_ino))
     monkeypatch.setattr(_check, "QUICK_CHECK_SECONDS", -1.0)  # every check is over budget
