@@ -5,11 +5,14 @@ annotation twice while building the command).
 """
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+
+if TYPE_CHECKING:
+    from harness_core import Config
 
 
 def resume(
@@ -79,6 +82,8 @@ def resume(
             if ws_hint is None or started_with is not None:
                 cfg = load_config(ws, config if started_with is None else started_with)
             cfg = apply_recorded(cfg, record.settings)  # `io run -c/-m/--max-steps/--narrow`
+            if stored_policy:
+                _check_stored_policy(cfg, record.policy, record.run_id)
             decision = True if approve else (False if deny else None)
             with assemble(cfg, ws, record.goal, store, interactive=not json_out,
                           out=out) as run:
@@ -95,3 +100,18 @@ def resume(
 
         report_scratch(*scratch[0])
     exit_with(code)
+
+
+def _check_stored_policy(cfg: "Config", recorded: dict[str, Any], run_id: str) -> None:
+    """Refuse `--stored-policy` when the policy the run recorded loosens a requirement in
+    force now.
+
+    Raises:
+        RequirementError: Its tier or approval mode is beyond the floor.
+    """
+    from harness_core import Policy
+
+    kept = Policy.from_json(recorded)
+    where = f"--stored-policy (the policy run {run_id} recorded)"
+    cfg.requirements.check("tier", kept.tier, key="policy.tier", tried_by=where)
+    cfg.requirements.check("approval", kept.approval, key="policy.approval", tried_by=where)
