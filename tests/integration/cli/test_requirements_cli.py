@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
-from tests.conftest import run_io
+from tests.conftest import REPO, run_io
 from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
 
 
@@ -125,3 +126,22 @@ def test_config_show_marks_held_values_and_doctor_lists_the_floor(tmp_path: Path
                                "requirements.max_steps": 20}
     plain = run_io(["doctor", "-w", str(ws)])
     assert "requirements.max_steps = 20" in plain.stdout
+
+
+def test_the_org_floor_example_gives_the_documented_answers(tmp_path: Path) -> None:
+    ws = tmp_path / "org-floor"
+    shutil.copytree(REPO / "examples" / "org-floor", ws)
+    env = {"IO_SYSTEM_CONFIG": str(ws / "system.toml")}
+    doctor = run_io(["doctor", "-w", str(ws)], env=env)
+    assert "requirements.max_steps = 10" in doctor.stdout, doctor.stdout
+    shown = run_io(["config", "show", "-w", str(ws)], env=env)
+    assert shown.returncode == 0 and "requirements.max_steps" in shown.stdout, shown.stderr
+    ok = run_io(["run", "say hello", "-w", str(ws)], env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert "hello from under the floor" in ok.stdout
+    for flags, requirement in ((["--max-steps", "50"], "requirements.max_steps"),
+                               (["-m", "gpt-5"], "requirements.models"),
+                               (["-c", str(ws / "loose.toml")], "requirements.max_tier")):
+        refused = run_io(["run", "say hello", "-w", str(ws), *flags], env=env)
+        assert refused.returncode == 2, (flags, refused.stderr)
+        assert requirement in _one_error(refused.stderr)
