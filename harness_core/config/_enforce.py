@@ -75,8 +75,18 @@ def enforce(cfg: Config, env: Mapping[str, str], tables: Collection[str] | None)
         _check_hooks(cfg, req)
     if resolved("telemetry"):
         cfg = _telemetry(cfg, req, env, filled)
-    shown = tuple(replace(v, held=req.holds(v.key)) for v in (*cfg.show(), *filled))
+    shown = tuple(replace(v, held=_held(cfg, req, v.key)) for v in (*cfg.show(), *filled))
     return replace(cfg, _shown=shown)
+
+
+def _held(cfg: Config, req: Requirements, key: str) -> str | None:
+    """The requirement holding `key`; of the hooks, only a required one's keys."""
+    held = req.holds(key)
+    if held == "requirements.hooks":
+        index = int(key.split("[", 1)[1].split("]", 1)[0])
+        if index >= len(cfg.hooks) or cfg.hooks[index].name not in req.hooks:
+            return None
+    return held
 
 
 def _check_version(req: Requirements) -> None:

@@ -145,3 +145,24 @@ def test_the_org_floor_example_gives_the_documented_answers(tmp_path: Path) -> N
         refused = run_io(["run", "say hello", "-w", str(ws), *flags], env=env)
         assert refused.returncode == 2, (flags, refused.stderr)
         assert requirement in _one_error(refused.stderr)
+
+
+def test_a_session_turn_runs_under_the_floor_in_force_when_it_is_taken(tmp_path: Path) -> None:
+    _system("max_steps = 10")
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("look", ("list_dir", {})), replay_line("done"),
+        replay_line("look again", ("list_dir", {})), replay_line("done again"),
+    ])
+    made = run_io(["session", "new", "-w", str(ws)])
+    assert made.returncode == 0, made.stderr
+    session = made.stdout.strip()
+    first = run_io(["session", "turn", session, "one", "-w", str(ws), "--json"])
+    assert first.returncode == 0, first.stderr
+    _system("max_steps = 1")
+    second = run_io(["session", "turn", session, "two", "-w", str(ws), "--json"])
+    assert second.returncode == 3, second.stderr  # two steps needed, one allowed now
+    _system('max_tier = "read-only"')
+    (ws / "io.local.toml").write_text('[policy]\ntier = "full"\n')
+    third = run_io(["session", "turn", session, "three", "-w", str(ws)])
+    assert third.returncode == 2
+    assert "requirements.max_tier" in _one_error(third.stderr)

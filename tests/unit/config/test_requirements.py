@@ -184,7 +184,12 @@ def test_a_required_hook_that_no_scope_defines_is_refused(tmp_path: Path) -> Non
     system = Path(env["IO_SYSTEM_CONFIG"])
     system.write_text(system.read_text() + '[[hooks]]\nname = "audit"\nevent = "run_start"'
                       '\ncommand = ["/bin/true"]\n')
-    assert [h.name for h in load(ws, env=env).hooks] == ["audit"]
+    (ws / "io.local.toml").write_text('[[hooks]]\nname = "lint"\nevent = "stop"'
+                                      '\ncommand = ["/bin/true"]\n')
+    config = load(ws, env=env)
+    assert [h.name for h in config.hooks] == ["audit", "lint"]
+    held = {v.key: v.held for v in config.show() if v.key.startswith("hooks")}
+    assert held["hooks[0].name"] == "requirements.hooks" and held["hooks[1].name"] is None
 
 
 def test_required_telemetry_fills_the_endpoint_and_refuses_the_environment_switch(
@@ -260,3 +265,13 @@ def test_no_requirements_is_an_empty_floor(tmp_path: Path) -> None:
     assert config.requirements == Requirements(source=Path(env["IO_SYSTEM_CONFIG"]))
     assert config.requirements.is_empty
     assert all(v.held is None for v in config.show())
+
+
+def test_pydantic_validation_refuses_the_same_loosening(tmp_path: Path) -> None:
+    ws, env = _setup(tmp_path, "max_steps = 20")
+    (ws / "io.local.toml").write_text("[budget]\nmax_steps = 500\n")
+    with pytest.raises(RequirementError, match="requirements.max_steps"):
+        load(ws, env=env, validator="pydantic")
+    (ws / "io.local.toml").write_text("[budget]\nmax_steps = 5\n")
+    assert load(ws, env=env, validator="pydantic").budget.max_steps == 5
+
