@@ -172,15 +172,20 @@ def _check_providers(cfg: Config, req: Requirements) -> None:
 
 
 def _check_hooks(cfg: Config, req: Requirements) -> None:
-    names = {hook.name for hook in cfg.hooks}
+    """Each required hook is defined, by the system scope: a hook a project defines runs
+    in the sandbox under the project's control, so it cannot stand in for the floor's."""
+    scopes = {hook.name: hook.scope for hook in cfg.hooks}
     for name in req.hooks:
-        if name not in names:
-            raise RequirementError(
-                f"requirements.hooks in {req.where()} requires hook {name!r}, which no"
-                " scope's [[hooks]] defines",
-                requirement="requirements.hooks", source=str(req.source),
-                tried_by="the loaded configuration",
-                hint=f"define [[hooks]] name = {name!r} in the system scope's file")
+        scope = scopes.get(name)
+        if scope == "system":
+            continue
+        found = "no scope's [[hooks]] defines" if scope is None else \
+            f"only the {scope} scope's [[hooks]] defines"
+        raise RequirementError(
+            f"requirements.hooks in {req.where()} requires hook {name!r}, which {found}",
+            requirement="requirements.hooks", source=str(req.source),
+            tried_by="the loaded configuration" if scope is None else f"the {scope} scope",
+            hint=f"define [[hooks]] name = {name!r} in the system scope's file")
 
 
 def _telemetry(cfg: Config, req: Requirements, env: Mapping[str, str],

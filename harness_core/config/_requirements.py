@@ -12,7 +12,7 @@ only for values no file or flag set. This module reads no file and no environmen
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -84,7 +84,7 @@ class Requirements:
         base_url_hosts: Glob patterns of the hosts a provider may send to (a provider
             without `base_url` sends to its vendor's host).
         mcp: The MCP servers allowed, by name plus command or URL; None: any.
-        hooks: Names of `[[hooks]]` entries that must be in force.
+        hooks: Names of `[[hooks]]` entries the system scope must define.
         telemetry: Span export must be on.
         telemetry_endpoint: The OTLP endpoint spans must go to (implies `telemetry`).
         io_version: A PEP 440 specifier set the running io's version must satisfy.
@@ -331,7 +331,7 @@ def _backend(req: Requirements, value: Any) -> _Found:
     return None
 
 
-def _ceiling(name: str) -> Any:
+def _ceiling(name: str) -> Callable[[Requirements, Any], _Found]:
     def judge(req: Requirements, value: Any) -> _Found:
         limit = getattr(req, name)
         if limit is None:
@@ -380,7 +380,7 @@ def _endpoint(req: Requirements, value: Any) -> _Found:
     return "requirements.telemetry_endpoint", f"only {req.telemetry_endpoint!r}"
 
 
-_JUDGES: dict[str, Any] = {
+_JUDGES: dict[str, Callable[[Requirements, Any], _Found]] = {
     "tier": _tier, "approval": _approval, "backend": _backend, "provider": _provider,
     "model": _model, "base_url": _base_url, "telemetry_endpoint": _endpoint,
     **{name: _ceiling(name) for name in CEILINGS},

@@ -166,3 +166,20 @@ def test_a_session_turn_runs_under_the_floor_in_force_when_it_is_taken(tmp_path:
     third = run_io(["session", "turn", session, "three", "-w", str(ws)])
     assert third.returncode == 2
     assert "requirements.max_tier" in _one_error(third.stderr)
+
+
+def test_a_rewind_applies_the_floor_in_force_before_restoring_anything(tmp_path: Path) -> None:
+    _system("max_steps = 10")
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("edit", ("write_file", {"path": "a.txt", "content": "v1\n"})),
+        replay_line("done"),
+    ], files={"a.txt": "v0\n"})
+    done = run_io(["run", "goal", "-w", str(ws), "--max-steps", "8", "--json"])
+    assert done.returncode == 0, done.stderr
+    run_id = str(json_lines(done.stdout)[-1]["run_id"])
+    _system("max_steps = 3")
+    refused = run_io(["rewind", run_id, "--to", "0", "-w", str(ws)])
+    assert refused.returncode == 2
+    line = _one_error(refused.stderr)
+    assert "--max-steps" in line and "recorded with the run" in line
+    assert (ws / "a.txt").read_text() == "v1\n"  # nothing was restored

@@ -181,6 +181,10 @@ def test_a_required_hook_that_no_scope_defines_is_refused(tmp_path: Path) -> Non
     with pytest.raises(RequirementError) as exc:
         load(ws, env=env)
     assert "requirements.hooks" in str(exc.value) and "'audit'" in str(exc.value)
+    (ws / "io.local.toml").write_text('[[hooks]]\nname = "audit"\nevent = "stop"'
+                                      '\ncommand = ["/bin/true"]\n')
+    with pytest.raises(RequirementError, match="only the local scope"):
+        load(ws, env=env)  # a lower scope's hook cannot stand in for the floor's
     system = Path(env["IO_SYSTEM_CONFIG"])
     system.write_text(system.read_text() + '[[hooks]]\nname = "audit"\nevent = "run_start"'
                       '\ncommand = ["/bin/true"]\n')
