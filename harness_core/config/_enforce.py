@@ -166,9 +166,7 @@ def _check_providers(cfg: Config, req: Requirements) -> None:
         key = "provider" if index == 0 else f"provider.fallback[{index - 1}]"
         req.check("provider", p.kind, key=f"{key}.kind", tried_by=where)
         req.check("model", p.model, key=f"{key}.model", tried_by=where)
-        req.check("base_url", f"{p.kind}:{p.base_url or ''}",
-                  key=f"{key}.base_url" if p.base_url else f"{key} (the vendor's own host)",
-                  tried_by=where)
+        req.check_host(p.kind, p.base_url, key=f"{key}.base_url", tried_by=where)
 
 
 def _check_hooks(cfg: Config, req: Requirements) -> None:

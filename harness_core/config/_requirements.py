@@ -123,31 +123,33 @@ class Requirements:
     def items(self) -> Iterator[tuple[str, Any]]:
         """Each requirement set, as (``requirements.KEY``, JSON-able value), in order."""
         for name in self.__dataclass_fields__:
-            if name == "source":
-                continue
-            value = getattr(self, name)
-            if value is None or (name == "sandbox_fallback" and value)\
-                    or (name in ("hooks", "telemetry") and not value):
-                continue
-            yield f"requirements.{name}", _jsonable(value)
+            if self._is_set(name):
+                yield f"requirements.{name}", _jsonable(getattr(self, name))
 
     def holds(self, key: str) -> str | None:
         """The requirement (``requirements.KEY``) that holds config key `key`, or None."""
-        parts = key.split(".")
-        for name in _holders(parts):
-            value = getattr(self, name)
-            if value is not None and not (name == "sandbox_fallback" and value) \
-                    and not (name == "telemetry" and not value):
+        for name in _holders(key.split(".")):
+            if self._is_set(name):
                 return f"requirements.{name}"
         return None
+
+    def _is_set(self, name: str) -> bool:
+        """Whether requirement `name` asks for anything (its default asks for nothing)."""
+        if name == "source":
+            return False
+        value = getattr(self, name)
+        if name == "sandbox_fallback":
+            return value is False
+        if name in ("hooks", "telemetry"):
+            return bool(value)
+        return value is not None
 
     def check(self, field: str, value: Any, *, key: str, tried_by: str) -> None:
         """Refuse `value` for `field` when it loosens a requirement; accept it otherwise.
 
         Args:
             field: What the value is: ``tier``, ``approval``, ``backend``, a ceiling's
-                name (``max_steps``…), ``provider``, ``model``, ``base_url`` (with the
-                provider kind as ``kind:url``), ``telemetry_endpoint``.
+                name (``max_steps``…), ``provider``, ``model``, ``telemetry_endpoint``.
             value: The value asked for (`False` or None for a ceiling: no ceiling).
             key: The config key or flag it was given as, for the message.
             tried_by: The place that asked for it, for the message.
@@ -163,6 +165,30 @@ class Requirements:
     def loosens(self, field: str, value: Any) -> bool:
         """Whether `value` for `field` (as in `check`) loosens a requirement."""
         return _JUDGES[field](self, value) is not None
+
+    def check_host(self, kind: str, base_url: str | None, *, key: str, tried_by: str) -> None:
+        """Refuse a provider that would send to a host `base_url_hosts` does not name.
+
+        Args:
+            kind: The provider kind ("" when not known where `base_url` is set).
+            base_url: Its `base_url`; None: the vendor's own host.
+            key: The config key, for the message.
+            tried_by: The place that asked for it, for the message.
+
+        Raises:
+            RequirementError: The host is not allowed (or not known).
+        """
+        if self.base_url_hosts is None or (base_url is None and kind == "scripted"):
+            return  # the scripted provider sends nothing anywhere
+        if base_url is not None:
+            host, asked = (urlsplit(base_url).hostname or "").lower(), f"{key} = {base_url!r}"
+        else:
+            host = _DEFAULT_HOSTS.get(kind, "")
+            asked = f"{key} (no base_url: the vendor's own host {host or '(unknown)'})"
+        if host and any(fnmatch.fnmatchcase(host, p.lower()) for p in self.base_url_hosts):
+            return
+        allowed = "only " + ", ".join(map(repr, self.base_url_hosts))
+        raise self.refusal("requirements.base_url_hosts", asked, allowed, tried_by)
 
     def check_mcp(self, name: str, command: str | None, url: str | None, *, key: str,
                   tried_by: str) -> None:
@@ -210,9 +236,10 @@ def check_tree(req: Requirements, tree: Mapping[str, Node], tried_by: str) -> No
         if path[0] == "agents" and len(path) == 3:
             who = f"agent definition {path[1]!r} in {tried_by}"
         if field == "base_url":
-            value: Any = f"{_kind_beside(tree, path)}:{leaf.value}"
-        else:
-            value = None if leaf.ceiling and leaf.value is False else leaf.value
+            req.check_host(_kind_beside(tree, path), str(leaf.value), key=dotted(path),
+                           tried_by=who)
+            continue
+        value = None if leaf.ceiling and leaf.value is False else leaf.value
         req.check(field, value, key=dotted(path), tried_by=who)
     servers = tree.get("mcp")
     if isinstance(servers, Sourced):
@@ -356,22 +383,6 @@ def _model(req: Requirements, value: Any) -> _Found:
     return None
 
 
-def _base_url(req: Requirements, value: Any) -> _Found:
-    """`value` is ``KIND:URL`` (URL empty: the vendor's own host)."""
-    if req.base_url_hosts is None:
-        return None
-    kind, _, url = str(value).partition(":")
-    if url:
-        host = (urlsplit(url).hostname or "").lower()
-    elif kind == "scripted":
-        return None  # sends nothing anywhere
-    else:
-        host = _DEFAULT_HOSTS.get(kind, "")
-    if host and any(fnmatch.fnmatchcase(host, p.lower()) for p in req.base_url_hosts):
-        return None
-    return "requirements.base_url_hosts", "only " + ", ".join(map(repr, req.base_url_hosts))
-
-
 def _endpoint(req: Requirements, value: Any) -> _Found:
     if req.telemetry_endpoint is None:
         return None
@@ -382,7 +393,7 @@ def _endpoint(req: Requirements, value: Any) -> _Found:
 
 _JUDGES: dict[str, Callable[[Requirements, Any], _Found]] = {
     "tier": _tier, "approval": _approval, "backend": _backend, "provider": _provider,
-    "model": _model, "base_url": _base_url, "telemetry_endpoint": _endpoint,
+    "model": _model, "telemetry_endpoint": _endpoint,
     **{name: _ceiling(name) for name in CEILINGS},
 }
 

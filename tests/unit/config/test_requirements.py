@@ -236,7 +236,7 @@ def test_a_cost_ceiling_without_prices_fails_closed(tmp_path: Path) -> None:
 def test_the_vendor_host_counts_when_no_base_url_is_set(tmp_path: Path) -> None:
     ws, env = _setup(tmp_path, 'base_url_hosts = ["127.0.0.1"]')
     (ws / "io.toml").write_text('[provider]\nkind = "anthropic"\nmodel = "claude-x"\n')
-    with pytest.raises(RequirementError, match="vendor's own host"):
+    with pytest.raises(RequirementError, match="the vendor's own host api.anthropic.com"):
         load(ws, env=env)
 
 
@@ -279,3 +279,18 @@ def test_pydantic_validation_refuses_the_same_loosening(tmp_path: Path) -> None:
     (ws / "io.local.toml").write_text("[budget]\nmax_steps = 5\n")
     assert load(ws, env=env, validator="pydantic").budget.max_steps == 5
 
+
+
+def test_the_vendor_hosts_are_the_providers_own_default_urls() -> None:
+    import importlib
+    from urllib.parse import urlsplit
+
+    from harness_core.config._requirements import _DEFAULT_HOSTS
+    from harness_core.providers import PROVIDER_KINDS
+
+    for kind, target in PROVIDER_KINDS.items():
+        module, _, name = target.partition(":")
+        provider = getattr(importlib.import_module(module), name)
+        url = getattr(provider, "default_base_url", None)
+        expected = None if url is None else urlsplit(url).hostname
+        assert _DEFAULT_HOSTS.get(kind) == expected, kind
