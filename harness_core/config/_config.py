@@ -223,9 +223,14 @@ class Config:
         """Every value a file set, with its scope and file; secrets are ``***``.
 
         Policy rule lists appear once per scope that set them, because every
-        scope's rules are kept.
+        scope's rules are kept. Each value a system-scope requirement holds names it
+        (`ShownValue.held`); a default the floor replaced is listed as the system
+        scope's.
         """
-        return list(self._shown)
+        if self.requirements.is_empty:
+            return list(self._shown)
+        hooks = tuple(hook.name for hook in self.hooks)
+        return [replace(v, held=self.requirements.holds(v.key, hooks)) for v in self._shown]
 
     def to_toml(self) -> str:
         """The merged configuration as TOML, secrets as ``***`` (`io config show --toml`).

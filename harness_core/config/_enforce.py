@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness_core.config._config import Config
-from harness_core.config._requirements import CEILINGS, Requirements, traces_url
+from harness_core.config._requirements import CEILINGS, Requirements, specifier_set, traces_url
 from harness_core.config._scopes import Scope
 from harness_core.config._show import ShownValue
 from harness_core.config._telemetry import disabled
@@ -38,7 +38,7 @@ def running_version() -> str:
 
 def enforce(cfg: Config, env: Mapping[str, str], tables: Collection[str] | None) -> Config:
     """`cfg` under its requirements: defaults beyond the floor filled with the floor's
-    values, every shown value marked with the requirement that holds it.
+    values (and listed by `Config.show` as the system scope's).
 
     Args:
         cfg: The projected configuration, with its `requirements`.
@@ -75,27 +75,14 @@ def enforce(cfg: Config, env: Mapping[str, str], tables: Collection[str] | None)
         _check_hooks(cfg, req)
     if resolved("telemetry"):
         cfg = _telemetry(cfg, req, env, filled)
-    shown = tuple(replace(v, held=_held(cfg, req, v.key)) for v in (*cfg.show(), *filled))
-    return replace(cfg, _shown=shown)
-
-
-def _held(cfg: Config, req: Requirements, key: str) -> str | None:
-    """The requirement holding `key`; of the hooks, only a required one's keys."""
-    held = req.holds(key)
-    if held == "requirements.hooks":
-        index = int(key.split("[", 1)[1].split("]", 1)[0])
-        if index >= len(cfg.hooks) or cfg.hooks[index].name not in req.hooks:
-            return None
-    return held
+    return replace(cfg, _shown=(*cfg._shown, *filled))  # pyright: ignore[reportPrivateUsage]
 
 
 def _check_version(req: Requirements) -> None:
     if req.io_version is None:
         return
-    from packaging.specifiers import SpecifierSet  # `parse` checked it is there
-
     version = running_version()
-    if not SpecifierSet(req.io_version).contains(version, prereleases=True):
+    if not specifier_set(req.io_version).contains(version, prereleases=True):
         raise req.refusal("requirements.io_version", f"io {version}",
                           f"only {req.io_version!r}", "the io program that is running")
 

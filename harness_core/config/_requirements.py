@@ -12,7 +12,8 @@ only for values no file or flag set. This module reads no file and no environmen
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,7 +24,9 @@ from harness_core.errors import ConfigError, PolicyError, RequirementError
 from harness_core.policy import ApprovalMode, Tier
 from harness_core.sandbox import BackendChoice
 
-__all__ = ["CEILINGS", "McpAllowed", "Requirements", "check_tree", "parse", "traces_url"]
+__all__ = [
+    "CEILINGS", "McpAllowed", "Requirements", "check_tree", "parse", "specifier_set", "traces_url",
+]
 
 CEILINGS = {
     "max_steps": "budget", "max_tokens": "budget", "max_cost_usd": "budget",
@@ -126,11 +129,22 @@ class Requirements:
             if self._is_set(name):
                 yield f"requirements.{name}", _jsonable(getattr(self, name))
 
-    def holds(self, key: str) -> str | None:
-        """The requirement (``requirements.KEY``) that holds config key `key`, or None."""
+    def holds(self, key: str, hooks: Sequence[str] = ()) -> str | None:
+        """The requirement (``requirements.KEY``) that holds config key `key`, or None.
+
+        Args:
+            key: A dotted key as `Config.show` lists it (``budget.max_steps``).
+            hooks: The names of the hooks in force, in order: of ``hooks[i].*`` only a
+                required hook's keys are held.
+        """
         for name in _holders(key.split(".")):
-            if self._is_set(name):
-                return f"requirements.{name}"
+            if not self._is_set(name):
+                continue
+            if name == "hooks":
+                index = int(key.split("[", 1)[1].split("]", 1)[0])
+                if index >= len(hooks) or hooks[index] not in self.hooks:
+                    return None
+            return f"requirements.{name}"
         return None
 
     def _is_set(self, name: str) -> bool:
@@ -488,12 +502,24 @@ def _mcp(item: Any) -> McpAllowed:
 
 def _version(spec: str) -> str:
     try:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        specifier_set(spec)
     except ImportError:  # fail closed: a range io cannot check is not a range it meets
         raise ValueError("checking a version range needs the `packaging` package"
                          " (pip install packaging)") from None
+    return spec
+
+
+@functools.lru_cache(maxsize=8)
+def specifier_set(spec: str) -> Any:
+    """`spec` parsed as a `packaging` `SpecifierSet` (parsed once a process).
+
+    Raises:
+        ImportError: `packaging` is not installed.
+        ValueError: `spec` is not a PEP 440 version range.
+    """
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
-        SpecifierSet(spec)
+        return SpecifierSet(spec)
     except InvalidSpecifier:
         raise ValueError(f"{spec!r} is not a version range like '>=0.1,<1'") from None
-    return spec
