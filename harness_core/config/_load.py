@@ -8,7 +8,8 @@ wholesale by the highest scope that sets it; the `[policy]` rule lists are not m
 at all, every scope keeps its own; `[[hooks]]` of every scope are kept, lowest scope
 first (a higher scope cannot remove a hook: hooks only narrow). The system scope's
 `[requirements]` table is taken out before the schema check, and every file's values are
-judged against it (`_requirements`) as the file is read, so a loosening names its file.
+judged against it (`_requirements`) as the file is read, so a loosening names its file;
+when `/etc/io/io.toml` holds that table, `IO_SYSTEM_CONFIG` may not name another file.
 `load` checks with the
 plain validator generated from the pydantic models (`_plain`) and asks pydantic only
 when that does not accept something, so a normal start imports no pydantic. This module
@@ -26,7 +27,7 @@ from typing import Any, Literal
 
 from harness_core.config._config import Config
 from harness_core.config._requirements import Requirements, check_tree, parse
-from harness_core.config._scopes import ConfigFile, Scope, discover
+from harness_core.config._scopes import SYSTEM_DEFAULT, ConfigFile, Scope, discover
 from harness_core.config._substitute import Substituter
 from harness_core.config._tree import RULE_KEYS, Node, Sourced
 from harness_core.errors import ConfigError, RequirementError
@@ -114,6 +115,7 @@ def load(
     from harness_core.config import _fast
     from harness_core.config._project import project
 
+    guard_system_scope(env)
     files = discover(workspace, config_file=config_file, env=env)
     subst = Substituter(env)
     floor = _Floor(config_file)
@@ -130,6 +132,27 @@ def load(
     merged, rule_sets = read
     return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env,
                    floor.requirements, tables)
+
+
+def guard_system_scope(env: Mapping[str, str], default: Path = SYSTEM_DEFAULT) -> None:
+    """Refuse `IO_SYSTEM_CONFIG` naming another file than `default` when `default` holds
+    `[requirements]`: on a machine with a floor, the environment cannot swap it out.
+
+    Raises:
+        RequirementError: `default` holds `[requirements]` and the variable names
+            another file.
+        ConfigError: `default` cannot be read or parsed (fail closed).
+    """
+    named = env.get("IO_SYSTEM_CONFIG")
+    if not named or Path(named).absolute() == default or not default.exists():
+        return
+    if "requirements" in parse_file(ConfigFile(Scope.SYSTEM, default)):
+        raise RequirementError(
+            f"IO_SYSTEM_CONFIG={named} would replace {default}, whose [requirements] hold"
+            " on this machine",
+            requirement="requirements", source=str(default),
+            tried_by="the environment (IO_SYSTEM_CONFIG)",
+            hint=f"unset IO_SYSTEM_CONFIG; the machine's owner changes the floor in {default}")
 
 
 class _Floor:
@@ -149,7 +172,7 @@ class _Floor:
             raise RequirementError(
                 f"[requirements] in {self.describe(cf)}: only the system scope"
                 " (/etc/io/io.toml or $IO_SYSTEM_CONFIG) sets requirements",
-                requirement="requirements", source=str(self.requirements.source),
+                requirement="requirements", source=str(self.requirements.source or ""),
                 tried_by=self.describe(cf),
                 hint="remove the table; a lower scope can tighten a value, not the floor")
         self.requirements = parse(table, cf.path)

@@ -294,3 +294,22 @@ def test_the_vendor_hosts_are_the_providers_own_default_urls() -> None:
         url = getattr(provider, "default_base_url", None)
         expected = None if url is None else urlsplit(url).hostname
         assert _DEFAULT_HOSTS.get(kind) == expected, kind
+
+
+def test_the_environment_cannot_swap_out_a_system_file_that_holds_a_floor(
+        tmp_path: Path) -> None:
+    from harness_core.config._load import guard_system_scope
+
+    default = tmp_path / "etc-io.toml"  # stands in for /etc/io/io.toml
+    other = tmp_path / "mine.toml"
+    other.write_text("")
+    env = {"IO_SYSTEM_CONFIG": str(other)}
+    guard_system_scope(env, default)  # no file there: nothing to keep
+    default.write_text("[budget]\nmax_steps = 9\n")
+    guard_system_scope(env, default)  # a system file without a floor may be replaced
+    default.write_text("[requirements]\nmax_steps = 9\n")
+    with pytest.raises(RequirementError) as exc:
+        guard_system_scope(env, default)
+    assert "IO_SYSTEM_CONFIG" in exc.value.tried_by and str(default) in str(exc.value)
+    guard_system_scope({"IO_SYSTEM_CONFIG": str(default)}, default)  # naming it is fine
+    guard_system_scope({}, default)
