@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 from harness_core.config._config import Config
-from harness_core.config._requirements import CEILINGS, Requirements, specifier_set, traces_url
+from harness_core.config._requirements import CEILINGS, Requirements, traces_url
+from harness_core.config._requirements_table import specifier_set
 from harness_core.config._scopes import Scope
 from harness_core.config._show import ShownValue
 from harness_core.config._telemetry import disabled

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness_core.config._config import Config
-from harness_core.config._requirements import Requirements, check_tree, parse
+from harness_core.config._requirements import Requirements, check_tree
+from harness_core.config._requirements_table import parse
 from harness_core.config._scopes import SYSTEM_DEFAULT, ConfigFile, Scope, discover
 from harness_core.config._substitute import Substituter
 from harness_core.config._tree import RULE_KEYS, Node, Sourced
