@@ -21,8 +21,8 @@ _PUBLIC: dict[str, str] = {
     "harness_core.clock": "Clock SystemClock",
     "harness_core.config": (
         "assemble_run build_run_spec check_runnable Config config_json_schema=json_schema "
-        "ConfigFile ContextSettings discover_config=discover load_config=load "
-        "note_operator_file Restored "
+        "ConfigFile ContextSettings discover_config=discover load_config=load McpAllowed "
+        "note_operator_file Requirements Restored "
         "rewind_run RewindSettings RunAssembly RunSettings Scope secret_redactor "
         "ShownValue starter_config STARTER_PROVIDERS STARTER_SCRIPT undo_run"
     ),
@@ -31,7 +31,7 @@ _PUBLIC: dict[str, str] = {
     "harness_core.errors": (
         "AmbiguousId BudgetExceeded CheckpointFormatError ConfigError DocumentEncrypted "
         "DocumentTooLarge GitRefused HarnessError HostBoundaryError InvalidToolArguments McpUnavailable "
-        "MissingExtra MissingSecret PathEscape PolicyError ProviderError RunInUse "
+        "MissingExtra MissingSecret PathEscape PolicyError ProviderError RequirementError RunInUse "
         "RunNotFound RunNotInFlight SandboxUnavailable ScriptExhausted SessionInUse "
         "ShellRefused StateError StoreDamaged StoreUnavailable ToolError UsageError "
         "WorkspaceChanged WorkspaceError"

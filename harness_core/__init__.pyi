@@ -15,6 +15,8 @@ from harness_core.config import STARTER_SCRIPT as STARTER_SCRIPT
 from harness_core.config import Config as Config
 from harness_core.config import ConfigFile as ConfigFile
 from harness_core.config import ContextSettings as ContextSettings
+from harness_core.config import McpAllowed as McpAllowed
+from harness_core.config import Requirements as Requirements
 from harness_core.config import Restored as Restored
 from harness_core.config import RewindSettings as RewindSettings
 from harness_core.config import RunAssembly as RunAssembly
@@ -55,6 +57,7 @@ from harness_core.errors import MissingSecret as MissingSecret
 from harness_core.errors import PathEscape as PathEscape
 from harness_core.errors import PolicyError as PolicyError
 from harness_core.errors import ProviderError as ProviderError
+from harness_core.errors import RequirementError as RequirementError
 from harness_core.errors import RunInUse as RunInUse
 from harness_core.errors import RunNotFound as RunNotFound
 from harness_core.errors import RunNotInFlight as RunNotInFlight

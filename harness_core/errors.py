@@ -10,6 +10,7 @@ The branches map to outcomes (the CLI turns each into an exit code)::
     │   │   └── RunNotInFlight a steer or interrupt for a run nothing drives now
     │   ├── MissingExtra       a document tool or gate whose pip extra is not installed
     │   ├── MissingSecret      a `${env:}`/`${file:}` value or provider key that is not set
+    │   ├── RequirementError   a value that would loosen the system scope's [requirements]
     │   └── HostBoundaryError  a hook, MCP server or file io writes for the operator would
     │                          cross the host boundary (a program or path the agent can
     │                          write, or could have planted)
@@ -60,6 +61,7 @@ __all__ = [
     "PathEscape",
     "PolicyError",
     "ProviderError",
+    "RequirementError",
     "RunInUse",
     "RunNotFound",
     "RunNotInFlight",
@@ -189,6 +191,28 @@ class MissingSecret(ConfigError):
     def __init__(self, message: str, *, name: str, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
         self.name = name
+
+
+class RequirementError(ConfigError):
+    """A value would loosen what the system scope's `[requirements]` table holds.
+
+    Raised when the configuration is loaded (or a flag applied), never clamped in
+    silence: a lower scope, a `-c` file, an agent definition, a command-line flag or the
+    environment that asks for more than the floor allows stops the command (exit 2).
+
+    Attributes:
+        requirement: The requirement's key, e.g. ``requirements.max_steps``.
+        source: The system scope file that sets it.
+        tried_by: What asked for more: ``project scope (/w/io.toml)``, ``the --model
+            flag``, ``agent definition 'reviewer' in …``.
+    """
+
+    def __init__(self, message: str, *, requirement: str, source: str, tried_by: str,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.requirement = requirement
+        self.source = source
+        self.tried_by = tried_by
 
 
 class WorkspaceError(HarnessError):

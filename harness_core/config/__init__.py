@@ -18,6 +18,7 @@ from harness_core.config._assemble import (
 )
 from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
 from harness_core.config._load import json_schema, load, schema_keys
+from harness_core.config._requirements import McpAllowed, Requirements
 from harness_core.config._restore import note_operator_file, rewind_run, undo_run
 from harness_core.config._scopes import ConfigFile, Scope, discover
 from harness_core.config._show import ShownValue, render
@@ -28,6 +29,8 @@ __all__ = [
     "Config",
     "ConfigFile",
     "ContextSettings",
+    "McpAllowed",
+    "Requirements",
     "Restored",
     "RewindSettings",
     "RunAssembly",

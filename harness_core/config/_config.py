@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from harness_core._record import record
 from harness_core.agents import AgentDef, AgentLimits
+from harness_core.config._requirements import Requirements
 from harness_core.config._scopes import ConfigFile
 from harness_core.config._show import ShownValue, redact
 from harness_core.config._tree import Node
@@ -127,6 +128,8 @@ class Config:
         context: The rest of the `[context]` table (strategy, threshold, window,
             keep_steps, compact_template).
         rewind: The `[rewind]` table.
+        requirements: The system scope's `[requirements]`: what no lower scope, flag or
+            agent definition may loosen (empty when it sets none).
         secrets: Every value a substitution produced and every credential value
             (`api_key`, `[[mcp]] env`): what `redact` removes (with the provider keys
             `provider_for_run` resolved since).
@@ -156,6 +159,7 @@ class Config:
     documents: DocumentLimits = field(default_factory=DocumentLimits)
     context: ContextSettings = field(default_factory=lambda: ContextSettings())
     rewind: RewindSettings = field(default_factory=lambda: RewindSettings())
+    requirements: Requirements = field(default_factory=lambda: Requirements())
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     _shown: tuple[ShownValue, ...] = field(default=(), repr=False, compare=False)
     _merged: Mapping[str, Node] = field(default_factory=lambda: {}, repr=False, compare=False)
@@ -219,9 +223,14 @@ class Config:
         """Every value a file set, with its scope and file; secrets are ``***``.
 
         Policy rule lists appear once per scope that set them, because every
-        scope's rules are kept.
+        scope's rules are kept. Each value a system-scope requirement holds names it
+        (`ShownValue.held`); a default the floor replaced is listed as the system
+        scope's.
         """
-        return list(self._shown)
+        if self.requirements.is_empty:
+            return list(self._shown)
+        hooks = tuple(hook.name for hook in self.hooks)
+        return [replace(v, held=self.requirements.holds(v.key, hooks)) for v in self._shown]
 
     def to_toml(self) -> str:
         """The merged configuration as TOML, secrets as ``***`` (`io config show --toml`).

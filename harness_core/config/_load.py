@@ -6,7 +6,11 @@ merge key by key and the higher scope wins a scalar or a plain array; an array o
 tables (`[[contract.verify]]`, `[[mcp]]`, `[[provider.fallback]]`) is replaced
 wholesale by the highest scope that sets it; the `[policy]` rule lists are not merged
 at all, every scope keeps its own; `[[hooks]]` of every scope are kept, lowest scope
-first (a higher scope cannot remove a hook: hooks only narrow). `load` checks with the
+first (a higher scope cannot remove a hook: hooks only narrow). The system scope's
+`[requirements]` table is taken out before the schema check, and every file's values are
+judged against it (`_requirements`) as the file is read, so a loosening names its file;
+when `/etc/io/io.toml` holds that table, `IO_SYSTEM_CONFIG` may not name another file.
+`load` checks with the
 plain validator generated from the pydantic models (`_plain`) and asks pydantic only
 when that does not accept something, so a normal start imports no pydantic. This module
 never writes anything and
@@ -22,10 +26,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness_core.config._config import Config
-from harness_core.config._scopes import ConfigFile, discover
+from harness_core.config._requirements import Requirements, check_tree
+from harness_core.config._requirements_table import parse
+from harness_core.config._scopes import SYSTEM_DEFAULT, ConfigFile, Scope, discover
 from harness_core.config._substitute import Substituter
 from harness_core.config._tree import RULE_KEYS, Node, Sourced
-from harness_core.errors import ConfigError
+from harness_core.errors import ConfigError, RequirementError
 
 __all__ = ["json_schema", "load", "merge", "parse_file", "schema_keys"]
 
@@ -110,20 +116,78 @@ def load(
     from harness_core.config import _fast
     from harness_core.config._project import project
 
+    guard_system_scope(env)
     files = discover(workspace, config_file=config_file, env=env)
     subst = Substituter(env)
-    read = _read(files, subst, tables, _fast.check_file) if validator == "plain" else None
+    floor = _Floor(config_file)
+    read = _read(files, subst, tables, _fast.check_file, floor) if validator == "plain" else None
     model = None if read is None else _fast.validate_merged(read[0])
     if read is None or model is None:
         # The plain validator did not accept something: pydantic decides, and words it.
         from harness_core.config._validate import check_file, validate_merged
 
         subst = Substituter(env)
-        read = _read(files, subst, tables, check_file)
+        read = _read(files, subst, tables, check_file, floor)
         assert read is not None  # pydantic's check_file raises, never returns None
         model = validate_merged(read[0])
     merged, rule_sets = read
-    return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env)
+    return project(workspace, files, model, merged, rule_sets, frozenset(subst.secrets), env,
+                   floor.requirements, tables)
+
+
+def guard_system_scope(env: Mapping[str, str], default: Path = SYSTEM_DEFAULT) -> None:
+    """Refuse `IO_SYSTEM_CONFIG` naming another file than `default` when `default` holds
+    `[requirements]`: on a machine with a floor, the environment cannot swap it out.
+
+    Raises:
+        RequirementError: `default` holds `[requirements]` and the variable names
+            another file.
+        ConfigError: `default` cannot be read or parsed (fail closed).
+    """
+    named = env.get("IO_SYSTEM_CONFIG")
+    if not named or Path(named).absolute() == default or not default.exists():
+        return
+    if "requirements" in parse_file(ConfigFile(Scope.SYSTEM, default)):
+        raise RequirementError(
+            f"IO_SYSTEM_CONFIG={named} would replace {default}, whose [requirements] hold"
+            " on this machine",
+            requirement="requirements", source=str(default),
+            tried_by="the environment (IO_SYSTEM_CONFIG)",
+            hint=f"unset IO_SYSTEM_CONFIG; the machine's owner changes the floor in {default}")
+
+
+class _Floor:
+    """The system scope's `[requirements]`, taken out of each parsed file before the
+    schema check (the table is no io.toml key of any other scope)."""
+
+    def __init__(self, config_file: Path | None) -> None:
+        self.requirements = Requirements()
+        self.config_file = None if config_file is None else config_file.absolute()
+
+    def take(self, raw: dict[str, Any], cf: ConfigFile) -> dict[str, Any]:
+        """`raw` without its `[requirements]`, which only the system scope may set."""
+        if "requirements" not in raw:
+            return raw
+        table = raw.pop("requirements")
+        if cf.scope is not Scope.SYSTEM:
+            raise RequirementError(
+                f"[requirements] in {self.describe(cf)}: only the system scope"
+                " (/etc/io/io.toml or $IO_SYSTEM_CONFIG) sets requirements",
+                requirement="requirements", source=str(self.requirements.source or ""),
+                tried_by=self.describe(cf),
+                hint="remove the table; a lower scope can tighten a value, not the floor")
+        self.requirements = parse(table, cf.path)
+        return raw
+
+    def describe(self, cf: ConfigFile) -> str:
+        """How a message names `cf`: a `-c` file as such."""
+        if cf.scope is Scope.PROJECT and cf.path == self.config_file:
+            return f"the -c file ({cf.path})"
+        return cf.describe()
+
+    def check(self, tree: Mapping[str, Node], cf: ConfigFile) -> None:
+        """Refuse a value of `cf` that loosens a requirement."""
+        check_tree(self.requirements, tree, self.describe(cf))
 
 
 _Check = Callable[[Mapping[str, Any], ConfigFile, Substituter, Collection[str] | None],
@@ -132,7 +196,7 @@ _Check = Callable[[Mapping[str, Any], ConfigFile, Substituter, Collection[str] |
 
 def _read(
     files: tuple[ConfigFile, ...], subst: Substituter, tables: Collection[str] | None,
-    check: _Check,
+    check: _Check, floor: _Floor,
 ) -> tuple[dict[str, Node], list[tuple[ConfigFile, dict[str, Node]]]] | None:
     """Every scope file parsed, checked and merged, with each file's policy rules apart;
     None when `check` hands a file over."""
@@ -140,9 +204,10 @@ def _read(
     rule_sets: list[tuple[ConfigFile, dict[str, Node]]] = []
     hooks: list[Node] = []
     for cf in files:
-        tree = check(parse_file(cf), cf, subst, tables)
+        tree = check(floor.take(parse_file(cf), cf), cf, subst, tables)
         if tree is None:
             return None
+        floor.check(tree, cf)
         policy = tree.get("policy")
         if isinstance(policy, dict):
             rules = {k: policy.pop(k) for k in RULE_KEYS if k in policy}

@@ -12,14 +12,16 @@ beyond resolving paths, and reads the environment only from the mapping it is gi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness_core.agents import AgentDef, AgentLimits
 from harness_core.config import _plain
 from harness_core.config._config import Config, ContextSettings, RewindSettings, RunSettings
+from harness_core.config._enforce import enforce
 from harness_core.config._mcp import mcp_auth_dir, mcp_servers
+from harness_core.config._requirements import Requirements
 from harness_core.config._scopes import ConfigFile, user_templates_dir
 from harness_core.config._show import ShownValue, flatten, redact
 from harness_core.config._substitute import is_reference
@@ -503,6 +505,8 @@ def project(
     rule_sets: Sequence[tuple[ConfigFile, Mapping[str, Node]]],
     substituted: frozenset[str],
     env: Mapping[str, str],
+    requirements: Requirements | None = None,
+    tables: Collection[str] | None = None,
 ) -> Config:
     """Build the typed `Config` from the merged tree and each scope's policy rules.
 
@@ -514,10 +518,13 @@ def project(
         rule_sets: Each scope file with its own `[policy]` rule lists.
         substituted: Every value a substitution produced.
         env: The environment (`IO_STORE`, `XDG_STATE_HOME`, `HOME`).
+        requirements: The system scope's `[requirements]` (None: none).
+        tables: The tables that were resolved (None: all), for the requirements.
 
     Raises:
         ConfigError: A required key is missing, a rule is malformed, or the store
             cannot be placed.
+        RequirementError: The result breaks a requirement no default can fill.
     """
     credentials: set[str] = set()
     _credentials(merged, credentials)
@@ -540,7 +547,7 @@ def project(
     hooks = _hooks(model, merged, required)
     protected = _protected(workspace, store, files, hooks)
     toolchain = model.toolchain
-    return Config(
+    return enforce(Config(
         files=files,
         policy=_policy(rule_sets, model.policy, protected, secrets),
         sandbox=_sandbox(model.sandbox),
@@ -578,7 +585,8 @@ def project(
         _rules=tuple(rule_sets),
         _env=env,
         _key_files=_key_files(merged),
-    )
+        requirements=requirements or Requirements(),
+    ), env, tables)
 
 
 def _key_files(merged: Mapping[str, Node]) -> dict[int, ConfigFile]:

@@ -32,20 +32,24 @@ class ShownValue:
         value: JSON-able value, secrets replaced by ``***``.
         scope: The scope whose file set it.
         file: That file.
+        held: The system scope's requirement that holds it (``requirements.max_steps``),
+            or None: no lower scope, flag or definition may loosen a held value.
     """
 
     key: str
     value: Any
     scope: Scope
     file: Path
+    held: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON object: key, value, scope, file."""
+        """A JSON object: key, value, scope, file, held (null when no requirement holds it)."""
         return {
             "key": self.key,
             "value": self.value,
             "scope": self.scope.value,
             "file": str(self.file),
+            "held": self.held,
         }
 
 
@@ -114,6 +118,8 @@ def _leaf(node: Sourced, secrets: Collection[str]) -> Any:
 
 
 def render(values: Collection[ShownValue]) -> str:
-    """Plain text, one ``key = value  # scope (file)`` line per value."""
-    lines = [f"{v.key} = {json.dumps(v.value)}  # {v.scope.value} ({v.file})" for v in values]
+    """Plain text, one ``key = value  # scope (file)`` line per value, ``held by
+    requirements.KEY`` added where a requirement holds it."""
+    lines = [f"{v.key} = {json.dumps(v.value)}  # {v.scope.value} ({v.file})"
+             + (f", held by {v.held}" if v.held else "") for v in values]
     return "\n".join(lines) + ("\n" if lines else "")

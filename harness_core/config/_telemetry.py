@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 from harness_core.errors import ConfigError
 from harness_core.otlp import TelemetryConfig
 
-__all__ = ["telemetry_config"]
+__all__ = ["disabled", "telemetry_config"]
 
 _TRACES_PATH = "/v1/traces"
 
@@ -45,7 +45,8 @@ def _headers(text: str) -> dict[str, str]:
     return out
 
 
-def _disabled(env: Mapping[str, str]) -> bool:
+def disabled(env: Mapping[str, str]) -> bool:
+    """Whether the standard variables switch span export off."""
     return (env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
             or env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none")
 
@@ -62,7 +63,7 @@ def telemetry_config(table: Mapping[str, Any], env: Mapping[str, str]
         ConfigError: An endpoint that is not an http(s) URL, malformed
             `OTEL_EXPORTER_OTLP_HEADERS`, or a protocol other than http/protobuf.
     """
-    if _disabled(env):
+    if disabled(env):
         return None, frozenset()
     endpoint = table.get("otlp_endpoint")
     if endpoint:

@@ -8,7 +8,9 @@ file is read (`resume_config`) and the rest applied to what it loaded
 (`apply_recorded`), so a run started with five steps, under another file, or narrowed by
 its batch task keeps that boundary after a pause or a crash instead of falling back to
 the workspace's io.toml. `io resume --max-steps N` (and the other budget flags) adds
-``budget``, the room the operator gave, applied last. `io run --scratch` adds the workspace it copied
+``budget``, the room the operator gave, applied last. Each value is judged against the
+system scope's requirements in force when the command runs, not those of the run's
+start. `io run --scratch` adds the workspace it copied
 (`_scratch.SCRATCH_OF`), which `apply_overrides` leaves alone.
 """
 
@@ -76,17 +78,22 @@ def resume_config(settings: Mapping[str, Any], run_id: str) -> Path | None:
     return path
 
 
-def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
+def apply_overrides(cfg: Config, overrides: Mapping[str, Any], *, recorded: bool = False
+                    ) -> Config:
     """`cfg` with `overrides` applied: the narrowing first (it can only narrow), then the
-    model and the step budget.
+    model and the step budget, each judged against the system scope's requirements in
+    force now (`recorded`: the flags were given when the run started).
 
     Raises:
         UsageError: An empty model, or a model with no `[provider]` to send it to.
         ConfigError: The narrowing would widen the policy or the budget.
+        RequirementError: `--model` or `--max-steps` loosens a requirement.
     """
     from dataclasses import replace
 
     from harness_core import UsageError, narrow_run
+
+    late = " (recorded with the run when it started)" if recorded else ""
 
     narrow = overrides.get("narrow")
     if narrow is not None:
@@ -94,11 +101,16 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
         cfg = replace(cfg, policy=policy, budget=budget)
     max_steps = overrides.get("max_steps")
     if isinstance(max_steps, int):
+        cfg.requirements.check("max_steps", max_steps, key="--max-steps",
+                               tried_by=f"the --max-steps flag{late}")
         cfg = replace(cfg, budget=replace(cfg.budget, max_steps=max_steps))
     room = overrides.get("budget")  # `io resume --max-steps/--max-tokens/...`
     if isinstance(room, Mapping):
         limits: dict[str, Any] = {k: v for k, v in room.items()
                                   if k in ROOM_FIELDS and isinstance(v, (int, float))}
+        for name, value in limits.items():
+            cfg.requirements.check(name, value, key=f"io resume's {name}",
+                                   tried_by="the io resume budget flags")
         cfg = replace(cfg, budget=replace(cfg.budget, **limits))
     model = overrides.get("model")
     if isinstance(model, str):
@@ -107,6 +119,8 @@ def apply_overrides(cfg: Config, overrides: Mapping[str, Any]) -> Config:
         if cfg.provider is None:
             raise UsageError("--model needs a [provider] in io.toml to send it to",
                              hint="`io config init` writes one")
+        cfg.requirements.check("model", model, key="--model",
+                               tried_by=f"the -m/--model flag{late}")
         cfg = replace(cfg, provider=replace(cfg.provider, model=model))
     return cfg
 
@@ -118,4 +132,5 @@ def apply_recorded(cfg: Config, settings: Mapping[str, Any]) -> Config:
         UsageError, ConfigError: As `apply_overrides`.
     """
     overrides = settings.get("run_overrides")
-    return apply_overrides(cfg, overrides) if isinstance(overrides, Mapping) else cfg
+    return (apply_overrides(cfg, overrides, recorded=True) if isinstance(overrides, Mapping)
+            else cfg)

@@ -23,7 +23,8 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
          toml: Annotated[bool, typer.Option(
              "--toml", help="Write the merged config as TOML (secrets as ***).")] = False,
          ) -> None:
-    """Print the merged configuration, each value with the scope it came from."""
+    """Print the merged configuration, each value with the scope it came from and the
+    system scope's requirement that holds it (the "held" column)."""
     from harness_core import UsageError
     from io_harness_cli.commands._load import load_config, workspace_path
     from io_harness_cli.output import write_json
@@ -41,16 +42,16 @@ def show(workspace: WorkspaceOpt = None, config: ConfigOpt = None, json_out: Jso
     if json_out:
         write_json({
             "files": [{"scope": f.scope.value, "path": str(f.path)} for f in cfg.files],
-            "values": [{"key": r.key, "value": r.value, "scope": r.scope.value,
-                        "file": str(r.file)} for r in rows],
+            "values": [r.to_json() for r in rows],
             "tls": {"trust_store": trust.kind, "source": trust.source,
                     "ca_bundles": [str(p) for p in trust.ca_bundles]},
         })
         return
     from io_harness_cli.render import print_table
 
-    print_table(["key", "value", "scope", "file"],
-                [[r.key, _text(r.value), r.scope.value, str(r.file)] for r in rows],
+    print_table(["key", "value", "scope", "file", "held"],
+                [[r.key, _text(r.value), r.scope.value, str(r.file), r.held or ""]
+                 for r in rows],
                 title="io config", stdout=True)
     print(f"TLS trust store (HTTP providers): {trust.describe()}")
 

@@ -1,6 +1,7 @@
 """`io doctor`: which sandbox backends can run on this machine and, for each that
 cannot, why and what fixes it; what `auto` would pick; whether the egress proxy starts
-and the store opens. Exit 1 when the configured backend cannot run here, else 0."""
+and the store opens; the system scope's requirements in force. Exit 1 when the
+configured backend cannot run here, else 0."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ floor that cannot keep them from commands)."""
 
 def doctor(workspace: WorkspaceOpt = None, config: ConfigOpt = None,
            json_out: JsonOpt = False) -> None:
-    """Say which sandbox backends run here, why not, and what `auto` would pick."""
+    """Say which sandbox backends run here, why not, what `auto` would pick, and which
+    requirements the system scope holds."""
     import typer
 
     from harness_core import HostProbe, diagnose
@@ -30,10 +32,14 @@ def doctor(workspace: WorkspaceOpt = None, config: ConfigOpt = None,
     keys = tuple(env[name] for name in _KEY_VARIABLES if env.get(name))
     found = diagnose(cfg.sandbox, probe=HostProbe(env=env), secrets=keys)
     store = _store(cfg)
+    floor = dict(cfg.requirements.items())
     if json_out:
-        write_json({**found.to_json(), "store": store})
+        write_json({**found.to_json(), "store": store, "requirements": {
+            "file": None if cfg.requirements.source is None else str(cfg.requirements.source),
+            "values": floor}})
     else:
         _print(found, store)
+        _print_requirements(cfg, floor)
     raise typer.Exit(0 if found.configured_runs else 1)
 
 
@@ -59,6 +65,18 @@ def _store(cfg: Config) -> dict[str, Any]:
     except HarnessError as exc:
         return {"location": shown, "ok": False, "detail": exc.message, "fix": exc.hint}
     return {"location": shown, "ok": True, "detail": "opens"}
+
+
+def _print_requirements(cfg: Config, floor: dict[str, Any]) -> None:
+    import json
+    import sys
+
+    if not floor:
+        sys.stdout.write("requirements: none (the system scope sets no [requirements])\n")
+        return
+    sys.stdout.write(f"\nrequirements in force (from {cfg.requirements.source}):\n")
+    for key, value in floor.items():
+        sys.stdout.write(f"  {key} = {json.dumps(value)}\n")
 
 
 def _print(found: Diagnosis, store: dict[str, Any]) -> None:

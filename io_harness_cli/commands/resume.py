@@ -5,11 +5,14 @@ annotation twice while building the command).
 """
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt, id_arg
+
+if TYPE_CHECKING:
+    from harness_core import Config
 
 
 def resume(
@@ -91,9 +94,14 @@ def resume(
             if ws_hint is None or started_with is not None:
                 cfg = load_config(ws, config if started_with is None else started_with)
             cfg = apply_recorded(cfg, record.settings)  # `io run -c/-m/--max-steps/--narrow`
+            if stored_policy:
+                _check_stored_policy(cfg, record.policy, record.run_id)
             room = _room(record, max_steps=max_steps, max_tokens=max_tokens,
                          max_cost_usd=max_cost, wall_seconds=max_wall)
             if room:
+                for name, value in room.items():  # refused before anything is recorded
+                    cfg.requirements.check(name, value, key=name.replace("_", "-"),
+                                           tried_by="the io resume budget flags")
                 store.give_room(record.run_id, room)
                 cfg = apply_recorded(cfg, store.run(record.run_id).settings)
             decision = True if approve else (False if deny else None)
@@ -134,3 +142,18 @@ def _room(record: object, **limits: int | float | None) -> dict[str, int | float
                              f" used {used[key]:g}",
                              hint=f"give more than {used[key]:g} (the limit counts the whole run)")
     return given
+
+
+def _check_stored_policy(cfg: "Config", recorded: dict[str, Any], run_id: str) -> None:
+    """Refuse `--stored-policy` when the policy the run recorded loosens a requirement in
+    force now.
+
+    Raises:
+        RequirementError: Its tier or approval mode is beyond the floor.
+    """
+    from harness_core import Policy
+
+    kept = Policy.from_json(recorded)
+    where = f"--stored-policy (the policy run {run_id} recorded)"
+    cfg.requirements.check("tier", kept.tier, key="policy.tier", tried_by=where)
+    cfg.requirements.check("approval", kept.approval, key="policy.approval", tried_by=where)

@@ -13,10 +13,11 @@ from tests.integration.cli.helpers import json_lines
 def test_every_example_folder_is_covered_by_a_test() -> None:
     folders = {p.name for p in (REPO / "examples").iterdir() if p.is_dir()}
     assert folders == {"quickstart", "approval", "policy-check", "rigged-gate", "documents",
-                       "agent-tree", "compaction", "hooks"}
+                       "agent-tree", "compaction", "hooks", "org-floor"}
     # rigged-gate: tests/integration/gates/test_rigged_gate.py
     # compaction: tests/integration/longtask/test_compaction.py
     # hooks: tests/integration/hooks/test_hooks_sandbox.py
+    # org-floor: tests/integration/cli/test_requirements_cli.py
 
 
 def test_approval_example_pauses_then_resumes_with_approve(tmp_path: Path) -> None:
