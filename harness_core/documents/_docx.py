@@ -86,12 +86,15 @@ def _parse(data: bytes, budget: int | None, keep_blocks: bool) -> tuple[dict[str
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         package = WordPackage(archive)
         parts = package.parts()
-        walker = Walker(_style_names(next((r for k, r in parts if k == "styles"), None)))
+        walker = Walker(_style_names(next((r for k, r, _ in parts if k == "styles"),
+                                          None)))
+        walker.links = package.links(package.main)
         body = _Body(budget, keep_blocks)
         package.body_blocks(lambda element: body.add(walker.blocks([element])))
     result: dict[str, Any] = {"blocks": body.blocks, "headers": [], "footers": [],
                               "footnotes": [], "endnotes": [], "comments": []}
-    for kind, root in parts:
+    for kind, root, links in parts:
+        walker.links = links
         if kind in ("header", "footer"):
             text = plain(walker.blocks(root)).strip()
             if text and text not in result[kind + "s"]:

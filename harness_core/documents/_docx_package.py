@@ -69,6 +69,16 @@ class WordPackage:
                 found.append(((rel.get("Type") or "").rpartition("/")[2], name))
         return found
 
+    def links(self, part: str) -> dict[str, str]:
+        """Relationship id -> target of each hyperlink relationship of `part` (a web
+        address, a file, or a place in this package)."""
+        rels = _rels_name(part)
+        if rels not in self._names:
+            return {}
+        return {rel.get("Id") or "": rel.get("Target") or ""
+                for rel in self._xml(rels).iter(_REL)
+                if (rel.get("Type") or "").endswith("/hyperlink")}
+
     def _main_part(self) -> str:
         main = next((name for kind, name in self._related("") if kind == "officeDocument"),
                     None)
@@ -92,13 +102,14 @@ class WordPackage:
                 return default.get("ContentType") or ""
         return ""
 
-    def parts(self) -> list[tuple[str, Any]]:
-        """(kind, parsed root) of each part related to the main document that can hold
-        text or style names: styles, headers, footers, footnotes, endnotes, comments."""
+    def parts(self) -> list[tuple[str, Any, dict[str, str]]]:
+        """(kind, parsed root, hyperlink targets) of each part related to the main
+        document that can hold text or style names: styles, headers, footers,
+        footnotes, endnotes, comments."""
         wanted = ("styles", "header", "footer", "footnotes", "endnotes", "comments")
         related = sorted((name, kind) for kind, name in self._related(self.main)
                          if kind in wanted)  # header1, header2 … in name order
-        return [(kind, self._xml(name)) for name, kind in related]
+        return [(kind, self._xml(name), self.links(name)) for name, kind in related]
 
     def body_blocks(self, visit: Callable[[Any], None]) -> None:
         """Call `visit` with each child element of the main document's body, in order,

@@ -6,7 +6,9 @@ quadratic on large tables. This walker reads the element tree python-docx parsed
 its safe parser) in one pass: runs, tracked insertions as ``[+text+]`` and deletions as
 ``[-text-]`` (moves too), hyperlinks, fields' results, inline and block content controls,
 text boxes (the DrawingML choice of an `mc:AlternateContent`, never its VML fallback as
-well), equations, tables, and note/comment references as ``[^1]``/``[^e1]``/``[c1]``.
+well), equations, tables, hyperlinks with their targets (``[text](https://…)``), and
+note/comment references as ``[^1]``/``[^i]``/``[c1]`` (a note's custom mark as itself,
+``[^*]``).
 What has no text (a picture without alt text, a chart, an embedded object) is counted.
 """
 
@@ -27,6 +29,7 @@ _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 _CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 _DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 _PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 
 # Inline wrappers whose children are read as if they were the paragraph's own.
 _PASS_THROUGH = {W + "hyperlink", W + "smartTag", W + "customXml", W + "fldSimple",
@@ -56,6 +59,10 @@ class Walker:
         # Note ids in the order their references appear, numbered as Word shows them:
         # footnotes 1, 2, 3; endnotes i, ii, iii (the defaults of Word and LibreOffice).
         self.numbers: dict[str, dict[str, str]] = {"footnote": {}, "endnote": {}}
+        self._counted = {"footnote": 0, "endnote": 0}  # notes with an automatic number
+        self._marks: list[Any] = []  # text elements read as a custom note mark
+        self.links: dict[str, str] = {}
+        """Hyperlink relationship id -> target, of the part being walked."""
 
     # -- blocks -------------------------------------------------------------------
     def blocks(self, container: Any) -> list[dict[str, Any]]:
@@ -120,6 +127,8 @@ class Walker:
                 if inner:
                     self.counts[kind] += 1
                     parts.append(f"{opening}{inner}{closing}")
+            elif tag == W + "hyperlink":
+                parts.append(self._link(child, self._inline(child, boxes)))
             elif tag in _PASS_THROUGH:
                 parts.append(self._run(child, boxes) if tag == W + "r"
                              else self._inline(child, boxes))
@@ -135,10 +144,12 @@ class Walker:
         for child in r:
             tag = child.tag
             if tag in _RUN_TEXT:
+                if any(child is mark for mark in self._marks):
+                    continue  # already shown as the note's custom mark
                 fixed = _RUN_TEXT[tag]
                 parts.append(child.text or "" if fixed is None else fixed)
             elif tag in (W + "footnoteReference", W + "endnoteReference"):
-                parts.append(f"[^{self._number(child)}]")
+                parts.append(f"[^{self._custom_mark(child) or self._number(child)}]")
             elif tag == W + "commentReference":
                 parts.append(f"[c{child.get(W + 'id')}]")
             elif tag == W + "sym":
@@ -152,9 +163,38 @@ class Walker:
         seen = self.numbers[kind]
         note_id = str(ref.get(W + "id"))
         if note_id not in seen:
-            n = len(seen) + 1
+            self._counted[kind] += 1
+            n = self._counted[kind]
             seen[note_id] = str(n) if kind == "footnote" else _roman(n)
         return seen[note_id]
+
+    def _custom_mark(self, ref: Any) -> str | None:
+        """The mark the author typed for a note (`customMarkFollows`): the text right
+        after the reference, in its run or the next. Word shows it instead of a number,
+        and such a note takes no number from the sequence."""
+        if ref.get(W + "customMarkFollows") not in ("1", "true", "on"):
+            return None
+        text = next((s for s in ref.itersiblings() if s.tag == W + "t"), None)
+        if text is None:
+            run = ref.getparent().getnext()
+            text = run.find(W + "t") if run is not None and run.tag == W + "r" else None
+        if text is None or not (text.text or "").strip():
+            return None
+        self._marks.append(text)
+        mark = (text.text or "").strip()
+        kind = "footnote" if ref.tag == W + "footnoteReference" else "endnote"
+        self.numbers[kind][str(ref.get(W + "id"))] = mark
+        return mark
+
+    def _link(self, link: Any, text: str) -> str:
+        """A hyperlink's text with its target: ``[text](https://…)``, or ``(#bookmark)``."""
+        target = self.links.get(link.get(_R + "id") or "", "")
+        anchor = link.get(W + "anchor")
+        if not target and anchor:
+            target = "#" + anchor
+        if not target or not text.strip() or target == text.strip():
+            return text
+        return f"[{text}]({target})"
 
     def _graphic(self, el: Any, boxes: list[list[dict[str, Any]]]) -> str:
         if el.tag == _MC + "AlternateContent":

@@ -106,13 +106,32 @@ def _summary(pages: list[dict[str, Any]], unread: list[int]) -> str:
     lines = []
     if poppler:
         lines.append(f"[page(s) {_spans(poppler)}: text from poppler's pdftotext, pypdf's"
-                     " was unusable]")
+                     " was unusable or incomplete]")
     if blank:
         lines.append(f"[not read] page(s) {_spans(blank)}: no usable text layer (no OCR)")
     if unread:
         lines.append(f"[not read] page(s) {_spans(unread)}: past the output cap, not"
                      f" extracted; pass `pages` (e.g. \"{_next(unread)}\") to read them")
     return "".join(line + "\n" for line in lines)
+
+
+_MAX_FIELDS = 200
+
+
+def _fields(fields: list[dict[str, Any]]) -> str:
+    """The form's fields and their values, before the pages (a value is in its field,
+    not in the page text)."""
+    if not fields:
+        return ""
+    lines = [f"== form fields ({len(fields)}) =="]
+    for field in fields[:_MAX_FIELDS]:
+        value = field["value"]
+        shown = "(empty)" if value in (None, "", []) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"{field['name']} ({field['type']}): {shown}")
+    if len(fields) > _MAX_FIELDS:
+        lines.append(f"[{len(fields) - _MAX_FIELDS} more field(s) not shown; pdf_fill_form"
+                     " lists them all]")
+    return "\n".join(lines) + "\n"
 
 
 def _next(unread: list[int]) -> str:
@@ -138,7 +157,8 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     except PdfUnreadable as exc:
         return failed(f"pdf_read: cannot read {rel}: {exc}")
     count, extracted, unread = int(result["page_count"]), result["pages"], result["unread"]
-    text = f"{rel}: {count} page(s)\n" + _summary(extracted, unread) + "\n".join(
+    fields = result.get("fields") or []
+    text = f"{rel}: {count} page(s)\n" + _summary(extracted, unread) + _fields(fields) + "\n".join(
         f"== page {p['page']} ==\n" + (f"[{p['note']}]\n" if "note" in p else "") + p["text"]
         for p in extracted)
     shown, cut = bounded(text, ctx.output_cap)
@@ -150,6 +170,8 @@ def read(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         kept.append(page)
         size += len(page["text"].encode("utf-8")) + 16
     extra: dict[str, Any] = {"page_count": count, "pages": kept}
+    if fields:
+        extra["form_fields"] = fields
     if unread:
         extra["unread_pages"] = _spans(unread)
     return ToolOutcome(output=shown, data=DocumentRead(rel, extra, cut))

@@ -1,6 +1,7 @@
 """pdf_fill_form over pypdf (the `pdf` extra): list AcroForm fields, or fill them by name.
 
-Filling writes each value and the widget's appearance stream: pypdf's
+The file is written as an incremental update (`_pdf_update`): the original bytes stay
+as they were, and the changed objects follow them. Filling writes each value and the widget's appearance stream: pypdf's
 ``update_page_form_field_values`` for text fields and buttons (a radio group's chosen
 widget gets its on state), `_pdf_choice` for list and combo boxes (option pairs,
 multi-select). The document's ``/NeedAppearances`` flag is left as it was: set, it makes
@@ -20,6 +21,12 @@ from pypdf.generic import DictionaryObject, NameObject
 
 from harness_core.documents._common import failed, opt_str, read_input, write_output
 from harness_core.documents._pdf_choice import choice_info, choice_value, fill_choices
+from harness_core.documents._pdf_update import (
+    KEPT_NOTE,
+    REWRITTEN_NOTE,
+    incremental_writer,
+    written,
+)
 from harness_core.errors import InvalidToolArguments
 from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
@@ -164,13 +171,14 @@ def fill_form(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         values, choices = _values(fields, wanted, raw)
     except ValueError as exc:
         return failed(f"pdf_fill_form: {exc}; nothing written")
-    writer = PdfWriter(clone_from=reader)
+    writer = incremental_writer(data, reader)
     _ensure_fonts(writer)
     if values:
         writer.update_page_form_field_values(None, values, auto_regenerate=False)
     fill_choices(writer, choices)
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return write_output(ctx, output, buffer.getvalue(), "pdf_fill_form",
-                        f"filled {len(values) + len(choices)} field(s) of {rel}",
-                        {"filled": sorted([*values, *choices])})
+    saved = written(writer)
+    kept = saved[:len(data)] == data
+    return write_output(ctx, output, saved, "pdf_fill_form",
+                        f"filled {len(values) + len(choices)} field(s) of {rel}"
+                        + (KEPT_NOTE if kept else REWRITTEN_NOTE),
+                        {"filled": sorted([*values, *choices]), "incremental": kept})

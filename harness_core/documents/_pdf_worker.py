@@ -11,7 +11,8 @@ the standard library.
 Each page's text is measured: glyph-name tokens (``/g18``), control and private-use
 characters, replacement glyphs and lone combining marks count as noise. When pypdf's
 text is unusable (noisy, or far shorter than poppler's, or sharing few characters with
-it) and `pdftotext` is installed, poppler's text is used instead, and the page says so.
+it, or holding under 95 % of poppler's words) and `pdftotext` is installed, poppler's
+text is used instead, and the page says so.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import unicodedata
+from collections import Counter
 
 # A malformed PDF can ask for gigabytes (a decompression bomb): cap the address space.
 _MEMORY_BYTES = 2 * 1024**3
@@ -89,7 +91,32 @@ def _verdict(mine: str, theirs: str | None) -> str | None:
     shared = set("".join(own)) & set("".join(other))
     if len(shared) < 0.5 * len(set("".join(other))):
         return "pypdf's characters barely match poppler's (a font without a usable map)"
+    share = word_recall(theirs, mine)
+    if share < _MIN_WORDS:
+        return f"pypdf read {share:.0%} of the words poppler read"
     return None
+
+
+_WORD = re.compile(r"[^\W\d_]+|\d+")
+_MIN_WORDS = 0.95  # below this share of poppler's words, pypdf's text is incomplete
+
+
+def _words(text: str) -> Counter[str]:
+    """Lower-cased words and numbers; each CJK character counts as one word."""
+    found: Counter[str] = Counter()
+    for token in _WORD.findall(text.lower()):
+        if any(ord(c) >= 0x2E80 for c in token):
+            found.update(token)
+        else:
+            found[token] += 1
+    return found
+
+
+def word_recall(reference: str, text: str) -> float:
+    """The share of `reference`'s words (with repetitions) that `text` holds too."""
+    wanted, got = _words(reference), _words(text)
+    total = sum(wanted.values())
+    return sum(min(n, got[w]) for w, n in wanted.items()) / total if total else 1.0
 
 
 def _page(index: int, text: str, poppler: dict[int, str] | None) -> dict[str, object]:
@@ -129,7 +156,39 @@ def _extract(data: bytes, wanted: list[int] | None, seconds: float,
         size += len(texts[index].encode("utf-8", "replace")) + 16
     poppler = _poppler(data, min(texts), max(texts), seconds) if texts else None
     return {"page_count": count, "pages": [_page(i, t, poppler) for i, t in texts.items()],
-            "unread": [i + 1 for i in indexes if i not in texts]}
+            "unread": [i + 1 for i in indexes if i not in texts],
+            "fields": form_values(reader)}
+
+
+_RADIO, _PUSH = 1 << 15, 1 << 16
+
+
+def _kind(field: dict[str, object]) -> str:
+    kind = str(field.get("/FT"))
+    if kind == "/Btn":
+        flags = int(str(field.get("/Ff", 0)))
+        return "radio" if flags & _RADIO else "pushbutton" if flags & _PUSH else "checkbox"
+    return {"/Tx": "text", "/Ch": "choice", "/Sig": "signature"}.get(kind, "field")
+
+
+def _value(value: object) -> object:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_value(v) for v in value]
+    text = str(value)
+    return text[1:] if text.startswith("/") else text
+
+
+def form_values(reader: object) -> list[dict[str, object]]:
+    """Each AcroForm field with a type: its name, kind and value (None when empty).
+    A form's values live in its fields, not in the page text pypdf extracts."""
+    try:
+        fields = reader.get_fields() or {}  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a malformed form is reported as having none
+        return []
+    return [{"name": str(name), "type": _kind(field), "value": _value(field.get("/V"))}
+            for name, field in fields.items() if "/FT" in field]
 
 
 def main() -> None:

@@ -1,5 +1,8 @@
 """pdf_write (fpdf2) and pdf_watermark (fpdf2 stamp merged by pypdf): the `pdf` extra.
 
+A watermark is written as an incremental update (`_pdf_update`): the original bytes
+stay, and the stamped pages' new content follows them.
+
 fpdf2's built-in fonts cover Latin-1 only. Text outside it is set in a Unicode TrueType
 font, with fallbacks found through fontconfig for what it lacks (`_fonts`); a character
 no installed font has refuses the write (never an "ok" with text missing), and what
@@ -15,11 +18,17 @@ from typing import Any
 
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
-from pypdf import PdfReader, PdfWriter, Transformation
+from pypdf import PdfReader, Transformation
 
 from harness_core.documents._blocks import Block, parse_blocks
 from harness_core.documents._common import failed, opt_str, read_input, write_output
 from harness_core.documents._fonts import FontPlan, plan_fonts, single_font_plan
+from harness_core.documents._pdf_update import (
+    KEPT_NOTE,
+    REWRITTEN_NOTE,
+    incremental_writer,
+    written,
+)
 from harness_core.errors import InvalidToolArguments
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import req_str
@@ -188,7 +197,7 @@ def watermark(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted and not reader.decrypt(""):
         return ToolOutcome(f"pdf_watermark: {rel} is encrypted with a password", is_error=True)
-    writer = PdfWriter(clone_from=reader)
+    writer = incremental_writer(data, reader)
     stamps: dict[tuple[float, float], Any] = {}
     for page in writer.pages:
         box = page.mediabox
@@ -197,7 +206,8 @@ def watermark(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             stamps[size] = _stamp(text, *size)
         page.merge_transformed_page(
             stamps[size], Transformation().translate(float(box.left), float(box.bottom)))
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return write_output(ctx, output, buffer.getvalue(), "pdf_watermark",
-                        f"stamped {text!r} on {len(writer.pages)} page(s)")
+    saved = written(writer)
+    kept = saved[:len(data)] == data
+    return write_output(ctx, output, saved, "pdf_watermark",
+                        f"stamped {text!r} on {len(writer.pages)} page(s)"
+                        + (KEPT_NOTE if kept else REWRITTEN_NOTE), {"incremental": kept})

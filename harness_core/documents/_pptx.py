@@ -1,4 +1,6 @@
-"""pptx_read over python-pptx (the `pptx` extra): text, tables and notes, slide by slide."""
+"""pptx_read over python-pptx (the `pptx` extra), slide by slide: text (with hyperlink
+targets), tables, pictures' alt text, chart data, embedded objects by name, speaker notes
+and comments (`_pptx_objects`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,13 @@ from pptx.oxml.ns import qn
 
 from harness_core.documents._common import read_input
 from harness_core.documents._office import context_limits, office_bytes, opt_password
+from harness_core.documents._pptx_objects import (
+    chart_item,
+    comment_authors,
+    comments,
+    linked_text,
+    object_item,
+)
 from harness_core.tool_data import DocumentRead
 from harness_core.tools import DocumentLimits, ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
@@ -37,13 +46,20 @@ def _graphic_item(shape: Any) -> list[dict[str, Any]]:
         alt = _alt_text(shape)
         return [{"type": "picture", "text": alt, "read": bool(alt)}]
     if getattr(shape, "has_chart", False) and shape.has_chart:
-        chart = shape.chart
-        title = chart.chart_title.text_frame.text if chart.has_title else ""
-        return [{"type": "chart", "text": title, "read": False}]
+        return [chart_item(shape)]
     if kind in (MSO_SHAPE_TYPE.EMBEDDED_OLE_OBJECT, MSO_SHAPE_TYPE.MEDIA,
                 MSO_SHAPE_TYPE.LINKED_OLE_OBJECT):
-        return [{"type": "object", "text": _alt_text(shape), "read": False}]
+        return [object_item(shape, _alt_text(shape))]
     return []
+
+
+def _clicked(shape: Any, text: str) -> str:
+    """A shape whose click opens a link names its target after its text."""
+    try:
+        address = shape.click_action.hyperlink.address
+    except (AttributeError, KeyError, ValueError):
+        return text
+    return f"{text} (link: {address})" if address and text else text
 
 
 def _shape_items(shape: Any) -> list[dict[str, Any]]:
@@ -53,12 +69,14 @@ def _shape_items(shape: Any) -> list[dict[str, Any]]:
         rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
         return [{"type": "table", "rows": rows}]
     if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
-        text = "\n".join(p.text for p in shape.text_frame.paragraphs if p.text.strip())
+        text = "\n".join(linked_text(p) for p in shape.text_frame.paragraphs
+                         if p.text.strip())
+        text = _clicked(shape, text)
         return [{"type": "text", "text": text}] if text else []
     return _graphic_item(shape)
 
 
-def _slide(index: int, slide: Any) -> dict[str, Any]:
+def _slide(index: int, slide: Any, authors: dict[str, str] | None) -> dict[str, Any]:
     title_shape = slide.shapes.title
     title = title_shape.text_frame.text if title_shape is not None else ""
     items: list[dict[str, Any]] = []
@@ -66,7 +84,8 @@ def _slide(index: int, slide: Any) -> dict[str, Any]:
         if title_shape is not None and shape.shape_id == title_shape.shape_id:
             continue
         items.extend(_shape_items(shape))
-    return {"slide": index, "title": title, "items": items, "notes": _notes(slide)}
+    return {"slide": index, "title": title, "items": items, "notes": _notes(slide),
+            "comments": comments(slide, authors)}
 
 
 def _notes(slide: Any) -> str:
@@ -87,11 +106,11 @@ def presentation_slides(data: bytes, limits: DocumentLimits | None = None,
     """Each slide's title, text and tables (in shape order) and notes."""
     data = office_bytes(data, "pptx", limits, what, password)
     deck = pptx.Presentation(io.BytesIO(data))
-    return [_slide(i, slide) for i, slide in enumerate(deck.slides, 1)]
+    authors = comment_authors(deck.part.package)
+    return [_slide(i, slide, authors) for i, slide in enumerate(deck.slides, 1)]
 
 
-_LABELS = {"picture": "picture", "chart": "chart (data not read)",
-           "object": "embedded object (not read)"}
+_LABELS = {"picture": "picture", "chart": "chart", "object": "embedded object"}
 
 
 def left_out(slides: list[dict[str, Any]]) -> list[str]:
@@ -102,9 +121,11 @@ def left_out(slides: list[dict[str, Any]]) -> list[str]:
             if item["type"] == "picture" and not item["read"]:
                 counts["picture(s) without alt text"] = counts.get(
                     "picture(s) without alt text", 0) + 1
-            elif item["type"] in ("chart", "object"):
-                key = "chart(s)" if item["type"] == "chart" else "embedded object(s)"
-                counts[key] = counts.get(key, 0) + 1
+            elif item["type"] == "chart" and not item["read"]:
+                counts["chart(s) without data"] = counts.get("chart(s) without data", 0) + 1
+            elif item["type"] == "object":
+                counts["embedded object(s) (content not read)"] = counts.get(
+                    "embedded object(s) (content not read)", 0) + 1
     return [f"{n} {what}" for what, n in counts.items()]
 
 
@@ -117,10 +138,14 @@ def slide_text(slide: dict[str, Any]) -> str:
         elif item["type"] in _LABELS:
             lines.append(f"[{_LABELS[item['type']]}" + (f": {item['text']}]" if item["text"]
                                                           else "]"))
+            lines.extend(f"  {line}" for line in item.get("data", ()))
         else:
             lines.extend("| " + " | ".join(row) + " |" for row in item["rows"])
     if slide["notes"]:
         lines.append(f"[notes] {slide['notes']}")
+    for comment in slide.get("comments", ()):
+        by = f" by {comment['author']}" if comment["author"] else ""
+        lines.append(f"[comment{by}] {comment['text']}")
     return "\n".join(lines)
 
 

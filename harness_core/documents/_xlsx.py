@@ -1,8 +1,9 @@
 """xlsx_read, xlsx_write and xlsx_edit over openpyxl (the `xlsx` extra).
 
 Reading uses openpyxl's read-only mode (a 10,000-row sheet streams, bench/README.md).
-Editing loads the whole workbook and saves it back: what openpyxl does not model is
-lost on save, listed in docs/guide/documents.md.
+Editing patches the named cells into the workbook's own XML (`_xlsx_patch`), so every
+other cell and part stays byte-identical; openpyxl loads and saves the whole workbook
+only for a package that cannot be patched, and the observation says what that lost.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from harness_core.documents._office import (
     office_bytes,
     opt_password,
 )
+from harness_core.documents._xlsx_patch import Unpatchable, patch_cells
 from harness_core.documents._xlsx_scan import count_cells
 from harness_core.documents._xlsx_scan import left_out as _left_out
 from harness_core.documents._xlsx_scan import scan_bounds as _scan_bounds
@@ -276,6 +278,50 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     rel, data = got
     protected = data[:8] == OLE_MAGIC
     data = office_bytes(data, "xlsx", context_limits(ctx), rel, password)
+    for value in cells.values():
+        _cell_value(value, "xlsx_edit")
+    try:
+        patched = patch_cells(data, cells, sheet)
+    except (LookupError, ValueError) as exc:
+        return failed(f"xlsx_edit: {exc.args[0] if exc.args else exc}; nothing written")
+    except Unpatchable as exc:
+        return _edit_through_openpyxl(ctx, rel, data, cells, sheet, output, password,
+                                      protected, str(exc))
+    note = _stale_note(patched.stale, patched.recalc)
+    saved = patched.data
+    if protected and password is not None:
+        saved = encrypt(saved, password)
+        note += "; written encrypted with the same password"
+    extra: dict[str, Any] = {"cells": patched.changes}
+    if patched.stale:
+        extra["stale_formulas"] = patched.stale
+    return write_output(ctx, output, saved, "xlsx_edit",
+                        f"set {len(patched.changes)} cell(s) ({_summary(patched.changes)})"
+                        f"; every other cell and part kept byte for byte{note}", extra)
+
+
+def _summary(changes: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{c['sheet']}!{c['cell']}: {c['old']!r} -> {c['new']!r}"
+                     for c in changes[:20])
+
+
+def _stale_note(stale: list[str], recalc: bool) -> str:
+    if not stale:
+        return ("; the workbook is marked to recalculate on open (a formula was written,"
+                " so it has no cached result yet)") if recalc else ""
+    shown = ", ".join(stale[:20]) + (f" and {len(stale) - 20} more" if len(stale) > 20
+                                     else "")
+    return (f"; {len(stale)} formula cell(s) that depend on the edited cells lost their"
+            f" cached results, now stale ({shown}): xlsx_read shows them without a value"
+            " until a spreadsheet application recalculates (the workbook is marked to"
+            " recalculate on open)")
+
+
+def _edit_through_openpyxl(ctx: ToolContext, rel: str, data: bytes, cells: dict[str, Any],
+                           sheet: str | None, output: str, password: str | None,
+                           protected: bool, why: str) -> ToolOutcome:
+    """The whole workbook loaded and saved by openpyxl: for a package that cannot be
+    patched in place (`why`), with what that loses said in the observation."""
     refused = _too_many_cells(rel, data)
     if refused is not None:
         return refused
@@ -289,8 +335,10 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             name, coord = _target(ref, default, list(book.sheetnames))
             cell = book[name][coord]
         except (LookupError, ValueError, CellCoordinatesException) as exc:
+            _close_vba(book)
             return failed(f"xlsx_edit: cell {ref!r}: {exc}; nothing written")
         if type(cell).__name__ == "MergedCell":
+            _close_vba(book)
             return failed(f"xlsx_edit: {name}!{coord} is inside a merged range; set its"
                           " top-left cell instead. Nothing written")
         old = _json_value(cell.value)
@@ -299,17 +347,16 @@ def edit(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     buffer = io.BytesIO()
     book.save(buffer)
     _close_vba(book)
-    summary = ", ".join(f"{c['sheet']}!{c['cell']}: {c['old']!r} -> {c['new']!r}"
-                        for c in changes[:20])
-    note = ("; formula results are recomputed when a spreadsheet application next opens it"
-            " (until then xlsx_read shows formulas without values)"
-            if _has_formulas(book) else "")
+    note = (f"; saved through openpyxl because the workbook cannot be patched in place"
+            f" ({why}): cached formula results were dropped, numbers were rewritten to"
+            " 15 significant digits, and what openpyxl does not model was lost")
     saved = buffer.getvalue()
     if protected and password is not None:
         saved = encrypt(saved, password)
         note += "; written encrypted with the same password"
     return write_output(ctx, output, saved, "xlsx_edit",
-                        f"set {len(changes)} cell(s) ({summary}){note}", {"cells": changes})
+                        f"set {len(changes)} cell(s) ({_summary(changes)}){note}",
+                        {"cells": changes, "saved_by": "openpyxl"})
 
 
 def _too_many_cells(rel: str, data: bytes) -> ToolOutcome | None:
@@ -329,8 +376,3 @@ def _close_vba(book: Any) -> None:
     if archive is not None:
         archive.close()
         book.vba_archive = None
-
-
-def _has_formulas(book: Any) -> bool:
-    return any(cell.data_type == "f" for ws in book.worksheets for row in ws.iter_rows()
-               for cell in row)

@@ -134,7 +134,7 @@ def test_pdf_read_keeps_pypdf_when_its_text_is_good(corpus: Path) -> None:
     assert "[not read]" not in out.output and "pdftotext" not in out.output
 
 
-def test_pptx_read_names_pictures_and_charts(tmp_path: Path) -> None:
+def test_pptx_read_names_pictures_and_reads_charts_data(tmp_path: Path) -> None:
     import pptx
     from pptx.chart.data import CategoryChartData
     from pptx.enum.chart import XL_CHART_TYPE
@@ -154,5 +154,6 @@ def test_pptx_read_names_pictures_and_charts(tmp_path: Path) -> None:
                            Inches(3), data)
     deck.save(str(tmp_path / "sales.pptx"))
     out = call(make_ctx(tmp_path), "pptx_read", path="sales.pptx")
-    assert "[not read] 1 picture(s) without alt text, 1 chart(s)" in out.output, out.output
+    assert "[not read] 1 picture(s) without alt text\n" in out.output, out.output
     assert "[picture: Company logo]" in out.output
+    assert "[chart]\n  categories: Q1, Q2\n  series Revenue: 1, 2" in out.output, out.output

@@ -172,7 +172,7 @@ def test_pdf_write_and_pdf_watermark_open_in_libreoffice(written: Path) -> None:
     assert any("Quarterly Report" in span for span in stamped)
 
 
-def test_xlsx_edit_refuses_a_covered_merged_cell_and_says_results_need_recomputing(
+def test_xlsx_edit_refuses_a_covered_merged_cell_and_names_the_stale_results(
         workspace: Path) -> None:
     ctx = make_ctx(workspace)
     before = (workspace / "orders.xlsx").read_bytes()
@@ -180,7 +180,8 @@ def test_xlsx_edit_refuses_a_covered_merged_cell_and_says_results_need_recomputi
     assert merged.is_error and "merged range" in merged.output
     assert (workspace / "orders.xlsx").read_bytes() == before
     edited = call(ctx, "xlsx_edit", path="orders.xlsx", cells={"C2": 3})
-    assert not edited.is_error and "recomputed" in edited.output
+    assert not edited.is_error and "recalculate on open" in edited.output
+    assert edited.data.extra["stale_formulas"] == ["Orders!D2", "Orders!D4"], edited.output
     assert edited.data.extra["cells"] == [{"sheet": "Orders", "cell": "C2", "old": 2.5, "new": 3}]
     read = call(ctx, "xlsx_read", path="orders.xlsx", sheet="Orders", range="D2:D2")
     assert read.data.extra["read"][0]["formulas"] == {"D2": "=B2*C2"}
