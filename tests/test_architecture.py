@@ -90,8 +90,17 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "cgroupfs control files, inside the sandbox",
     ("harness_core/mcp/_server.py", "ServerHandle.__init__", "write"):
         "a local MCP server's stderr log: a mkstemp file io just created",
-    ("harness_core/run/_rewind.py", "_write", "write"):
-        "a restore writes recorded content back into the workspace (docs/guide/rewind.md)",
+    ("harness_core/run/_restore_files.py", "_write", "write"):
+        "a restore writes recorded content back into the workspace, beside the target"
+        " (checked no-follow by `_safe`) and renamed over it (docs/guide/rewind.md)",
+    ("harness_core/run/_scanner.py", "Scanner._read", "write"):
+        "a read: the snapshot scan opens each file with FILE_FLAGS (O_RDONLY|O_NOFOLLOW),"
+        " imported, so the scan cannot see they do not write",
+    ("harness_core/store/_clean.py", "OpenMarker.__init__", "write"):
+        "the store's open marker beside the store file: O_EXCL|O_NOFOLLOW, 0600",
+    ("harness_core/store/_clean.py", "_write_fingerprint", "write"):
+        "the store's clean-close fingerprint beside the store file: O_EXCL|O_NOFOLLOW,"
+        " then renamed",
     ("harness_core/run/_rewind.py", "_link_blobs", "write"):
         "copies blobs between io's snapshot folders",
     ("io_harness_cli/output.py", "drop", "write"):
