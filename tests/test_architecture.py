@@ -52,6 +52,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         SANDBOX + " (runs inside the sandbox: forks a spare launcher there)",
     ("harness_core/sandbox/_inner.py", "_execute", "process"):
         SANDBOX + " (runs inside the sandbox: execs the confined command)",
+    ("harness_core/documents/_pdf_worker.py", "_poppler", "process"):
+        "runs inside io's PDF worker (a script that imports nothing of io's, started by"
+        " host.run_helper in io's private folder): pdftotext by absolute path, PDF on stdin",
     ("harness_core/sandbox/_linux.py", "_run_quietly", "process"):
         "probes bwrap/unshare with a fixed argv io chose (`true`), in no workspace",
     # ---- writes ----------------------------------------------------------------------
@@ -115,12 +118,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 """Every allowed (module, function, kind) with the reason it is allowed."""
 
 PENDING: dict[tuple[str, str, str], str] = {
-    ("harness_core/documents/_fonts.py", "_candidates", "process"):
-        "fc-match, found on PATH at a fixed absolute path; to move to host.run_helper",
-    ("harness_core/documents/_pdf.py", "_extract", "process"):
-        "this Python on io's own PDF worker script; to move to host.run_helper",
-    ("harness_core/documents/_pdf_worker.py", "_poppler", "process"):
-        "pdftotext at the absolute path found on PATH, PDF on stdin; to move to host",
     ("io_harness_cli/commands/_fanout.py", "_launch", "process"):
         "a batch task's `io run` child; to move to host.run_helper",
     ("io_harness_cli/commands/_fanout.py", "_workspace", "process"):

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from harness_core._record import record
+from harness_core.host import run_helper
 
 __all__ = ["FontPlan", "plan_fonts", "single_font_plan"]
 
@@ -78,13 +79,12 @@ def _candidates(char: str) -> tuple[_FontFile, ...]:
     if exe is None:
         return ()
     try:
-        done = subprocess.run([exe, "-s", "-f", "%{file}|%{index}\\n",
-                               f"sans-serif:charset={ord(char):x}"], capture_output=True,
-                              text=True, timeout=10, check=False)
+        done = run_helper([exe, "-s", "-f", "%{file}|%{index}\\n",
+                           f"sans-serif:charset={ord(char):x}"], timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return ()
     found: list[_FontFile] = []
-    for line in done.stdout.splitlines()[:40]:
+    for line in done.stdout.decode("utf-8", "replace").splitlines()[:40]:
         path, _, index = line.rpartition("|")
         if path.lower().endswith((".ttf", ".otf", ".ttc")) and index.isdigit():
             found.append((path, int(index)))

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness_core.documents._common import failed, opt_str, read_input
 from harness_core.errors import InvalidToolArguments, ToolError
+from harness_core.host import run_helper
 from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
@@ -70,8 +71,7 @@ def _extract(data: bytes, pages: list[int] | None, timeout: float,
     argv = [sys.executable, str(_WORKER), json.dumps(pages), f"{timeout / 2:.3f}",
             json.dumps(budget)]
     try:
-        done = subprocess.run(argv, input=data, capture_output=True, timeout=timeout,
-                              check=False)
+        done = run_helper(argv, input=data, timeout=timeout)  # in io's folder, not the workspace
     except subprocess.TimeoutExpired:
         raise PdfUnreadable(f"text extraction did not finish within {timeout:g} s") from None
     try:
