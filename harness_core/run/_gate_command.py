@@ -247,7 +247,9 @@ class _Follow:
                 self.named("coverage", rest, depth)
             elif (rel := self.module_file(module)) is not None:
                 self.found.append(literal(rel))
-            else:
+            else:  # installed, or not there yet: where the agent would plant it is an input
+                top = literal(module.split(".")[0])
+                self.found.extend((f"{top}.py", f"{top}/**") if top else ())
                 self.fail(f"python -m {module}")
             return
         rel = self.local(args[i])

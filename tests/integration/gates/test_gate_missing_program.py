@@ -125,3 +125,13 @@ def test_io_run_with_the_script_written_first_runs_the_gate(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     [gate] = [e for e in json_lines(result.stdout) if e["kind"] == "verification"]
     assert gate["passed"] is True
+
+
+def test_an_unknown_module_protects_where_the_agent_would_plant_it(tmp_path: Path) -> None:
+    # `python -m verify` may name an installed module or none: io cannot tell, so the
+    # module stays unknown, and the places a planted one would be found are inputs.
+    (tmp_path / "pyproject.toml").write_text(_MARKER["pyproject.toml"])
+    found = command_inputs("python3 -m verify.main --all", Workspace(tmp_path), _PATH)
+    assert not found.known and {"verify.py", "verify/**"} <= set(found.patterns)
+    spec = protect_gate_inputs(_spec(tmp_path, "python3 -m verify.main"))
+    assert spec.policy.check(Act.write("verify/main.py")).verdict is Verdict.DENY
