@@ -205,11 +205,17 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     import ctypes
     import signal
 
+    try:
+        # Looked up here, before the fork: the batch forks from several threads at once,
+        # and the child should only call into libc, not load anything.
+        prctl = ctypes.CDLL(None).prctl
+    except (AttributeError, OSError):
+        prctl = None
+
     def arm() -> None:
-        try:
-            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        except (AttributeError, OSError):
+        if prctl is None:
             return
+        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the worker died before the signal was armed
             os.kill(os.getpid(), signal.SIGKILL)
 
