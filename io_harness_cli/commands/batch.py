@@ -67,7 +67,7 @@ def batch(
         record = store.batch(batch_id)
         jobs = _jobs(store, record.batch_id, location, config, cfg)
     if resume is not None:
-        _end_orphans(jobs, json_out)
+        _end_orphans(jobs)
     _report_start(record.batch_id, len(jobs), engine, width, json_out)
     results = _execute(jobs, engine, address, width, json_out)
     code = _summary(record.batch_id, results, cfg, json_out)
@@ -100,13 +100,14 @@ def _jobs(store: Store, batch_id: str, location: str, config: Path | None,
             for t in store.batch_tasks(batch_id)]
 
 
-def _end_orphans(jobs: list[Job], json_out: bool) -> None:
-    """End the task processes a dead driver left running, before anything is resumed."""
+def _end_orphans(jobs: list[Job]) -> None:
+    """End the task processes a dead driver left running, before anything is resumed
+    (said on stderr, also with --json: stdout stays the batch's JSON lines)."""
     from io_harness_cli.commands._fanout import end_orphans
     from io_harness_cli.output import say
 
     ended = end_orphans([job.run_id for job in jobs])
-    if ended and not json_out:
+    if ended:
         say(f"io: ended {len(ended)} task process(es) of a batch driver that is gone"
             f" (pid {', '.join(str(pid) for pid in ended)})")
 

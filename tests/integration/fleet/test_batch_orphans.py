@@ -149,6 +149,8 @@ def test_resume_ends_a_task_process_whose_driver_is_gone(
     result = run_io(["batch", "--resume", batch_id, "--json", "-w", ws])
     assert result.returncode == 0, result.stderr
     assert not _alive([orphan])
+    assert f"ended 1 task process(es) of a batch driver that is gone (pid {orphan.pid})" \
+        in result.stderr
     assert _finished(result.stdout)["finished"] == 1
     with Store(store_path) as store:
         assert [e.name for e in store.ledger(run_id)].count("exec") == 1
