@@ -102,13 +102,18 @@ class _Follow:
             else None
 
     def on_path(self, name: str) -> str | None:
-        """The workspace file a bare program name resolves to on PATH, if it is one."""
+        """The workspace file a bare program name resolves to on PATH, if it is one.
+
+        Where the name would be found ahead of that, in a PATH entry inside the
+        workspace, is an input: a program planted there would run instead."""
         root = Path(self.workspace.root)
         for entry in self.path_env.split(os.pathsep):
             base = Path(entry) if os.path.isabs(entry) else root / (entry or ".")
             candidate = base / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
                 return self.program(str(candidate))
+            if (ahead := self.program(str(candidate))) is not None:
+                self.found.append(literal(ahead))
         return None
 
     def program_file(self, rel: str) -> None:
@@ -247,7 +252,9 @@ class _Follow:
                 self.named("coverage", rest, depth)
             elif (rel := self.module_file(module)) is not None:
                 self.found.append(literal(rel))
-            else:
+            else:  # installed, or not there yet: where the agent would plant it is an input
+                top = literal(module.split(".")[0])
+                self.found.extend((f"{top}.py", f"{top}/**") if top else ())
                 self.fail(f"python -m {module}")
             return
         rel = self.local(args[i])

@@ -8,6 +8,13 @@ a task whose run does not exist starts one. That is what makes a retried Ray tas
 worker died) or `io batch --resume` safe: nothing runs twice, and a call already
 recorded is never repeated (the ledger's rule). `execute` is a module-level function of
 picklable dataclasses so Ray can ship it to workers.
+
+A task's process dies with the process that launched it (the driver, or a Ray worker):
+it is armed with Linux's parent-death signal before it runs. Where that signal is not
+available, or for a process launched before it was, `end_orphans` ends, before a
+resumed batch starts anything, every task process whose launcher is gone: each carries
+its launcher's pid in `DRIVER_VARIABLE`, and a process whose parent is no longer that
+pid was orphaned.
 """
 
 from __future__ import annotations
@@ -25,10 +32,15 @@ from typing import Any
 
 from harness_core import record
 
-__all__ = ["Job", "Result", "execute", "run_local", "run_ray"]
+__all__ = ["DRIVER_VARIABLE", "Job", "Result", "end_orphans", "execute", "run_local", "run_ray"]
 
 _IN_USE_WAIT_SECONDS = 120.0  # a run driven by an orphan of a dead worker: wait this long
 _POLL_SECONDS = 0.25
+_END_WAIT_SECONDS = 10.0
+"""Seconds an orphan has to stop after SIGTERM (it checkpoints, as on Ctrl-C) before it
+and what it started are killed."""
+DRIVER_VARIABLE = "IO_BATCH_DRIVER"
+"""Names, in a task process's environment, the pid of the process that launched it."""
 
 
 @record
@@ -43,7 +55,7 @@ class Job:
     config: str | None
     workdir: str
     python: str
-    die_with_parent: bool = False
+    die_with_parent: bool = True
 
 
 @record
@@ -127,7 +139,7 @@ def _launch(job: Job, workspace: Path, *, resume: bool) -> tuple[bool, str]:
     else:
         narrow = ["--narrow", json.dumps(job.task["config"])] if job.task.get("config") else []
         argv = [*base, "run", "--run-id", job.run_id, *common, *narrow, *_what(job.task)]
-    env = {**os.environ, "IO_STORE": job.store}
+    env = {**os.environ, "IO_STORE": job.store, DRIVER_VARIABLE: str(os.getpid())}
     proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, errors="replace", check=False,
                           preexec_fn=(_die_with_parent(os.getpid())  # noqa: PLW1509
@@ -193,15 +205,62 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     import ctypes
     import signal
 
+    try:
+        # Looked up here, before the fork: the batch forks from several threads at once,
+        # and the child should only call into libc, not load anything.
+        prctl = ctypes.CDLL(None).prctl
+    except (AttributeError, OSError):
+        prctl = None
+
     def arm() -> None:
-        try:
-            ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        except (AttributeError, OSError):
+        if prctl is None:
             return
+        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the worker died before the signal was armed
             os.kill(os.getpid(), signal.SIGKILL)
 
     return arm
+
+
+def end_orphans(run_ids: Sequence[str]) -> list[int]:
+    """End the task processes of `run_ids` whose launcher died (see the module docstring),
+    with everything they started: SIGTERM, then SIGKILL after `_END_WAIT_SECONDS`.
+
+    A process driving one of these runs that does not name its launcher (an `io resume`
+    typed by hand) is left alone; `execute` waits for it as for any run in use.
+
+    Returns:
+        The pids of the task processes ended.
+    """
+    import psutil  # only a resumed batch lists processes
+
+    wanted = set(run_ids)
+    orphans: list[psutil.Process] = []
+    for proc in psutil.process_iter(["pid", "cmdline", "ppid"]):
+        argv = proc.info.get("cmdline") or []
+        if "io_harness_cli" not in argv or not wanted.intersection(argv):
+            continue
+        try:
+            launcher = proc.environ().get(DRIVER_VARIABLE)
+        except psutil.Error:
+            continue  # gone, or another user's: not ours to end
+        if launcher is not None and launcher != str(proc.info.get("ppid")):
+            orphans.append(proc)
+    if not orphans:
+        return []
+    tree: list[psutil.Process] = list(orphans)
+    for proc in orphans:
+        with contextlib.suppress(psutil.Error):
+            tree.extend(proc.children(recursive=True))
+    for proc in orphans:
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(orphans, timeout=_END_WAIT_SECONDS)
+    for proc in [*alive, *tree]:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(tree, timeout=_END_WAIT_SECONDS)
+    return [proc.pid for proc in orphans]
 
 
 def run_local(jobs: Sequence[Job], parallel: int, on_result: Callable[[Result], None]) -> None:

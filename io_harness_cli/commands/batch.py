@@ -2,7 +2,9 @@
 
 Every task line is checked before anything starts; the batch and each task's run id
 are recorded first, so `io batch --resume BATCH_ID` (after a crash of this process or
-of a worker) finishes what is left and starts nothing twice. Progress goes to stderr
+of a worker) finishes what is left and starts nothing twice. Each task's `io run` dies
+with the process that launched it, and `--resume` first ends any task process a dead
+driver left running. Progress goes to stderr
 (a bar on a terminal, one line per task otherwise); the summary table, or with `--json`
 one JSON object per task and a closing summary, goes to stdout.
 
@@ -64,6 +66,8 @@ def batch(
         batch_id = resume if resume is not None else _create(store, tasks, engine, width)
         record = store.batch(batch_id)
         jobs = _jobs(store, record.batch_id, location, config, cfg)
+    if resume is not None:
+        _end_orphans(jobs)
     _report_start(record.batch_id, len(jobs), engine, width, json_out)
     results = _execute(jobs, engine, address, width, json_out)
     code = _summary(record.batch_id, results, cfg, json_out)
@@ -96,6 +100,18 @@ def _jobs(store: Store, batch_id: str, location: str, config: Path | None,
             for t in store.batch_tasks(batch_id)]
 
 
+def _end_orphans(jobs: list[Job]) -> None:
+    """End the task processes a dead driver left running, before anything is resumed
+    (said on stderr, also with --json: stdout stays the batch's JSON lines)."""
+    from io_harness_cli.commands._fanout import end_orphans
+    from io_harness_cli.output import say
+
+    ended = end_orphans([job.run_id for job in jobs])
+    if ended:
+        say(f"io: ended {len(ended)} task process(es) of a batch driver that is gone"
+            f" (pid {', '.join(str(pid) for pid in ended)})")
+
+
 def _report_start(batch_id: str, count: int, engine: str, width: int, json_out: bool) -> None:
     from io_harness_cli.output import say
 
@@ -115,16 +131,10 @@ def _execute(jobs: list[Job], engine: str, address: str | None, width: int,
             progress.advance(result)
 
         if engine == "ray":
-            run_ray([_for_ray(j) for j in jobs], address, width, on_result)
+            run_ray(jobs, address, width, on_result)
         else:
             run_local(jobs, width, on_result)
     return sorted(results, key=lambda r: r.index)
-
-
-def _for_ray(job: Job) -> Job:
-    from dataclasses import replace
-
-    return replace(job, die_with_parent=True)
 
 
 class _Progress:

@@ -95,3 +95,24 @@ def test_an_mcp_call_that_asks_pauses_the_run_and_resume_approve_runs_it(
     assert resumed.returncode == 0, resumed.stderr
     results = [e for e in json_lines(resumed.stdout) if e["kind"] == "tool_result"]
     assert not results[0]["is_error"] and "UTC" in results[0]["output"]
+
+
+def test_a_tool_name_holding_a_slash_is_not_offered_and_the_operator_sees_a_warning(
+        tmp_path: Path) -> None:
+    import sys
+
+    fixture = Path(__file__).resolve().parent.parent / "mcp" / "fixture_server.py"
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("delete", ("mcp__fx__a_delete_x", {})),
+        replay_line("done"),
+    ], toml_extra=(
+        '[policy]\ntier = "full"\ndeny_mcp = ["*/delete_*"]\n'
+        f'[[mcp]]\nname = "fx"\ncommand = {str(sys.executable)!r}\nargs = [{str(fixture)!r}]\n'
+        '[mcp.env]\nFIXTURE_SLASH_TOOLS = "1"\n'))
+    result = run_io(["run", "goal", "-w", str(ws), "--json"])
+    assert result.returncode == 0, result.stderr
+    events = json_lines(result.stdout)
+    warnings = [e for e in events if e["kind"] == "warning" and "mcp" in e]
+    assert any("'a/delete_x'" in w["mcp"] and "not offered" in w["mcp"] for w in warnings)
+    results = [e for e in events if e["kind"] == "tool_result"]
+    assert results[0]["is_error"] and "unknown tool" in results[0]["output"]

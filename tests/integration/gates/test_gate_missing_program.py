@@ -125,3 +125,25 @@ def test_io_run_with_the_script_written_first_runs_the_gate(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     [gate] = [e for e in json_lines(result.stdout) if e["kind"] == "verification"]
     assert gate["passed"] is True
+
+
+def test_an_unknown_module_protects_where_the_agent_would_plant_it(tmp_path: Path) -> None:
+    # `python -m verify` may name an installed module or none: io cannot tell, so the
+    # module stays unknown, and the places a planted one would be found are inputs.
+    (tmp_path / "pyproject.toml").write_text(_MARKER["pyproject.toml"])
+    found = command_inputs("python3 -m verify.main --all", Workspace(tmp_path), _PATH)
+    assert not found.known and {"verify.py", "verify/**"} <= set(found.patterns)
+    spec = protect_gate_inputs(_spec(tmp_path, "python3 -m verify.main"))
+    assert spec.policy.check(Act.write("verify/main.py")).verdict is Verdict.DENY
+
+
+def test_where_a_bare_program_would_be_planted_ahead_on_path_is_an_input(
+        tmp_path: Path) -> None:
+    # PATH names folders of the workspace ahead of the real interpreter: one planted in
+    # them would run in its place, so each such spot is an input.
+    (tmp_path / "bin").mkdir()
+    python = Path(sys.executable)
+    path = os.pathsep.join([str(tmp_path / "bin"), ".", str(python.parent), "/usr/bin"])
+    found = command_inputs(f"{python.name} -m pytest -q", Workspace(tmp_path), path)
+    assert {f"bin/{python.name}", python.name} <= set(found.patterns)
+    assert found.missing == ()
