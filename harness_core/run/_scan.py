@@ -115,21 +115,21 @@ def _directory(dir_fd: int, rel_dir: str, specs: _Specs, rules: Rules, skip: fro
                stack: list[tuple[int, str, _Specs]]) -> Iterator[Seen]:
     try:
         with os.scandir(dir_fd) as listing:
-            names = sorted(entry.name for entry in listing)
+            entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return
-    if ".gitignore" in names:
+    if any(entry.name == ".gitignore" for entry in entries):
         rules.read(rel_dir, dir_fd)
     spec = rules.spec(rel_dir)
     if spec is not None:
         specs = [*specs, (rel_dir, spec)]
     subdirs: list[tuple[int, str]] = []
     try:
-        for name in names:
-            rel = f"{rel_dir}{name}"
-            if name == ".git" or rel in skip:
+        for entry in entries:
+            rel = f"{rel_dir}{entry.name}"
+            if entry.name == ".git" or rel in skip:
                 continue
-            seen, child = _entry(dir_fd, name, rel, specs)
+            seen, child = _entry(dir_fd, entry, rel, specs)
             if seen is not None:
                 yield seen
             if child is not None:
@@ -142,24 +142,24 @@ def _directory(dir_fd: int, rel_dir: str, specs: _Specs, rules: Rules, skip: fro
     stack.extend((child, rel, specs) for child, rel in reversed(subdirs))
 
 
-def _entry(dir_fd: int, name: str, rel: str,
+def _entry(dir_fd: int, entry: os.DirEntry[str], rel: str,
            specs: _Specs) -> tuple[Seen | None, int | None]:
-    """One name of a listing: what to yield for it, and its folder's descriptor when it
-    is a folder to walk."""
+    """One entry of a listing: what to yield for it, and its folder's descriptor when it
+    is a folder to walk. The listing's file type decides only which way to look: a
+    folder is opened with ``O_NOFOLLOW`` (a link there now fails), anything else is
+    `lstat`ed relative to the folder's descriptor."""
+    name = entry.name
     try:
-        st = os.lstat(name, dir_fd=dir_fd)
+        is_dir = entry.is_dir(follow_symlinks=False)
+        if _ignored(specs, rel + ("/" if is_dir else "")):
+            return None, None
+        if is_dir:
+            return None, os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        st = entry.stat(follow_symlinks=False)
     except OSError:
-        return (rel, dir_fd, name, None), None  # gone since the listing: read again
-    is_dir = stat.S_ISDIR(st.st_mode)
-    if _ignored(specs, rel + ("/" if is_dir else "")):
-        return None, None
-    if not is_dir:
-        keep = stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)
-        return ((rel, dir_fd, name, st) if keep else None), None
-    try:
-        return None, os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return (rel, dir_fd, name, None), None  # swapped for a link or gone meanwhile
+        return (rel, dir_fd, name, None), None  # gone, or swapped for a link, meanwhile
+    keep = stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)
+    return ((rel, dir_fd, name, st) if keep else None), None
 
 
 def _ignored(specs: _Specs, rel: str) -> bool:

@@ -149,7 +149,7 @@ class Scanner:
             if not stat.S_ISREG(before.st_mode):
                 return UNKNOWN, None
             try:
-                digest, size = self._keep_stream(src)
+                digest, size = self._keep_stream(src, before.st_size)
             except _Unread:
                 return UNKNOWN, None
             after = os.fstat(fd)
@@ -168,7 +168,10 @@ class Scanner:
                 _atomic_write(self.blob_path(digest), data)
         return digest
 
-    def _keep_stream(self, src: BinaryIO) -> tuple[str, int]:
+    def _keep_stream(self, src: BinaryIO, limit: int) -> tuple[str, int]:
+        """Hash (and keep) what `src` holds: at most `limit` bytes, the size it had when
+        opened; a file still growing past it is unread (a read never chases a writer).
+        """
         hasher, size = hashlib.sha256(), 0
         tmp = None
         if self.blobs is not None:
@@ -178,11 +181,13 @@ class Scanner:
         try:
             while True:
                 try:
-                    chunk = src.read(_CHUNK)
+                    chunk = src.read(min(_CHUNK, limit + 1 - size))
                 except OSError as exc:
                     raise _Unread from exc
                 if not chunk:
                     break
+                if size + len(chunk) > limit:
+                    raise _Unread  # it grew while io read it
                 hasher.update(chunk)
                 size += len(chunk)
                 if tmp is not None:

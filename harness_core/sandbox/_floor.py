@@ -11,11 +11,15 @@ grandchild can outlive the kill, and `Selected` says that too.
 On Linux the commands start through a resident launcher (`_resident`): one process per
 run, started with the scrubbed environment in a session of its own, that starts each
 command as its child (each in its own session, cgroup and rlimits) and exits when `io`
-closes its socket or dies. Elsewhere each command is started directly.
+closes its socket or dies. It is a child subreaper, so what a command leaves behind (a
+`setsid` escapee, at any depth) is handed to it, and when `io` dies (a `kill -9`
+included) it kills every command and everything handed to it before it exits (`_inner`
+``--reaper``). Elsewhere each command is started directly.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -44,8 +48,11 @@ class FloorLauncher(ResidentLauncher):
         super().__init__(selected, spec, pids=pids)
 
     def _start(self, key: object) -> ResidentStart:
+        # `--reaper`: no PID namespace ends the commands with the sandbox, so the
+        # launcher adopts what they leave and ends it all when io does (see `_inner`).
         return ResidentStart(
-            argv=[INTERPRETER, "-I", "-S", "-c", inner_source()], env=self._environment())
+            argv=[INTERPRETER, "-I", "-S", "-c", inner_source()], env=self._environment(),
+            launcher_args=["--reaper", str(os.getpid())])
 
     def popen(self, request: LaunchRequest) -> subprocess.Popen[bytes]:
         if _RESIDENT:

@@ -28,6 +28,15 @@ without a command exits.
 
 When `io` closes the control socket (run end, a retired sandbox, `io` killed) the
 launcher exits once every child is reaped, or orphaned because `io` is gone.
+
+With ``--reaper IO_PID`` (the floor, where no PID namespace ends a sandbox's processes
+with it) the launcher is a child subreaper: a process a command left behind (a `setsid`
+escapee whose parent exited, at any depth) is handed to the launcher rather than to
+init. When `io` ends (watched through a pidfd, so a `kill -9` is seen at once) the
+launcher kills every command's session and every process handed to it, over and over
+until none is left (each kill can orphan more), for at most `_REAP_SECONDS`, then exits.
+A process it may not signal (another user's) outlives it and is left to the next `io`'s
+sweep, which reports it.
 """
 
 from __future__ import annotations
@@ -36,8 +45,10 @@ import _socket as socket  # not `socket`: its enums cost the launcher's start ~6
 import marshal
 import os
 import select
+import signal
 import struct
 import sys
+import time
 
 TYPE_CHECKING = False  # not `typing`'s: importing typing costs the start ~4 ms
 if TYPE_CHECKING:
@@ -189,6 +200,57 @@ class Cgroups:
             self.remove(name, tries)
 
 
+def _prctl(option: int, value: int, what: str) -> None:
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), what)
+
+
+_REAP_SECONDS = 10.0
+"""How long the launcher keeps ending what a dead `io` left before it gives up."""
+
+
+def _adopted() -> list[int]:
+    """The launcher's children now (its commands and the orphans handed to it)."""
+    me = str(os.getpid()).encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[1] == me:
+            found.append(int(name))
+    return found
+
+
+def end_everything() -> None:
+    """`io` is gone: kill every child and what they started, until nothing is left."""
+    own = os.getpgrp()
+    deadline = time.monotonic() + _REAP_SECONDS
+    while time.monotonic() < deadline:
+        children = _adopted()
+        for pid in children:
+            try:
+                group = os.getpgid(pid)
+                if group != own:
+                    os.killpg(group, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            if not children:
+                return
+        select.select([], [], [], 0.02)
+
+
 def _dumpable(value: int) -> None:
     """prctl(PR_SET_DUMPABLE): a non-dumpable launcher's fds (the cgroup directory) cannot
     be opened through /proc/PID/fd by a command."""
@@ -201,9 +263,13 @@ def _dumpable(value: int) -> None:
 class Launcher:
     """The launcher's state: its children (spares and the commands they became)."""
 
-    def __init__(self, control: socket.socket, cgroups: Cgroups | None) -> None:
+    def __init__(self, control: socket.socket, cgroups: Cgroups | None,
+                 io_pidfd: int | None = None) -> None:
         self.control: socket.socket | None = control
         self.cgroups = cgroups
+        self.io_pidfd = io_pidfd
+        """A pidfd on `io` (``--reaper``): readable once `io` has ended."""
+        self.io_gone = False
         self.running: dict[int, tuple[int, socket.socket, str]] = {}
         """pidfd -> (pid, status socket, cgroup name) of a child that has not exited."""
         self.exited: dict[int, tuple[int, socket.socket, str]] = {}
@@ -286,10 +352,14 @@ class Launcher:
         watch += list(statuses)
         if self.control is not None:
             watch.append(self.control.fileno())
+        if self.io_pidfd is not None:
+            watch.append(self.io_pidfd)
         pending = self.cgroups is not None and self.cgroups.pending
         ready, _, _ = select.select(watch, [], [], 0.01 if pending else None)
         for fd in ready:
-            if self.control is not None and fd == self.control.fileno():
+            if fd == self.io_pidfd:
+                self.io_gone = True
+            elif self.control is not None and fd == self.control.fileno():
                 self.on_control()
             elif fd in self.running or fd in self.orphans:
                 self.on_exit(fd)
@@ -317,11 +387,27 @@ def main() -> None:
         _dumpable(0)
         cgroups = Cgroups(int(args[1]), args[2], args[3])
         args = args[4:]
-    if args[:1] == ["--proxy-env"]:  # run under the egress forwarder: pass its variables on
-        _extra_env.update({k: os.environb[k] for k in PROXY_VARIABLES if k in os.environb})
-    launcher = Launcher(socket.socket(fileno=int(sys.argv[1])), cgroups)
+    io_pidfd = None
+    while args:
+        if args[0] == "--proxy-env":  # under the egress forwarder: pass its variables on
+            _extra_env.update({k: os.environb[k] for k in PROXY_VARIABLES if k in os.environb})
+            args = args[1:]
+        elif args[0] == "--reaper":  # the floor: end what a dead io left (module doc)
+            _prctl(36, 1, "prctl(PR_SET_CHILD_SUBREAPER)")
+            try:
+                io_pidfd = os.pidfd_open(int(args[1]))
+            except ProcessLookupError:
+                end_everything()
+                return
+            args = args[2:]
+        else:
+            raise SystemExit(f"launcher: unknown argument {args[0]!r}")
+    launcher = Launcher(socket.socket(fileno=int(sys.argv[1])), cgroups, io_pidfd)
     while not launcher.done():
         launcher.step()
+        if launcher.io_gone:
+            end_everything()
+            return
 
 
 if __name__ == "__main__":

@@ -37,7 +37,9 @@ CREATE TABLE IF NOT EXISTS snapshots (
 """
 
 Manifest = dict[str, tuple[str, int, str]]
-"""Workspace path → (sha256 of the content, size, "f" file | "x" executable | "l" link)."""
+"""Workspace path → (sha256 of the content, size, "f" file | "x" executable | "l" link |
+"u" unknown: it changed while read, nothing kept | "d" refused by `deny_read`: never read
+| "o" written by io for the operator, in an ``operator`` row)."""
 
 
 @record
@@ -50,11 +52,13 @@ class SnapshotRecord:
         kind: ``baseline`` (when a drive began), ``before`` (before the step's calls, when
             the files differed from the last state), ``after`` (the step changed files),
             ``undo`` (`io undo` restored the state before step `note`), ``capped`` (the
-            size cap stopped snapshots: nothing later is recorded).
+            size cap or a fault writing a blob stopped snapshots: nothing later is
+            recorded), ``operator`` (not a state: the paths io wrote for the operator,
+            never compared or restored).
         created_at: When it was recorded.
         manifest: The files.
         bytes: Blob bytes this row added to the run's snapshots.
-        note: For ``undo``, the step undone; for ``capped``, why.
+        note: For ``undo``, the step undone; for ``capped``, why (the cause, for a fault).
     """
 
     seq: int

@@ -111,9 +111,18 @@ def _wait_until_recorded(io_pid: int, numbers: list[str], timeout: float = 60) -
         time.sleep(0.05)
 
 
+def _launchers(io_pid: int) -> list[psutil.Process]:
+    """The floor's resident launchers `io` started (`python -I -S -c SOURCE ...`)."""
+    return [child for child in psutil.Process(io_pid).children()
+            if child.cmdline()[1:4] == ["-I", "-S", "-c"]]
+
+
 def _start_and_kill(tmp_path: Path, prefix: list[str], lines: list[str],
-                    waiting_for: list[str], recorded: list[str] | None = None,
-                    ) -> tuple[Path, str, dict[str, str]]:
+                    waiting_for: list[str], recorded: list[str] | None = None, *,
+                    with_launcher: bool = True) -> tuple[Path, str, dict[str, str]]:
+    """Start `io run` under the floor, wait for the sleepers, then kill -9 io (and,
+    `with_launcher`, its resident launcher too, which would otherwise end them: what is
+    left is then the next io's to sweep)."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "escape.py").write_text(ESCAPE)
@@ -129,13 +138,17 @@ def _start_and_kill(tmp_path: Path, prefix: list[str], lines: list[str],
         if recorded:
             _wait_until_recorded(io.pid, recorded)
     finally:
+        launchers = _launchers(io.pid) if with_launcher else []
         io.send_signal(signal.SIGKILL)
+        for launcher in launchers:
+            with contextlib.suppress(psutil.Error):
+                launcher.kill()
         out, err = io.communicate(timeout=30)
     run_id = json.loads(out.decode().splitlines()[0])["run_id"]
     return ws, run_id, {"IO_STORE": env["IO_STORE"]}
 
 
-def test_escapees_a_killed_io_left_under_the_floor_are_ended_by_the_next_io(
+def test_escapees_a_killed_io_and_launcher_left_under_the_floor_are_ended_by_the_next_io(
     tmp_path: Path, no_cgroup: list[str], numbers: list[str]
 ) -> None:
     handle_session, handle_group, handle, exec_session, exec_group, blocker = numbers
@@ -195,3 +208,28 @@ def test_a_leftover_that_cannot_be_signalled_is_reported_as_not_ended(
     trace = run_io(["trace", run_id], env=env)
     assert trace.returncode == 0, trace.stderr
     assert "could not end" in trace.stdout and "cannot be signalled" in trace.stdout
+
+
+def test_the_floor_launcher_ends_everything_when_io_is_killed(
+    tmp_path: Path, no_cgroup: list[str], numbers: list[str]
+) -> None:
+    """A handle and an `exec` whose children leave their session and group and are
+    orphaned at once, before io could sample them (the docs called them a limit), die
+    with io: the floor's launcher adopts them and ends them all when io is killed, with
+    no next io needed (#35). An unrelated process in a session of its own survives."""
+    handle_session, handle_group, handle, exec_session, exec_group, blocker = numbers
+    unrelated = str(int(blocker) + 7)
+    other = subprocess.Popen(["sleep", unrelated], start_new_session=True, env={})
+    try:
+        _start_and_kill(tmp_path, no_cgroup, [
+            replay_line("start", ("shell_start", {
+                "line": f"python3 escape.py {handle_session} {handle_group} {handle}"})),
+            replay_line("block", ("exec", {
+                "argv": ["python3", "escape.py", exec_session, exec_group, blocker],
+                "timeout_seconds": 600})),
+        ], waiting_for=numbers, with_launcher=False)
+        _wait_until(numbers, present=False)
+        assert other.poll() is None  # not io's: never signalled
+    finally:
+        other.kill()
+        other.wait()

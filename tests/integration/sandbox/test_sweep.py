@@ -2,8 +2,9 @@
 
 A run starts a background handle (`sleep A`) and a command that leaves its session
 (`setsid`) for a grandchild (`sleep B`) and then blocks (`sleep C`). `io` is killed with
-SIGKILL mid-step. Under `off` and the floor the three survive it (the negative
-control: nothing ran `io`'s clean-up); `io runs` then kills them, and the store records
+SIGKILL mid-step (under the floor its resident launcher too, which would otherwise end
+them at once: see test_floor_survivors). Under `off` and the floor the three survive it
+(the negative control: nothing ran `io`'s clean-up); `io runs` then kills them, and the store records
 what it killed against the run. Under the native backend nothing survives at all.
 """
 
@@ -94,7 +95,12 @@ def start_and_kill(tmp_path: Path, backend: str, numbers: list[str]) -> tuple[st
     try:
         wait_for([handle, grandchild])
     finally:
+        launchers = [child for child in psutil.Process(io.pid).children()
+                     if child.cmdline()[1:4] == ["-I", "-S", "-c"]]
         io.send_signal(signal.SIGKILL)
+        for launcher in launchers:
+            with contextlib.suppress(psutil.Error):
+                launcher.kill()
         out, _ = io.communicate(timeout=30)
     run_id = json.loads(out.decode().splitlines()[0])["run_id"]
     return run_id, store
