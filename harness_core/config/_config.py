@@ -195,7 +195,8 @@ class Config:
         if self.provider is None:
             raise ConfigError(
                 "no [provider] is configured",
-                hint='add a [provider] table to io.toml (kind = "scripted" works offline)',
+                hint='`io config init` writes an io.toml with one (or add a [provider] table:'
+                     ' kind = "scripted" works offline)',
             )
         subst = Substituter(self._env)
 

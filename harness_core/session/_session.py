@@ -243,9 +243,19 @@ class Session:
 
         Raises:
             SessionInUse: Another live process has a turn of this session in flight.
-            UsageError: `from_turn` names no turn of this session.
+            UsageError: `from_turn` names no turn of this session, or (without
+                `from_turn`) the latest turn is paused: it is resumed, not built on.
         """
         parent = self.find(from_turn) if from_turn is not None else self.store.latest_turn(self.id)
+        if from_turn is None and parent is not None and parent.status.value == "paused":
+            # A new turn on top would leave the paused one waiting under it for good.
+            from harness_core.session._operator import _paused_hint
+
+            raise UsageError(
+                f"turn {parent.number} of session {self.id} (run {parent.run_id}) is paused;"
+                " a new turn would leave it waiting",
+                hint=_paused_hint(self.store.run(parent.run_id))
+                + f", or branch past it with `io session turn {self.id} --from N`")
         pid = os.getpid()
         self.store.acquire_session(self.id, pid, _own_start_time(), alive=self._alive)
         try:

@@ -113,7 +113,8 @@ class SpendQueries:
 
     _conn: sqlite3.Connection
 
-    def spend_rows(self, since: str | None = None, until: str | None = None) -> list[SpendRow]:
+    def spend_rows(self, since: str | None = None, until: str | None = None, *,
+                   workspace: str | None = None) -> list[SpendRow]:
         """One `SpendRow` per completion (compaction summaries included), oldest first: the run and session, provider, the
         model served and the one requested, when (timezone-aware UTC), the counts (None
         when not reported), the root of the run's tree (the run itself when not a child)
@@ -122,6 +123,8 @@ class SpendQueries:
         Args:
             since: Inclusive ISO timestamp lower bound.
             until: Exclusive ISO timestamp upper bound.
+            workspace: Only the runs of this workspace (its path as recorded); None:
+                every workspace's.
         """
         sql = (
             "SELECT c.run_id, r.session_id, c.provider, c.model_served, c.model_requested,"
@@ -145,6 +148,9 @@ class SpendQueries:
         if until is not None:
             sql += " AND c.created_at < ?"
             params.append(until)
+        if workspace is not None:
+            sql += " AND r.workspace = ?"
+            params.append(workspace)
         try:
             rows = self._conn.execute(sql + " ORDER BY c.created_at", params).fetchall()
         except sqlite3.Error as exc:

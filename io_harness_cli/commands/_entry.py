@@ -80,7 +80,7 @@ def _parse_failure(exc: typer.TyperException) -> int:
     ctx = getattr(exc, "ctx", None)
     where = getattr(ctx, "command_path", None)
     if not where:  # an option's missing value is reported without a context
-        from io_harness_cli.main import command_path
+        from io_harness_cli._catalog import command_path
 
         where = command_path(sys.argv[1:])
     error(" ".join(text.split()), f"see `{where} --help`")

@@ -35,6 +35,8 @@ class EventOutput:
         self.json_mode = json_mode
         self.run_id: str | None = None
         self.finished = False
+        self.status: str | None = None
+        """How the run ended, once `finish` was called (`RunStatus` value, or `error`)."""
         self.config: Config | None = None
         self._human: Callable[[Event], None] | None = None
         self._sinks: list[TelemetrySink] = []
@@ -95,6 +97,8 @@ class EventOutput:
 
     def finish(self, status: str, code: int, reason: str, why: str, **extra: Any) -> None:
         """Write the closing `run_finished` event (once): the exit code and why."""
+        if self.status is None:
+            self.status = status
         if self.finished:
             return
         self.finished = True

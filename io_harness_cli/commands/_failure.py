@@ -34,9 +34,13 @@ def hint_for(exc: HarnessError) -> str | None:
 
     if exc.hint is not None or int(exit_code_for_error(exc)) != int(ExitCode.USAGE):
         return exc.hint
-    if isinstance(exc, UsageError):
-        from io_harness_cli.main import command_path
+    from io_harness_cli._catalog import command_path
 
-        return f"see `{command_path(sys.argv[1:])} --help`"
+    where = command_path(sys.argv[1:])
+    if isinstance(exc, UsageError):
+        return f"see `{where} --help`"
+    if where == "io config check":  # it is what the operator just ran: point further
+        return ("`io config show` prints every value with the file it came from; `io config"
+                " schema` lists every key with its type and bounds")
     return ("`io config check` shows what io reads and where from; `io config schema`"
             " lists every key with its type and bounds")

@@ -132,8 +132,33 @@ def _change(rel: str, old: _Entry | None, new: _Entry | None) -> list[str]:
     return out + list(difflib.unified_diff(before, after, a, b))
 
 
-def report_scratch(original: Path, copy: Path) -> None:
-    """Print the unified diff between the workspace and its copy, and where the copy is."""
+def end_scratch(original: Path, copy: Path, status: str | None, run_id: str | None) -> None:
+    """What becomes of a `--scratch` copy when `io run` or `io resume` ends: no run was
+    made (a usage error), it is removed unseen; the run ended for good (finished,
+    failed), the diff is printed and the copy removed; the run can go on (paused,
+    stopped, interrupted, errored), the diff is printed and the copy kept for the resume.
+    """
+    if run_id is None or status in (None, "error", "busy"):
+        if run_id is None:
+            _remove(copy)
+        return
+    report_scratch(original, copy, keep=status not in ("finished", "failed"))
+
+
+def _remove(copy: Path) -> bool:
+    """Remove the copy with the temporary directory `make_scratch` made for it; a copy
+    elsewhere (moved, and named with `io resume -w`) is the operator's and stays."""
+    parent = copy.parent
+    made_here = parent.parent.resolve() == Path(tempfile.gettempdir()).resolve()
+    if not parent.name.startswith("io-scratch-") or not made_here:
+        return False
+    shutil.rmtree(parent, ignore_errors=True)
+    return True
+
+
+def report_scratch(original: Path, copy: Path, *, keep: bool = True) -> None:
+    """Print the unified diff between the workspace and its copy, then where the copy is
+    (`keep`) or that it was removed."""
     before, after = _files(original), _files(copy)
     chunks: list[str] = []
     for rel in sorted(set(before) | set(after)):
@@ -145,4 +170,12 @@ def report_scratch(original: Path, copy: Path) -> None:
         say("".join(chunks).rstrip("\n"))
     else:
         say("io: the scratch copy is unchanged")
-    say(f"io: scratch copy kept at {copy} (the workspace {original} was not modified)")
+    if keep:
+        say(f"io: scratch copy kept at {copy} until the run ends (the workspace {original}"
+            " was not modified)")
+    elif _remove(copy):
+        say(f"io: scratch copy removed: the run has ended (the workspace {original} was not"
+            " modified)")
+    else:
+        say(f"io: scratch copy kept at {copy}: io did not make that directory (the workspace"
+            f" {original} was not modified)")

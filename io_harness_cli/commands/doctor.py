@@ -1,7 +1,8 @@
 """`io doctor`: which sandbox backends can run on this machine and, for each that
 cannot, why and what fixes it; what `auto` would pick; whether the egress proxy starts
-and the store opens; the system scope's requirements in force. Exit 1 when the
-configured backend cannot run here, else 0."""
+and the store opens; which provider `io run` would use and whether its key is set (no
+request is sent); the system scope's requirements in force. Exit 1 when the configured
+backend cannot run here, else 0."""
 
 from __future__ import annotations
 
@@ -28,17 +29,19 @@ def doctor(workspace: WorkspaceOpt = None, config: ConfigOpt = None,
     from io_harness_cli.output import write_json
 
     env = environment()
-    cfg = load_config(workspace_path(workspace), config, ("sandbox", "store"))
+    cfg = load_config(workspace_path(workspace), config, ("sandbox", "store", "provider"))
     keys = tuple(env[name] for name in _KEY_VARIABLES if env.get(name))
     found = diagnose(cfg.sandbox, probe=HostProbe(env=env), secrets=keys)
     store = _store(cfg)
     floor = dict(cfg.requirements.items())
+    provider = _provider(cfg)
     if json_out:
-        write_json({**found.to_json(), "store": store, "requirements": {
+        write_json({**found.to_json(), "store": store, "provider": provider, "requirements": {
             "file": None if cfg.requirements.source is None else str(cfg.requirements.source),
             "values": floor}})
     else:
         _print(found, store)
+        _print_provider(provider)
         _print_requirements(cfg, floor)
     raise typer.Exit(0 if found.configured_runs else 1)
 
@@ -77,6 +80,39 @@ def _print_requirements(cfg: Config, floor: dict[str, Any]) -> None:
     sys.stdout.write(f"\nrequirements in force (from {cfg.requirements.source}):\n")
     for key, value in floor.items():
         sys.stdout.write(f"  {key} = {json.dumps(value)}\n")
+
+
+def _provider(cfg: Config) -> dict[str, Any]:
+    """Which provider `io run` would use, and whether its key resolves (nothing sent)."""
+    from harness_core import HarnessError
+
+    if cfg.provider is None:
+        return {"kind": None, "model": None, "ok": False,
+                "detail": "no [provider] is configured: `io run` needs one",
+                "fix": "`io config init` writes an io.toml with one"}
+    shown = {"kind": cfg.provider.kind, "model": cfg.provider.model or None}
+    try:
+        cfg.provider_for_run()
+    except HarnessError as exc:
+        return {**shown, "ok": False, "detail": exc.message, "fix": exc.hint}
+    if cfg.provider.api_key_ref is not None:
+        detail = "its key is set"
+    elif cfg.provider.kind == "scripted":
+        detail = "needs no key"
+    else:
+        detail = "no api_key in [provider] (only an endpoint that needs none will answer)"
+    return {**shown, "ok": True, "detail": detail}
+
+
+def _print_provider(provider: dict[str, Any]) -> None:
+    import sys
+
+    what = (f"{provider['kind']} (model {provider['model'] or '-'})" if provider["kind"]
+            else "none")
+    verdict = "ok" if provider["ok"] else "FAILED"
+    sys.stdout.write(f"provider: {verdict}: {what}: {provider['detail']}\n")
+    if provider.get("fix"):
+        sys.stdout.write(f"          fix: {provider['fix']}\n")
 
 
 def _print(found: Diagnosis, store: dict[str, Any]) -> None:

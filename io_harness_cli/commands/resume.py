@@ -116,9 +116,9 @@ def resume(
 
     code = drive(out, body, reports)  # type: ignore[arg-type]
     if scratch:  # as at the end of the uninterrupted `io run --scratch`
-        from io_harness_cli.commands._scratch import report_scratch
+        from io_harness_cli.commands._scratch import end_scratch
 
-        report_scratch(*scratch[0])
+        end_scratch(*scratch[0], out.status, out.run_id)
     exit_with(code)
 
 

@@ -104,9 +104,9 @@ def run(
     code = drive(out, body, reports)  # type: ignore[arg-type]
     if copy:
         from io_harness_cli.commands._load import workspace_path
-        from io_harness_cli.commands._scratch import report_scratch
+        from io_harness_cli.commands._scratch import end_scratch
 
-        report_scratch(workspace_path(workspace), copy[0])
+        end_scratch(workspace_path(workspace), copy[0], out.status, out.run_id)
     exit_with(code)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
+from io_harness_cli.commands._options import AllOpt, ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
     from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport, SpendRow
@@ -42,8 +42,13 @@ def spend(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
+    all_workspaces: AllOpt = False,
 ) -> None:
-    """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted."""
+    """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted.
+
+    The workspace's runs (-w, default: .), as `io runs` lists them; --all counts every
+    workspace's.
+    """
     from io_harness_cli.commands._load import (
         STORE_AND_PRICES,
         load_config,
@@ -61,10 +66,11 @@ def spend(
         group = "tree"
     lower = _bound(since, "--since", end_of_day=False)
     upper = _bound(until, "--until", end_of_day=True)
-    cfg = load_config(workspace_path(workspace), config, STORE_AND_PRICES)
+    ws = workspace_path(workspace)
+    cfg = load_config(ws, config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
-        raw = store.spend_rows(lower, upper)
+        raw = store.spend_rows(lower, upper, workspace=None if all_workspaces else str(ws))
     finally:
         store.close()
     report = summarize_rows(raw, cfg.prices, group)

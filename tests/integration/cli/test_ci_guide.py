@@ -95,6 +95,11 @@ def test_the_ci_guide_workflow_runs_and_resumes_a_paused_run(tmp_path: Path) -> 
     assert outputs["run"]["exit"] == "4"  # the run paused for the approval …
     assert "approve" in outputs  # … so the approve job ran,
     assert (ws / "approved.txt").exists()  # approved the act,
+    for name in ("events.jsonl", "resumed.jsonl"):  # jq reads every line the jobs wrote
+        for line in (ws / name).read_text().splitlines():
+            parsed = subprocess.run(["jq", "-e", 'type == "object" and .schema == 1'],
+                                    input=line, capture_output=True, text=True, check=False)
+            assert parsed.returncode == 0, (name, line, parsed.stderr)
     resumed = json.loads((ws / "resumed.jsonl").read_text().splitlines()[-1])
     assert (resumed["exit_code"], resumed["verified"]) == (0, True)  # and the gate passed
     assert (ws / "io-gates.xml").read_text().count("<testcase") == 1

@@ -14,6 +14,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from io_harness_cli import _catalog as cli_catalog
 from io_harness_cli import main as cli_main
 
 _ENTRY_MODULES = {f"io_harness_cli.commands.{name}"
@@ -26,17 +27,17 @@ def _render(app: typer.Typer, args: list[str], width: int) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("name", sorted(cli_main._COMMANDS))
+@pytest.mark.parametrize("name", sorted(cli_catalog._COMMANDS))
 def test_a_command_summary_is_the_first_paragraph_of_its_docstring(name: str) -> None:
-    module, function, summary = cli_main._COMMANDS[name]
+    module, function, summary = cli_catalog._COMMANDS[name]
     command = getattr(importlib.import_module(f"io_harness_cli.commands.{module}"), function)
     assert inspect.getdoc(command).split("\n\n")[0] == summary
 
 
-@pytest.mark.parametrize("name", sorted(cli_main._GROUPS))
+@pytest.mark.parametrize("name", sorted(cli_catalog._GROUPS))
 def test_a_group_summary_is_its_help(name: str) -> None:
     group = importlib.import_module(f"io_harness_cli.commands.{name}").app
-    assert group.info.help == cli_main._GROUPS[name]
+    assert group.info.help == cli_catalog._GROUPS[name]
 
 
 @pytest.mark.parametrize("width", [40, 80, 200])

@@ -165,6 +165,7 @@ def _interrupted(corpus: Corpus, root: Path, json_mode: bool) -> None:
         run_id = json.loads(corpus.io(["runs", "-w", str(ws), "--json"]).stdout
                             .splitlines()[0])["run_id"]
         trace = corpus.io(["trace", run_id, "-w", str(ws)], extra={"NO_COLOR": "1"})
+        corpus.live["interrupted"] = err
         corpus.human["interrupted"] = "\n".join([out, err, trace.stdout, trace.stderr])
 
 

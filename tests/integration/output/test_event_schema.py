@@ -124,3 +124,9 @@ def test_the_schema_file_is_in_the_package_data() -> None:
     pyproject = (REPO / "pyproject.toml").read_text()
     assert '"schemas/*.json"' in pyproject
     assert (Path(REPO) / "harness_core" / "schemas" / "events.schema.json").is_file()
+
+
+def test_an_interrupted_run_says_how_to_continue(corpus: Corpus) -> None:
+    ending = json.loads(corpus.json["interrupted"].splitlines()[-1])
+    assert ending["resume"] == f"io resume {ending['run_id']}"
+    assert "continue with: io resume " in corpus.live["interrupted"]
