@@ -121,7 +121,7 @@ def last_mark(text: bytes) -> int:
 def billed_marked(prompts: list[bytes], marked: list[bytes]) -> float:
     """Anthropic's rules over unmarked prompts, with the mark positions of `marked`.
     The mark positions are mapped to the unmarked text by the share of the request."""
-    total, cached = 0.0, 0
+    total, cached, prev = 0.0, 0, b""
     for text, with_marks in zip(prompts, marked, strict=True):
         end = last_mark(with_marks)
         upto = round(len(text) * end / len(with_marks)) if end else 0
