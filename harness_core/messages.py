@@ -221,6 +221,9 @@ class Usage:
         cache_write_tokens: Of prompt_tokens, those written to the cache.
         reasoning_tokens: Of completion_tokens, those spent reasoning.
         server_tool_requests: Provider-executed tool requests the vendor reported.
+        estimated: True when the provider reported no counts and io estimated
+            `prompt_tokens` and `completion_tokens` itself (`harness_core.run` says
+            how), so budgets still hold; spend and the trace mark such calls.
     """
 
     prompt_tokens: int | None = None
@@ -230,6 +233,13 @@ class Usage:
     cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
     server_tool_requests: int | None = None
+    estimated: bool = False
+
+    @property
+    def is_reported(self) -> bool:
+        """Whether the provider reported any token count at all."""
+        return not (self.prompt_tokens is None and self.completion_tokens is None
+                    and self.total_tokens is None)
 
     def billed_tokens(self, cache_read_weight: float = 1.0) -> int:
         """Tokens to draw from a token budget, counted as the vendor bills them.
@@ -249,7 +259,7 @@ class Usage:
         weighted = prompt - cached + cached * cache_read_weight
         return int(round(weighted)) + (self.completion_tokens or 0)
 
-    def to_json(self) -> dict[str, int | None]:
+    def to_json(self) -> dict[str, int | bool | None]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -258,6 +268,7 @@ class Usage:
             "cache_write_tokens": self.cache_write_tokens,
             "reasoning_tokens": self.reasoning_tokens,
             "server_tool_requests": self.server_tool_requests,
+            "estimated": self.estimated,
         }
 
     @staticmethod
@@ -274,4 +285,5 @@ class Usage:
             cache_write_tokens=opt("cache_write_tokens"),
             reasoning_tokens=opt("reasoning_tokens"),
             server_tool_requests=opt("server_tool_requests"),
+            estimated=data.get("estimated") is True,
         )

@@ -3,6 +3,8 @@
 A cost is derived at query time from a `PriceTable` and never stored. A call whose
 model has no price (or whose token counts were not reported) is counted as unpriced,
 never costed at zero, and a group holding one reports a floor rather than a total. A
+call whose provider reported no counts holds io's estimate and is counted as estimated
+(`SpendGroup.estimated_calls`). A
 provider-executed request (a web search) is billed per request, not per token, so no
 cost here includes it. This module does arithmetic only: no I/O, no terminal.
 """
@@ -56,6 +58,8 @@ class SpendGroup:
         calls: Completions in the group.
         cost_usd: Derived cost of the priced calls; None when no call could be priced.
         unpriced_calls: Calls no cost could be derived for (no price, or no counts).
+        estimated_calls: Calls whose counts are io's estimate (the provider reported
+            none): their tokens and cost are estimates too.
         is_floor: True when some calls are unpriced, so `cost_usd` understates.
     """
 
@@ -70,6 +74,7 @@ class SpendGroup:
     server_tool_requests: int | None = None
     cost_usd: float | None = None
     unpriced_calls: int = 0
+    estimated_calls: int = 0
 
     @property
     def is_floor(self) -> bool:
@@ -112,7 +117,7 @@ class SpendReport:
 
 
 class _Tally:
-    __slots__ = ("calls", "counts", "cost", "priced", "unpriced")
+    __slots__ = ("calls", "counts", "cost", "estimated", "priced", "unpriced")
 
     def __init__(self) -> None:
         self.calls = 0
@@ -120,9 +125,11 @@ class _Tally:
         self.cost = 0.0
         self.priced = 0
         self.unpriced = 0
+        self.estimated = 0
 
     def add(self, row: SpendRow, cost: float | None) -> None:
         self.calls += 1
+        self.estimated += row.estimated
         for name in _COUNTS:
             value = getattr(row, name)
             if value is not None:
@@ -139,6 +146,7 @@ class _Tally:
             self.calls,
             cost_usd=self.cost if self.priced else None,
             unpriced_calls=self.unpriced,
+            estimated_calls=self.estimated,
             **self.counts,
         )
 

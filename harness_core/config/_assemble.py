@@ -73,9 +73,27 @@ def _cost_function(config: Config) -> Callable[[str, Usage], float | None] | Non
         )
     if prices is None:
         return None
+    provider = config.provider
+    configured = tuple(m for m in (
+        (provider.model, *(f.model for f in provider.fallback)) if provider is not None else ()
+    ) if m)
+    if config.budget.max_cost_usd is not None:
+        missing = [m for m in configured if prices.price_for(m) is None]
+        if missing:
+            raise ConfigError(
+                f"[budget] max_cost_usd cannot be enforced: [prices] has no price for"
+                f" {', '.join(repr(m) for m in missing)}",
+                hint=f'add [prices.models."{missing[0]}"] with input_per_mtok and'
+                     " output_per_mtok, or set max_cost_usd = false",
+            )
 
     def cost_of(model: str, usage: Usage) -> float | None:
+        # The model that served, or the configured one it is a version of (a vendor
+        # answers "gpt-5" with "gpt-5-2025-08-07").
         price = prices.price_for(model)
+        if price is None:
+            price = next((prices.price_for(m) for m in configured
+                          if model.startswith(m) and prices.price_for(m) is not None), None)
         return price.cost_of(usage) if price is not None else None
 
     return cost_of
@@ -109,7 +127,8 @@ def build_run_spec(
         The spec; the detected toolchain is overridden by `[toolchain]`.
 
     Raises:
-        ConfigError: `[budget] max_cost_usd` is set without `[prices]`.
+        ConfigError: `[budget] max_cost_usd` is set without `[prices]`, or `[prices]`
+            has no price for the configured model (or a fallback's).
     """
     ws = Workspace(workspace)
     provider = config.provider

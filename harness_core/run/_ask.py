@@ -1,16 +1,20 @@
 """Asking the model: the budget check before a step, compaction of the history, the
 completion (continued across `pause_turn`) recorded before any call runs, and the cost
-each completion draws."""
+each completion draws. A completion whose provider reported no counts is recorded with
+an estimate (`_estimate`), and a cost budget that meets a call it cannot price stops
+the run at the next step rather than going on unbounded: no budget fails open."""
 
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from typing import Any
 
 from harness_core.errors import ProviderError
 from harness_core.events import Event, EventKind
 from harness_core.messages import Message, Usage
 from harness_core.providers import CompletionRequest, CompletionResponse, ProviderAttempt
 from harness_core.run._drive_state import _Drive, _Stop
+from harness_core.run._estimate import with_estimate
 from harness_core.run._runner_base import _RunnerBase
 from harness_core.store import RunStatus
 
@@ -31,10 +35,13 @@ class _AskPhase(_RunnerBase):
             if fresh:
                 drive.tree.budget.add(cost=cost)
         elif not drive.unpriced_warned:
+            # Fail closed: a cost that cannot be derived cannot be bounded, so the run
+            # stops at the next step boundary (`_check_budget`) instead of going on.
             drive.unpriced_warned = True
+            drive.unpriced_model = model
             self._emit(Event(EventKind.WARNING, drive.run_id, {
-                "text": f"model {model!r} has no price in [prices] (or reported no usage):"
-                        " its calls do not count against max_cost_usd"}))
+                "text": f"model {model!r} has no price in [prices]: max_cost_usd cannot be"
+                        " enforced, so the run stops before its next step"}))
 
     def _prior_cost(self, drive: _Drive, before_step: int) -> None:
         if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
@@ -60,6 +67,10 @@ class _AskPhase(_RunnerBase):
 
     def _check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
+        if budget.max_cost_usd is not None and drive.unpriced_model is not None:
+            raise _Stop(RunStatus.STOPPED,
+                        f"budget: the cost budget of ${budget.max_cost_usd:g} cannot be"
+                        f" enforced: model {drive.unpriced_model!r} has no price in [prices]")
         if budget.max_cost_usd is not None and drive.cost_used >= budget.max_cost_usd:
             raise _Stop(RunStatus.STOPPED,
                         f"budget: the cost budget of ${budget.max_cost_usd:g} is spent"
@@ -109,6 +120,7 @@ class _AskPhase(_RunnerBase):
             self.store.record_failed_attempts(drive.run_id, step, [
                 ProviderAttempt.of(a) for a in failed])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
+        response = with_estimate(request, response)
         latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
         self.store.record_completion(
             drive.run_id, step, text=response.text, tool_calls=response.tool_calls,
@@ -139,8 +151,10 @@ def _continued(first: CompletionResponse, more: CompletionResponse) -> Completio
     def add(a: int | None, b: int | None) -> int | None:
         return None if a is None and b is None else (a or 0) + (b or 0)
 
-    usage = Usage(*(add(getattr(first.usage, f.name), getattr(more.usage, f.name))
-                    for f in fields(Usage)))
+    counts: dict[str, Any] = {f.name: add(getattr(first.usage, f.name),
+                                          getattr(more.usage, f.name))
+                              for f in fields(Usage) if f.name != "estimated"}
+    usage = Usage(**counts, estimated=first.usage.estimated or more.usage.estimated)
     return replace(
         more, text=first.text + more.text, usage=usage,
         latency_ms=first.latency_ms + more.latency_ms,

@@ -25,6 +25,7 @@ from harness_core.events import Event, EventKind
 from harness_core.messages import Message, Role, Usage
 from harness_core.providers import CompletionRequest, Provider
 from harness_core.run._context import ContextBudget, estimate_tokens
+from harness_core.run._estimate import with_estimate
 from harness_core.run._spec import RunSpec
 from harness_core.run._windows import context_window_of
 from harness_core.store import Store
@@ -146,7 +147,7 @@ class Compactor:
     def counted(self, usage: Usage, view_len: int) -> None:
         """A step's completion answered: its usage counts the history (the request's
         `view_len` messages and its answer)."""
-        if usage.prompt_tokens is None:
+        if usage.prompt_tokens is None or usage.estimated:  # it estimates the view itself
             self.meter = _Meter()
             return
         self.meter = _Meter(usage.prompt_tokens + (usage.completion_tokens or 0), view_len + 1)
@@ -220,7 +221,7 @@ class Compactor:
         request = CompletionRequest(model=spec.model, messages=(*view, Message.user(prompt)),
                                     max_tokens=spec.max_tokens, purpose="compact",
                                     cache_key=self.run_id)
-        response = self.provider.complete(request, step=step)
+        response = with_estimate(request, self.provider.complete(request, step=step))
         full_cut = self._full_index(cut_view)
         record = self.store.record_compaction(
             self.run_id, step, head=self.head, cut=full_cut, summary=response.text,

@@ -13,6 +13,8 @@ __all__ = ["ContextBudget", "estimate_tokens"]
 
 _CHARS_PER_TOKEN = 4
 _MESSAGE_OVERHEAD = 4
+ELIDE_TO = 0.75
+"""Past its ceiling the view is elided down to this share of it, in one block."""
 
 
 def estimate_tokens(message: Message) -> int:
@@ -27,7 +29,9 @@ class ContextBudget:
     """Keeps a running view of the conversation under `max_tokens`.
 
     Appending is O(1); a view is built per step. Elision only ever moves forward, so a
-    message elided once stays elided (the view is stable step to step), and its marker
+    message elided once stays elided (the view is stable step to step), past the ceiling
+    it elides a block at once (down to `ELIDE_TO` of it) so the cached prefix changes
+    once in many steps rather than on each, and its marker
     is made once: every later view holds the same marker object, which the providers'
     encoders recognise by identity and do not encode again.
     """
@@ -75,9 +79,13 @@ class ContextBudget:
     def _elide(self) -> None:
         assert self.max_tokens is not None
         # Keep the last 4 messages whole whatever happens: the newest observations matter most.
+        # Elide in a block, down to `ELIDE_TO` of the ceiling, not just under it: each
+        # elision changes the prefix the vendor cached, so one turn at a time would break
+        # the cache on every step past the ceiling; a block breaks it once in many steps.
         last = len(self._messages) - 4
+        target = int(self.max_tokens * ELIDE_TO)
         i = self._next_candidate
-        while self._total > self.max_tokens and i < last:
+        while self._total > target and i < last:
             message = self._messages[i]
             if message.role is Role.TOOL and i not in self._elided:
                 marker = _marker(message)

@@ -64,6 +64,8 @@ class _Drive:
     toolbox: Toolbox = field(default_factory=Toolbox)
     cost_used: float = 0.0
     unpriced_warned: bool = False
+    unpriced_model: str | None = None
+    """A model whose call the cost budget could not price: the run stops at the next step."""
     recorded_upto: int = -1
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""

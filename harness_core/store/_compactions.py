@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS compactions (
 
 _COLUMNS = ("seq, step_index, created_at, head, cut, summary, size_before, threshold, provider,"
             " model_requested, model_served, prompt_tokens, completion_tokens, total_tokens,"
-            " cache_read_tokens, cache_write_tokens, reasoning_tokens, latency_ms")
+            " cache_read_tokens, cache_write_tokens, reasoning_tokens, latency_ms,"
+            " usage_estimated")
 
 
 @record
@@ -66,7 +67,8 @@ class CompactionRecord:
         provider: The provider that served the summary.
         model_requested: The model asked.
         model_served: The model that answered.
-        usage: The summary completion's token counts, as reported.
+        usage: The summary completion's token counts, as reported (or estimated, when
+            the provider reported none: `Usage.estimated`).
         latency_ms: How long it took.
     """
 
@@ -94,7 +96,8 @@ class CompactionRecord:
 
 def _record(r: tuple[Any, ...]) -> CompactionRecord:
     usage = Usage(prompt_tokens=r[11], completion_tokens=r[12], total_tokens=r[13],
-                  cache_read_tokens=r[14], cache_write_tokens=r[15], reasoning_tokens=r[16])
+                  cache_read_tokens=r[14], cache_write_tokens=r[15], reasoning_tokens=r[16],
+                  estimated=bool(r[18]))
     return CompactionRecord(int(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4]), str(r[5]),
                             int(r[6]), int(r[7]), str(r[8]), str(r[9]), str(r[10]), usage,
                             float(r[17]))
@@ -127,11 +130,12 @@ class CompactionQueries(StoreParts):
             seq = int(row[0])
             conn.execute(
                 f"INSERT INTO compactions(run_id, {_COLUMNS}, host) VALUES"  # noqa: S608
-                " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, seq, step, created, head, cut, summary, size_before, threshold,
                  provider, model_requested, model_served, usage.prompt_tokens,
                  usage.completion_tokens, usage.total_tokens, usage.cache_read_tokens,
-                 usage.cache_write_tokens, usage.reasoning_tokens, latency_ms, HOST),
+                 usage.cache_write_tokens, usage.reasoning_tokens, latency_ms,
+                 1 if usage.estimated else 0, HOST),
             )
         return CompactionRecord(seq, step, created, head, cut, summary, size_before,
                                 threshold, provider, model_requested, model_served, usage,

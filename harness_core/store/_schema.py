@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "CHECKPOINT_FORMAT", "MIGRATIONS", "RESUME_STATE_SQL", "RUNNER_HOST_SQL",
-    "VERIFICATION_REPORT_SQL",
+    "USAGE_ESTIMATED_SQL", "VERIFICATION_REPORT_SQL",
 ]
 
 CHECKPOINT_FORMAT = 7
@@ -224,3 +224,10 @@ state of each completion (`CompletionResponse.carry`: the Responses API's encryp
 reasoning items and response id), and, per tool call the stall detector counted, the
 workspace print it took ('' when it took none); NULL on rows written before it, or for
 a call the detector did not count."""
+
+USAGE_ESTIMATED_SQL = """
+ALTER TABLE completions ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compactions ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0
+"""
+"""1 where the provider reported no token counts and the row holds io's estimate
+(`Usage.estimated`); 0 on rows written before it, whose counts are as reported."""

@@ -28,6 +28,8 @@ class SpendRow:
         root_run_id: The root of the run's tree (None: the run is its own root).
         runner: The machine (hostname) that made the call; None when not recorded.
         model_requested: The model the run asked for (None on a row made without it).
+        estimated: The counts are io's estimate: the provider reported none
+            (`Usage.estimated`).
     """
 
     run_id: str
@@ -45,6 +47,7 @@ class SpendRow:
     root_run_id: str | None = None
     runner: str | None = None
     model_requested: str | None = None
+    estimated: bool = False
 
     @staticmethod
     def from_usage(
@@ -70,6 +73,7 @@ class SpendRow:
             usage.cache_write_tokens,
             usage.reasoning_tokens,
             usage.server_tool_requests,
+            estimated=usage.estimated,
         )
 
     def usage(self) -> Usage:
@@ -82,6 +86,7 @@ class SpendRow:
             self.cache_write_tokens,
             self.reasoning_tokens,
             self.server_tool_requests,
+            estimated=self.estimated,
         )
 
 
@@ -105,7 +110,7 @@ def _spend_row(r: tuple[Any, ...]) -> SpendRow:
         prompt_tokens=_count(r[6]), completion_tokens=_count(r[7]), total_tokens=_count(r[8]),
         cache_read_tokens=_count(r[9]), cache_write_tokens=_count(r[10]),
         reasoning_tokens=_count(r[11]), server_tool_requests=_count(r[12]),
-        root_run_id=_text(r[13]), runner=_text(r[14]))
+        root_run_id=_text(r[13]), runner=_text(r[14]), estimated=bool(r[15]))
 
 
 class SpendQueries:
@@ -130,14 +135,16 @@ class SpendQueries:
             "SELECT c.run_id, r.session_id, c.provider, c.model_served, c.model_requested,"
             " c.created_at, c.prompt_tokens, c.completion_tokens, c.total_tokens,"
             " c.cache_read_tokens, c.cache_write_tokens, c.reasoning_tokens,"
-            " c.server_tool_requests, COALESCE(r.root_run_id, c.run_id), c.host"
+            " c.server_tool_requests, COALESCE(r.root_run_id, c.run_id), c.host,"
+            " c.usage_estimated"
             " FROM (SELECT run_id, provider, model_served, model_requested, created_at,"
             " prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
-            " cache_write_tokens, reasoning_tokens, server_tool_requests, host"
-            " FROM completions UNION ALL"
+            " cache_write_tokens, reasoning_tokens, server_tool_requests, host,"
+            " usage_estimated FROM completions UNION ALL"
             " SELECT run_id, provider, model_served, model_requested, created_at,"
             " prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
-            " cache_write_tokens, reasoning_tokens, NULL, host FROM compactions) c"
+            " cache_write_tokens, reasoning_tokens, NULL, host, usage_estimated"
+            " FROM compactions) c"
             " LEFT JOIN runs r ON r.run_id = c.run_id"
             " WHERE 1 = 1"
         )

@@ -97,11 +97,13 @@ class StepQueries(StoreParts):
                 "INSERT INTO completions(run_id, step_index, created_at, provider, model_requested,"
                 " model_served, prompt_tokens, completion_tokens, total_tokens, cache_read_tokens,"
                 " cache_write_tokens, reasoning_tokens, server_tool_requests, latency_ms, ttft_ms,"
-                " stop_reason, host, carry) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " stop_reason, host, carry, usage_estimated)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, step, now, provider, model_requested, model_served,
                  usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
                  usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens,
-                 usage.server_tool_requests, latency_ms, ttft_ms, stop_reason, HOST, carry),
+                 usage.server_tool_requests, latency_ms, ttft_ms, stop_reason, HOST, carry,
+                 1 if usage.estimated else 0),
             )
             # Each row's seq is computed by its INSERT (after the failed attempts already
             # recorded for the step): no answer to wait for inside the transaction.
@@ -158,7 +160,7 @@ class StepQueries(StoreParts):
             "SELECT s.step_index, s.created_at, s.text, s.tool_calls, c.provider, c.model_served,"
             " c.prompt_tokens, c.completion_tokens, c.total_tokens, c.cache_read_tokens,"
             " c.cache_write_tokens, c.reasoning_tokens, c.server_tool_requests, c.latency_ms,"
-            " c.ttft_ms FROM steps s LEFT JOIN completions c"
+            " c.ttft_ms, c.usage_estimated FROM steps s LEFT JOIN completions c"
             " ON c.run_id = s.run_id AND c.step_index = s.step_index"
             " WHERE s.run_id = ? AND s.step_index = ?",
             (run_id, step),
@@ -171,7 +173,7 @@ class StepQueries(StoreParts):
             "SELECT s.step_index, s.created_at, s.text, s.tool_calls, c.provider, c.model_served,"
             " c.prompt_tokens, c.completion_tokens, c.total_tokens, c.cache_read_tokens,"
             " c.cache_write_tokens, c.reasoning_tokens, c.server_tool_requests, c.latency_ms,"
-            " c.ttft_ms FROM steps s LEFT JOIN completions c"
+            " c.ttft_ms, c.usage_estimated FROM steps s LEFT JOIN completions c"
             " ON c.run_id = s.run_id AND c.step_index = s.step_index"
             " WHERE s.run_id = ? ORDER BY s.step_index",
             (run_id,),
@@ -184,12 +186,12 @@ class StepQueries(StoreParts):
             "SELECT s.step_index, s.created_at, s.text, s.tool_calls, c.provider, c.model_served,"
             " c.prompt_tokens, c.completion_tokens, c.total_tokens, c.cache_read_tokens,"
             " c.cache_write_tokens, c.reasoning_tokens, c.server_tool_requests, c.latency_ms,"
-            " c.ttft_ms, c.carry FROM steps s JOIN completions c"
+            " c.ttft_ms, c.usage_estimated, c.carry FROM steps s JOIN completions c"
             " ON c.run_id = s.run_id AND c.step_index = s.step_index"
             " WHERE s.run_id = ? AND c.carry IS NOT NULL ORDER BY s.step_index",
             (run_id,),
         )
-        return [(_step_record(r), str(r[15])) for r in rows]
+        return [(_step_record(r), str(r[16])) for r in rows]
 
     def progress_trail(self, run_id: str, last: int) -> list[tuple[str, str]]:
         """The `last` calls the stall detector counted, oldest first: each call's key
@@ -296,6 +298,7 @@ def _step_record(r: tuple[Any, ...]) -> StepRecord:
     return StepRecord(
         step_index=r[0], created_at=r[1], text=r[2],
         tool_calls=tuple(ToolCall.from_json(c) for c in loads(r[3])), provider=r[4],
-        model_served=r[5], usage=Usage(**dict(zip(usage_keys, r[6:13], strict=True))),
+        model_served=r[5], usage=Usage(**dict(zip(usage_keys, r[6:13], strict=True)),
+                                       estimated=bool(r[15])),
         latency_ms=r[13], ttft_ms=r[14],
     )

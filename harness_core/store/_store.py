@@ -56,6 +56,7 @@ from harness_core.store._schema import (
     MIGRATIONS,
     RESUME_STATE_SQL,
     RUNNER_HOST_SQL,
+    USAGE_ESTIMATED_SQL,
     VERIFICATION_REPORT_SQL,
 )
 from harness_core.store._sessions import SESSION_SCHEMA_SQL, SessionQueries
@@ -87,6 +88,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_compactions", COMPACTION_SCHEMA_SQL),
     ("0015_snapshots", SNAPSHOT_SCHEMA_SQL),
     ("0016_hooks", HOOK_SCHEMA_SQL),
+    ("0019_usage_estimated", USAGE_ESTIMATED_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a

@@ -2,7 +2,9 @@
 
 Costs are derived here, at query time, from the loaded `[prices]` table and never
 stored. A call the table cannot price is counted, not costed at zero, and a group (or
-the total) holding one is shown as a floor. The table goes to stdout (it is the
+the total) holding one is shown as a floor. Cache reads and writes are shown beside
+the prompt they are part of (priced at the cache rates of `[prices]`), and calls whose
+provider reported no counts are counted as estimated. The table goes to stdout (it is the
 answer): rich with a small bar per row on a terminal, tab-separated text otherwise
 (`NO_COLOR`, a pipe). rich is imported on the terminal path only.
 """
@@ -145,13 +147,15 @@ def _bound(text: str | None, option: str, *, end_of_day: bool) -> str | None:
 # --- rendering -------------------------------------------------------------------------
 
 
-_HEADERS = ["{by}", "calls", "prompt", "output", "total", "cost_usd", "unpriced"]
+_HEADERS = ["{by}", "calls", "prompt", "output", "total", "cost_usd", "unpriced",
+            "cache_read", "cache_write", "estimated"]
 
 
 def _cells(group: SpendGroup, label: str) -> list[str]:
     return [label, str(group.calls), _num(group.prompt_tokens),
             _num(group.completion_tokens), _num(group.total_tokens), _cost(group),
-            str(group.unpriced_calls)]
+            str(group.unpriced_calls), _num(group.cache_read_tokens),
+            _num(group.cache_write_tokens), str(group.estimated_calls)]
 
 
 def _num(value: int | None) -> str:
@@ -235,4 +239,9 @@ def _notes(report: SpendReport, *, has_prices: bool) -> list[str]:
         notes.append(
             f"{unpriced} call{'s' if unpriced != 1 else ''} could not be priced (no price for"
             " the model that served, or no token counts): the cost is a floor, not a total")
+    estimated = report.total.estimated_calls
+    if estimated:
+        notes.append(
+            f"{estimated} call{'s' if estimated != 1 else ''} reported no token counts: their"
+            " tokens (and cost) are io's estimate, about 4 characters a token")
     return notes

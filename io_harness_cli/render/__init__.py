@@ -15,6 +15,7 @@ from io_harness_cli.output import use_color
 from io_harness_cli.render.lines import brief as _brief
 from io_harness_cli.render.lines import decided_by as _decided_by
 from io_harness_cli.render.lines import shown as _shown
+from io_harness_cli.render.lines import usage_notes
 
 if TYPE_CHECKING:
     from harness_core import Event
@@ -80,7 +81,7 @@ def render_trace(data: dict[str, Any]) -> None:
         took = f"{latency:.1f} ms" if isinstance(latency, (int, float)) else "-"
         out(f"\nstep {step['step']}  {_shown(step['model'])}  in"
             f" {_shown(usage.get('prompt_tokens'))} out {_shown(usage.get('completion_tokens'))}"
-            f"  {took}\n")
+            f"{usage_notes(usage)}  {took}\n")
         if step["text"]:
             out(f"  says: {_brief(step['text'], 200)}\n")
         for call in step["calls"]:

@@ -62,7 +62,7 @@ def _completion(d: dict[str, Any], run_id: str) -> list[Line]:
     usage = d.get("usage") or {}
     tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
     tokens = ("tokens not reported" if tokens_in is None and tokens_out is None
-              else f"tokens in {shown(tokens_in)} out {shown(tokens_out)}")
+              else f"tokens in {shown(tokens_in)} out {shown(tokens_out)}{usage_notes(usage)}")
     latency = d.get("latency_ms")
     out = [(f"  model {shown(d.get('model'))} · {tokens} · "
             + ("-" if latency is None else f"{latency} ms"), "")]
@@ -265,3 +265,15 @@ class RichTrace(PlainTrace):
         console = Console(stderr=True, highlight=False)
         super().__init__(lambda line, style: console.print(Text(line, style=style)),
                          answer_shown=answer_shown)
+
+
+def usage_notes(usage: dict[str, Any]) -> str:
+    """What a usage's in/out figures leave out: cache reads and writes, and whether
+    the counts are io's estimate (the provider reported none)."""
+    notes = ""
+    read, written = usage.get("cache_read_tokens"), usage.get("cache_write_tokens")
+    if read or written:
+        notes += f" (cache read {read or 0}, written {written or 0})"
+    if usage.get("estimated"):
+        notes += " estimated (not reported)"
+    return notes

@@ -241,7 +241,8 @@ def render_anthropic(turn: Turn, model: str, stream: bool) -> dict[str, Any] | l
             "usage": usage,
         }
     start_usage = {k: v for k, v in usage.items() if k not in ("output_tokens", "server_tool_use")}
-    start_usage["output_tokens"] = 1
+    if usage:  # `usage={}`: a proxy that strips every count
+        start_usage["output_tokens"] = 1
     events = [
         _sse(
             "message_start",
@@ -378,7 +379,7 @@ def render_anthropic(turn: Turn, model: str, stream: bool) -> dict[str, Any] | l
             )
         events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
-    delta_usage = {"output_tokens": usage.get("output_tokens", 0)}
+    delta_usage = {"output_tokens": usage.get("output_tokens", 0)} if usage else {}
     if "server_tool_use" in usage:
         delta_usage["server_tool_use"] = usage["server_tool_use"]
     events.append(

@@ -114,7 +114,7 @@ def test_spend_counts_calls_of_an_unpriced_served_model_and_marks_the_total_a_fl
     assert plain.returncode == 0
     lines = plain.stdout.splitlines()
     assert lines[0].split("\t") == ["model", "calls", "prompt", "output", "total", "cost_usd",
-                                    "unpriced"]
+                                    "unpriced", "cache_read", "cache_write", "estimated"]
     assert lines[-1].split("\t")[:2] == ["total", "2"]
     assert "floor" in plain.stderr
 

@@ -38,7 +38,8 @@ def _plain(vendor: str, provider: Any, request: CompletionRequest) -> dict[str, 
         body.pop("system", None)
         if system:
             body["system"] = [{"type": "text", "text": system, "cache_control": MARK}]
-        if body["messages"]:  # the moving breakpoint: on the last block of the last turn
+        if body["messages"] and body["messages"][-1]["role"] == "user":
+            # the moving breakpoint: on the last block of the last turn (not a prefill)
             body["messages"][-1]["content"][-1]["cache_control"] = MARK
     elif vendor == "openai-responses":
         body["input"] = [i for m in request.messages for i in responses_wire.wire_items(m)]

@@ -81,7 +81,7 @@ def test_a_two_step_run_emits_every_event_with_its_fields(tmp_path: Path) -> Non
         return {"prompt_tokens": prompt, "completion_tokens": completion,
                 "total_tokens": prompt + completion, "cache_read_tokens": None,
                 "cache_write_tokens": None, "reasoning_tokens": None,
-                "server_tool_requests": None}
+                "server_tool_requests": None, "estimated": False}
 
     assert [(e.kind, e.data) for e in events.seen[1:]] == [
         (EventKind.STEP_STARTED, {"step": 0}),

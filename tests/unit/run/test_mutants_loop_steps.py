@@ -149,13 +149,18 @@ def _priced_run(tmp_path: Path, cost_of: Any, max_cost: float | None) -> tuple[A
     return outcome, events
 
 
-def test_an_unpriced_model_is_warned_about_once(tmp_path: Path) -> None:
+def test_a_cost_budget_that_meets_an_unpriced_model_warns_once_and_stops(
+    tmp_path: Path,
+) -> None:
+    """Fail closed: a cost that cannot be derived cannot be bounded."""
     outcome, events = _priced_run(tmp_path, lambda model, usage: None, 0.01)
-    assert (outcome.status, outcome.steps) == (RunStatus.FINISHED, 3)
+    assert (outcome.status, outcome.steps) == (RunStatus.STOPPED, 1)
+    assert outcome.reason == ("budget: the cost budget of $0.01 cannot be enforced:"
+                              " model 'scripted-replay' has no price in [prices]")
     warnings = [e for e in events.seen if e.kind is EventKind.WARNING]
     assert [(e.run_id, e.data) for e in warnings] == [(outcome.run_id, {
-        "text": "model 'scripted-replay' has no price in [prices] (or reported no usage):"
-                " its calls do not count against max_cost_usd"})]
+        "text": "model 'scripted-replay' has no price in [prices]: max_cost_usd cannot be"
+                " enforced, so the run stops before its next step"})]
 
 
 def test_prices_without_a_cost_budget_draw_and_warn_nothing(tmp_path: Path) -> None:

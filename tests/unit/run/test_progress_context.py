@@ -7,7 +7,7 @@ and no further than needed."""
 from __future__ import annotations
 
 from harness_core import Message, Role, ToolCall, ToolResult
-from harness_core.run._context import ContextBudget, estimate_tokens
+from harness_core.run._context import ELIDE_TO, ContextBudget, estimate_tokens
 from harness_core.run._progress import Progress
 
 
@@ -101,21 +101,38 @@ def test_the_marker_says_what_was_elided_and_how_to_see_it() -> None:
                              " budget (400 chars); call the tool again to see it]")
 
 
-def test_elision_starts_at_the_oldest_stops_when_under_and_spares_the_newest_four() -> None:
+def test_elision_starts_at_the_oldest_goes_down_to_a_share_and_spares_the_newest_four(
+) -> None:
     messages = [Message.user("goal"), *[_tool(i) for i in range(8)]]
-    budget = ContextBudget(sum(estimate_tokens(m) for m in messages) - 140)  # 2 markers' worth
+    whole = sum(estimate_tokens(m) for m in messages)
+    budget = ContextBudget(whole - 140)  # 2 markers' worth over the ceiling
     budget.extend(messages)
     view = budget.view()
     elided = [i for i, m in enumerate(view) if "elided to fit" in m.content]
-    assert elided == [1, 2]  # the oldest observations, and only as many as needed
-    assert budget.elided_count == 2
-    assert sum(estimate_tokens(m) for m in view) <= budget.max_tokens  # type: ignore[operator]
+    # A block: the oldest observations, until the view is under ELIDE_TO of the ceiling
+    # (or only the newest four are left), so the next steps need no elision at all.
+    assert elided == list(range(1, len(elided) + 1)) and len(elided) > 2
+    assert budget.elided_count == len(elided)
+    size = sum(estimate_tokens(m) for m in view)
+    assert size <= ELIDE_TO * budget.max_tokens or elided == [1, 2, 3, 4]  # type: ignore[operator]
     tight = ContextBudget(1)
     tight.extend(messages)
     seen = tight.view()
     assert [i for i, m in enumerate(seen) if "elided to fit" in m.content] == [1, 2, 3, 4]
     assert seen[0].content == "goal" and all(m.content.startswith(str(i - 1))
                                               for i, m in enumerate(seen) if i >= 5)
+
+
+def test_a_view_under_the_ceiling_after_a_block_needs_no_elision_for_a_while() -> None:
+    messages = [_tool(i) for i in range(40)]
+    budget = ContextBudget(sum(estimate_tokens(m) for m in messages[:20]))
+    budget.extend(messages[:21])
+    first = budget.view()
+    count = budget.elided_count
+    assert count > 1
+    budget.append(messages[21])
+    assert budget.view()[: len(first) - 4] == first[: len(first) - 4]
+    assert budget.elided_count == count  # the block made room: nothing more this step
 
 
 def test_no_ceiling_and_a_small_conversation_are_left_alone() -> None:
@@ -141,16 +158,13 @@ def test_a_conversation_exactly_at_the_ceiling_is_not_elided() -> None:
     assert budget.view() == tuple(messages)
 
 
-def test_elision_stops_as_soon_as_the_view_is_at_the_ceiling() -> None:
-    messages = [_tool(i) for i in range(8)]
+def test_elision_stops_as_soon_as_the_view_is_at_its_target() -> None:
+    messages = [_tool(0, 4000), *[_tool(i, 40) for i in range(1, 9)]]
     total = sum(estimate_tokens(m) for m in messages)
-    budget = ContextBudget(1)
-    budget.extend(messages[:5])
-    marker = budget.view()[0]
-    saving = estimate_tokens(messages[0]) - estimate_tokens(marker)
-    exact = ContextBudget(total - saving)  # one marker brings it exactly to the ceiling
-    exact.extend(messages)
-    assert [i for i, m in enumerate(exact.view()) if "elided" in m.content] == [0]
+    budget = ContextBudget(total - 1)
+    budget.extend(messages)
+    assert [i for i, m in enumerate(budget.view()) if "elided" in m.content] == [0]
+    assert sum(estimate_tokens(m) for m in budget.view()) <= ELIDE_TO * (total - 1)
 
 
 def test_the_marker_keeps_the_error_flag_and_names_an_unnamed_tool() -> None:

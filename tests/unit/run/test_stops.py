@@ -131,13 +131,13 @@ def test_the_cost_budget_stops_once_the_derived_cost_reaches_it(tmp_path: Path) 
     assert reason == "budget: the cost budget of $1.2 is spent ($1.5000 derived from [prices])"
 
 
-def test_an_unpriced_model_never_stops_on_cost(tmp_path: Path) -> None:
+def test_an_unpriced_model_stops_a_cost_budget_it_cannot_enforce(tmp_path: Path) -> None:
     clock = ManualClock()
     provider = MeteredProvider(clock, Usage(1000, 100))
     status, reason, steps = _run(tmp_path, provider, clock,
                                  budget=_budget(max_cost_usd=0.01, max_steps=4),
                                  cost_of=lambda model, usage: None)
-    assert (status, steps) == (RunStatus.STOPPED, 4) and "step budget" in reason
+    assert (status, steps) == (RunStatus.STOPPED, 1) and "cannot be enforced" in reason
 
 
 def test_stall_the_same_call_window_times_in_a_row(tmp_path: Path) -> None:
