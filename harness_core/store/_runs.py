@@ -32,15 +32,29 @@ _RUN_BY_PREFIX = (
     RUN_COLUMNS + " FROM runs WHERE run_id = ? OR run_id LIKE ?"
     " ESCAPE '!' ORDER BY run_id = ? DESC, created_at DESC LIMIT 11"
 )
+_RUN_BY_PREFIX_RANGE = (
+    RUN_COLUMNS + " FROM runs WHERE run_id >= ? AND run_id < ? AND run_id LIKE ? ESCAPE '!'"
+    " ORDER BY run_id = ? DESC, created_at DESC LIMIT 11"
+)
+"""SQLite's LIKE uses no index (it ignores case); the byte range before it does. Not on
+PostgreSQL, whose collation may not order a prefix before its extensions."""
 _RUNS_RECENT = (
     RUN_COLUMNS + " FROM runs ORDER BY created_at DESC LIMIT ?"
 )
-_RUNS_FILTERED = (
-    RUN_COLUMNS + " FROM runs WHERE (? = 0 OR workspace = ?) AND (? = 0 OR status IN"
-    " (" + ", ".join("?" * len(RunStatus)) + ")) ORDER BY created_at DESC LIMIT ?"
-)
-"""Runs of one workspace and/or of some statuses (a flag turns each filter on; the status
-list is padded to one placeholder per `RunStatus`, so the statement never changes)."""
+_STATUS_MARKS = ", ".join("?" * len(RunStatus))
+
+
+def _runs_filtered(workspace: bool, statuses: bool) -> str:
+    """Runs of one workspace and/or of some statuses, newest first: each combination is
+    a statement of its own, so the planner uses `runs_workspace` for a workspace
+    (a ``? = 0 OR`` switch in one statement made it read the table whole). The status
+    list is padded to one placeholder per `RunStatus`."""
+    where = " AND ".join(
+        ([("workspace = ?")] if workspace else [])
+        + ([f"status IN ({_STATUS_MARKS})"] if statuses else []))
+    return RUN_COLUMNS + f" FROM runs WHERE {where} ORDER BY created_at DESC LIMIT ?"
+
+
 _RUNS_OF_SESSION = (
     RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
@@ -113,10 +127,12 @@ class RunQueries(StoreParts):
         no run, however few the store holds)."""
         if not prefix.strip():
             raise RunNotFound(prefix)
-        rows = self._query(
-            _RUN_BY_PREFIX,
-            (prefix, prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%", prefix),
-        )
+        pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+        if self.backend == "sqlite":
+            rows = self._query(_RUN_BY_PREFIX_RANGE,
+                               (prefix, prefix + "\U0010ffff", pattern, prefix))
+        else:
+            rows = self._query(_RUN_BY_PREFIX, (prefix, pattern, prefix))
         if not rows:
             raise RunNotFound(prefix)
         if len(rows) > 1 and rows[0][0] != prefix:
@@ -133,10 +149,11 @@ class RunQueries(StoreParts):
         elif workspace is None and not statuses:
             rows = self._query(_RUNS_RECENT, (limit,))
         else:
-            values = [s.value for s in statuses] or [""]
-            padded = (values * len(RunStatus))[:len(RunStatus)]
-            rows = self._query(_RUNS_FILTERED, (int(workspace is not None), workspace or "",
-                                                int(bool(statuses)), *padded, limit))
+            values = [s.value for s in statuses]
+            padded = (values * len(RunStatus))[:len(RunStatus)] if values else []
+            rows = self._query(_runs_filtered(workspace is not None, bool(values)),
+                               ([workspace] if workspace is not None else []) + padded
+                               + [limit])
         return [run_record(r) for r in rows]
 
     def child_runs(self, run_id: str) -> list[RunRecord]:

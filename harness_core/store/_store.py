@@ -54,6 +54,7 @@ from harness_core.store._runs import RunQueries
 from harness_core.store._schema import (
     CHECKPOINT_FORMAT,
     MIGRATIONS,
+    REPORT_INDEXES_SQL,
     RESUME_STATE_SQL,
     RUNNER_HOST_SQL,
     VERIFICATION_REPORT_SQL,
@@ -87,6 +88,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_compactions", COMPACTION_SCHEMA_SQL),
     ("0015_snapshots", SNAPSHOT_SCHEMA_SQL),
     ("0016_hooks", HOOK_SCHEMA_SQL),
+    ("0017_report_indexes", REPORT_INDEXES_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a

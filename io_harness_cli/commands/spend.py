@@ -18,7 +18,7 @@ import typer
 from io_harness_cli.commands._options import ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
-    from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport, SpendRow
+    from harness_core import SpendBy, SpendGroup, SpendReport
 
 BY_CHOICES = ("model", "run", "session", "day", "tree", "runner")
 _BAR_WIDTH = 10
@@ -42,6 +42,9 @@ def spend(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
+    all_workspaces: Annotated[bool, typer.Option(
+        "--all", help="Count every workspace's runs, not only the workspace's (-w,"
+        " default: .).")] = False,
 ) -> None:
     """Tokens and derived cost by model, run, session or day or runner; unpriced calls are counted."""
     from io_harness_cli.commands._load import (
@@ -61,13 +64,18 @@ def spend(
         group = "tree"
     lower = _bound(since, "--since", end_of_day=False)
     upper = _bound(until, "--until", end_of_day=True)
-    cfg = load_config(workspace_path(workspace), config, STORE_AND_PRICES)
+    ws = workspace_path(workspace)
+    cfg = load_config(ws, config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
-        raw = store.spend_rows(lower, upper)
+        # Summed in the database: one row per group and model, never one per call.
+        sums = store.spend_sums(group, since=lower, until=upper,
+                                workspace=None if all_workspaces else str(ws))
     finally:
         store.close()
-    report = summarize_rows(raw, cfg.prices, group)
+    from harness_core import summarize_sums
+
+    report = summarize_sums(sums, cfg.prices, by=group)
     if json_out:
         write_json({**report.to_json(), "since": lower, "until": upper})
         return
@@ -77,14 +85,6 @@ def spend(
         _plain_table(report)
     for note in _notes(report, has_prices=cfg.prices is not None):
         say(f"io: {note}")
-
-
-def summarize_rows(rows: list[SpendRow], prices: PriceTable | None, by: SpendBy
-                   ) -> SpendReport:
-    """Summarize the store's rows with `prices`, grouped `by`."""
-    from harness_core import summarize
-
-    return summarize(rows, prices, by=by)
 
 
 # --- arguments -------------------------------------------------------------------------

@@ -81,12 +81,12 @@ def test_trace_shows_the_tree_and_spend_rolls_it_up(tmp_path: Path, store_backen
     assert lines[0].startswith(f"  {root}") and lines[1].startswith("    ")
     assert lines[2].startswith("      ") and "(reviewer)  finished  steps 2" in lines[1]
 
-    spent = json_lines(run_io(["spend", "--by", "tree", "--json"]).stdout)[0]
+    spent = json_lines(run_io(["spend", "--by", "tree", "--json", "--all"]).stdout)[0]
     (group,) = spent["groups"]
     assert group["key"] == root
-    by_run = json_lines(run_io(["spend", "--by", "run", "--json"]).stdout)[0]
+    by_run = json_lines(run_io(["spend", "--by", "run", "--json", "--all"]).stdout)[0]
     assert len(by_run["groups"]) == 4
-    rolled = json_lines(run_io(["spend", "--by", "run", "--tree", "--json"]).stdout)[0]
+    rolled = json_lines(run_io(["spend", "--by", "run", "--tree", "--json", "--all"]).stdout)[0]
     assert [g["key"] for g in rolled["groups"]] == [root]
     assert rolled["groups"][0]["calls"] == sum(g["calls"] for g in by_run["groups"])
 

@@ -46,7 +46,7 @@ def test_example_compacts_twice_and_counts_both_summaries(tmp_path: Path) -> Non
         steps = {r[0] for r in db.execute("SELECT DISTINCT step_index FROM messages"
                                           " WHERE run_id = ?", (run_id,))}
     assert steps == {-1, *range(8)}
-    spend = json.loads(run_io(["spend", "--by", "run", "--json"]).stdout)
+    spend = json.loads(run_io(["spend", "--by", "run", "--json", "-w", str(ws)]).stdout)
     group = next(g for g in spend["groups"] if g["key"] == run_id)
     assert group["calls"] == 8 + 2
     assert group["completion_tokens"] == 90 + 80 + 120 + 60 + 70 + 60 + 90 + 50 + 60 + 30

@@ -243,7 +243,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert store._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
         assert store.integrity_check() == "ok"
     names = {r[0] for r in _rows(path, "SELECT name FROM migrations")}
-    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 16
+    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 17
     meta = dict(_rows(path, "SELECT key, value FROM meta"))
     assert meta["checkpoint_format"] == "7"
     assert len(meta["store_id"]) == 32 and int(meta["store_id"], 16) >= 0
@@ -251,7 +251,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert again._conn.execute("PRAGMA synchronous").fetchone() == (1,)
         assert again._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
     assert dict(_rows(path, "SELECT key, value FROM meta"))["store_id"] == meta["store_id"]
-    assert len(_rows(path, "SELECT name FROM migrations")) == 16
+    assert len(_rows(path, "SELECT name FROM migrations")) == 17
 
 
 def test_a_store_missing_a_migration_gets_it_on_open(tmp_path: Path) -> None:
@@ -263,7 +263,7 @@ def test_a_store_missing_a_migration_gets_it_on_open(tmp_path: Path) -> None:
     conn.close()
     with Store(path) as store:
         assert store._is_current()
-    assert len(_rows(path, "SELECT name FROM migrations")) == 16
+    assert len(_rows(path, "SELECT name FROM migrations")) == 17
 
 
 def test_a_twin_connection_sees_the_same_store_with_the_same_pragmas(tmp_path: Path) -> None:
