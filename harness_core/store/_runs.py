@@ -13,6 +13,7 @@ from typing import Any
 from harness_core.errors import AmbiguousId, RunInUse, RunNotFound
 from harness_core.messages import Message, escape_surrogates
 from harness_core.store._codec import dumps, loads
+from harness_core.store._documents import document_ref, resolved
 from harness_core.store._parts import HOST, AliveCheck, StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import (
@@ -92,23 +93,25 @@ class RunQueries(StoreParts):
         now = _now()
         if owner_pid is not None:
             self._hold("run", run_id)
+        redact = getattr(self, "_redact", None)
         with self._tx() as conn:
+            policy_ref = document_ref(conn, policy, redact)
+            sandbox_ref = document_ref(conn, sandbox, redact)
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
                 " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started,"
                 " depth, root_run_id, spawn_step, spawn_call, agent)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
-                 model, session_id, parent_run_id, dumps(settings), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started,
+                 model, session_id, parent_run_id, document_ref(conn, settings, redact),
+                 policy_ref, sandbox_ref, owner_pid, owner_started,
                  *(tree.row() if tree is not None else (0, run_id, None, None, None))),
             )
             self._insert_messages(conn, run_id, -1, messages)
             conn.execute(
                 "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
                 " VALUES (?, 0, ?, ?, ?, ?, ?)",
-                (run_id, now, owner_pid or os.getpid(), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, HOST),
+                (run_id, now, owner_pid or os.getpid(), policy_ref, sandbox_ref, HOST),
             )
 
     def run(self, run_id: str) -> RunRecord:
@@ -195,22 +198,25 @@ class RunQueries(StoreParts):
         self, run_id: str, seq: int, pid: int, policy: dict[str, Any], sandbox: dict[str, Any] | None
     ) -> None:
         """Record the policy and sandbox a resumed drive runs under (the audit of a resume)."""
+        redact = getattr(self, "_redact", None)
         with self._tx() as conn:
+            policy_ref = document_ref(conn, policy, redact)
+            sandbox_ref = document_ref(conn, sandbox, redact)
             conn.execute(
                 "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, seq, _now(), pid, dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, HOST),
+                (run_id, seq, _now(), pid, policy_ref, sandbox_ref, HOST),
             )
             conn.execute(
                 "UPDATE runs SET policy = ?, sandbox = ? WHERE run_id = ?",
-                (dumps(policy), dumps(sandbox) if sandbox is not None else None, run_id),
+                (policy_ref, sandbox_ref, run_id),
             )
 
     def drives(self, run_id: str) -> list[DriveRecord]:
         """Each drive of the run: when, which process, under which policy and sandbox."""
         rows = self._query(
-            "SELECT seq, started_at, pid, policy, sandbox FROM drives WHERE run_id = ? ORDER BY seq",
+            f"SELECT seq, started_at, pid, {resolved('policy')}, {resolved('sandbox')}"  # noqa: S608
+            " FROM drives WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
         return [DriveRecord(r[0], r[1], r[2], loads(r[3]), loads(r[4])) for r in rows]

@@ -41,6 +41,7 @@ from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._clean import OpenMarker, needs_check, settle_unclean
 from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQueries
+from harness_core.store._documents import DOCUMENT_SCHEMA_SQL, address_rows
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
 from harness_core.store._locks import wait_for_flock
@@ -89,6 +90,7 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0015_snapshots", SNAPSHOT_SCHEMA_SQL),
     ("0016_hooks", HOOK_SCHEMA_SQL),
     ("0017_report_indexes", REPORT_INDEXES_SQL),
+    ("0018_run_documents", DOCUMENT_SCHEMA_SQL),  # and `address_rows`, by `_migrate`
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
 """Every migration this version applies; a store recording another was written by a
@@ -317,6 +319,8 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
                 for statement in sql.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
+                if name == "0018_run_documents":
+                    address_rows(self._conn)
                 self._conn.execute(
                     "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _now())
                 )
