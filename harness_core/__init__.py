@@ -75,7 +75,7 @@ _PUBLIC: dict[str, str] = {
     "harness_core.session": "interrupt_run Queued Session SessionTree steer_run",
     "harness_core.shell": "CONSTRUCTS HandleRegistry MAX_LIVE_HANDLES",
     "harness_core.prices": "ModelPrice PriceTable",
-    "harness_core.spend": "SpendBy SpendGroup SpendReport SpendRow summarize",
+    "harness_core.spend": "SpendBy SpendGroup SpendReport SpendRow SpendSums summarize summarize_sums",
     "harness_core.store": (
         "AttemptRecord BatchRecord BatchTaskRecord check_store CHECKPOINT_FORMAT "
         "CheckpointState CompactionRecord copy_store CopyReport DriveRecord EditRecord "

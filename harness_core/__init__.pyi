@@ -189,7 +189,9 @@ from harness_core.spend import SpendBy as SpendBy
 from harness_core.spend import SpendGroup as SpendGroup
 from harness_core.spend import SpendReport as SpendReport
 from harness_core.spend import SpendRow as SpendRow
+from harness_core.spend import SpendSums as SpendSums
 from harness_core.spend import summarize as summarize
+from harness_core.spend import summarize_sums as summarize_sums
 from harness_core.store import CHECKPOINT_FORMAT as CHECKPOINT_FORMAT
 from harness_core.store import OPERATOR_KINDS as OPERATOR_KINDS
 from harness_core.store import AttemptRecord as AttemptRecord

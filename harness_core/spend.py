@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from harness_core._record import record
 from harness_core.prices import ModelPrice, PriceTable
-from harness_core.store import SpendRow
+from harness_core.store import SpendRow, SpendSums
 
 __all__ = [
     "ModelPrice",
@@ -27,7 +27,9 @@ __all__ = [
     "SpendGroup",
     "SpendReport",
     "SpendRow",
+    "SpendSums",
     "summarize",
+    "summarize_sums",
 ]
 
 SpendBy = Literal["model", "run", "session", "day", "tree", "runner"]
@@ -192,6 +194,63 @@ def summarize(rows: Iterable[SpendRow], prices: PriceTable | None, *, by: SpendB
             tally = tallies[key] = _Tally()
         tally.add(row, cost)
         total.add(row, cost)
+    ordered = sorted(tallies, key=lambda k: (k is None, k or ""))
+    return SpendReport(
+        by=by,
+        as_of=prices.as_of if prices is not None else None,
+        groups=tuple(tallies[k].group(k) for k in ordered),
+        total=total.group(None),
+    )
+
+
+def _sums_cost(sums: SpendSums, price: ModelPrice) -> float:
+    """What `ModelPrice.cost_of` gives summed over the costable calls of `sums`."""
+    has_read = price.cache_read_per_mtok is not None
+    has_write = price.cache_write_per_mtok is not None
+    plain = (sums.plain_less_both if has_read and has_write else sums.plain_less_read
+             if has_read else sums.plain_less_write if has_write else sums.plain)
+    total = sums.completion_costable * price.output_per_mtok + plain * price.input_per_mtok
+    if price.cache_read_per_mtok is not None:
+        total += sums.cache_read_costable * price.cache_read_per_mtok
+    if price.cache_write_per_mtok is not None:
+        total += sums.cache_write_costable * price.cache_write_per_mtok
+    return total / _MTOK
+
+
+def _add_sums(tally: _Tally, sums: SpendSums, cost: float | None) -> None:
+    tally.calls += sums.calls
+    tally.estimated += sums.estimated_calls
+    for name in _COUNTS:
+        value = getattr(sums, name)
+        if value is not None:
+            tally.counts[name] = (tally.counts[name] or 0) + value
+    priced = sums.costable if cost is not None else 0
+    tally.unpriced += sums.calls - priced
+    if priced:
+        tally.priced += priced
+        tally.cost += cost or 0.0
+
+
+def summarize_sums(sums: Iterable[SpendSums], prices: PriceTable | None, *,
+                   by: SpendBy) -> SpendReport:
+    """The report `summarize` gives, from sums the store computed (`Store.spend_sums`):
+    the same groups, counts and unpriced calls, the cost priced once per group and model.
+
+    Args:
+        sums: One per (group, model served), as `Store.spend_sums(by)` returns them.
+        prices: The operator's price table; None prices nothing.
+        by: The grouping the sums were made with.
+    """
+    tallies: dict[str | None, _Tally] = {}
+    total = _Tally()
+    for item in sums:
+        price = prices.price_for(item.model) if prices is not None else None
+        cost = _sums_cost(item, price) if price is not None else None
+        tally = tallies.get(item.key)
+        if tally is None:
+            tally = tallies[item.key] = _Tally()
+        _add_sums(tally, item, cost)
+        _add_sums(total, item, cost)
     ordered = sorted(tallies, key=lambda k: (k is None, k or ""))
     return SpendReport(
         by=by,

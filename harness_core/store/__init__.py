@@ -24,7 +24,7 @@ from harness_core.store._records import (
 )
 from harness_core.store._schema import CHECKPOINT_FORMAT
 from harness_core.store._snapshots import SnapshotRecord
-from harness_core.store._spend import SpendRow
+from harness_core.store._spend import SpendRow, SpendSums
 from harness_core.store._store import AliveCheck, Store, check_store
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "RunStatus",
     "SnapshotRecord",
     "SpendRow",
+    "SpendSums",
     "StepRecord",
     "QUICK_CHECK_SECONDS",
     "Store",

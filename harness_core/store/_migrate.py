@@ -2,9 +2,10 @@
 
 `io store migrate --to postgresql://…` calls `copy_store`. Every table the source
 holds is copied row by row with its SQLite `rowid` (the store's insertion order), in a
-single transaction on the target: a failure leaves the target as it was. A target that
-already holds one of the source's runs is refused, so running the copy twice cannot
-duplicate anything. After the copy, each table's rows are counted on both sides.
+single transaction on the target: a failure leaves the target as it was. Run documents
+(migration 0018) are copied by their hash: one the target already holds is kept once,
+as the target's own runs keep it. A target that already holds one of the source's runs
+is refused, so running the copy twice cannot duplicate anything. After the copy, each table's rows are counted on both sides.
 """
 
 from __future__ import annotations
@@ -92,6 +93,10 @@ def _copy_table(source: Store, conn: Any, table: str, columns: list[str]) -> int
     select = f"SELECT {names} FROM {table} ORDER BY rowid"  # noqa: S608 (catalogue names)
     insert = (f"INSERT INTO {table}({names}) OVERRIDING SYSTEM VALUE"  # noqa: S608
               f" VALUES ({', '.join('?' * (len(columns) + 1))})")
+    if table == "documents":
+        # Content-addressed: a document the target already holds is the same document.
+        select = "SELECT hash, body FROM documents ORDER BY rowid"
+        insert = "INSERT OR IGNORE INTO documents(hash, body) VALUES (?, ?)"
     rows = source._query(select)
     for start in range(0, len(rows), _BATCH):
         conn.executemany(insert, rows[start:start + _BATCH])

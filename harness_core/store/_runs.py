@@ -13,6 +13,7 @@ from typing import Any
 from harness_core.errors import AmbiguousId, RunInUse, RunNotFound
 from harness_core.messages import Message, escape_surrogates
 from harness_core.store._codec import dumps, loads
+from harness_core.store._documents import document_ref, resolved
 from harness_core.store._parts import HOST, AliveCheck, StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import (
@@ -32,15 +33,29 @@ _RUN_BY_PREFIX = (
     RUN_COLUMNS + " FROM runs WHERE run_id = ? OR run_id LIKE ?"
     " ESCAPE '!' ORDER BY run_id = ? DESC, created_at DESC LIMIT 11"
 )
+_RUN_BY_PREFIX_RANGE = (
+    RUN_COLUMNS + " FROM runs WHERE run_id >= ? AND run_id < ? AND run_id LIKE ? ESCAPE '!'"
+    " ORDER BY run_id = ? DESC, created_at DESC LIMIT 11"
+)
+"""SQLite's LIKE uses no index (it ignores case); the byte range before it does. Not on
+PostgreSQL, whose collation may not order a prefix before its extensions."""
 _RUNS_RECENT = (
     RUN_COLUMNS + " FROM runs ORDER BY created_at DESC LIMIT ?"
 )
-_RUNS_FILTERED = (
-    RUN_COLUMNS + " FROM runs WHERE (? = 0 OR workspace = ?) AND (? = 0 OR status IN"
-    " (" + ", ".join("?" * len(RunStatus)) + ")) ORDER BY created_at DESC LIMIT ?"
-)
-"""Runs of one workspace and/or of some statuses (a flag turns each filter on; the status
-list is padded to one placeholder per `RunStatus`, so the statement never changes)."""
+_STATUS_MARKS = ", ".join("?" * len(RunStatus))
+
+
+def _runs_filtered(workspace: bool, statuses: bool) -> str:
+    """Runs of one workspace and/or of some statuses, newest first: each combination is
+    a statement of its own, so the planner uses `runs_workspace` for a workspace
+    (a ``? = 0 OR`` switch in one statement made it read the table whole). The status
+    list is padded to one placeholder per `RunStatus`."""
+    where = " AND ".join(
+        ([("workspace = ?")] if workspace else [])
+        + ([f"status IN ({_STATUS_MARKS})"] if statuses else []))
+    return RUN_COLUMNS + f" FROM runs WHERE {where} ORDER BY created_at DESC LIMIT ?"
+
+
 _RUNS_OF_SESSION = (
     RUN_COLUMNS + " FROM runs WHERE session_id = ? ORDER BY cre"
     "ated_at DESC LIMIT ?"
@@ -78,23 +93,25 @@ class RunQueries(StoreParts):
         now = _now()
         if owner_pid is not None:
             self._hold("run", run_id)
+        redact = getattr(self, "_redact", None)
         with self._tx() as conn:
+            policy_ref = document_ref(conn, policy, redact)
+            sandbox_ref = document_ref(conn, sandbox, redact)
             conn.execute(
                 "INSERT INTO runs(run_id, created_at, updated_at, status, goal, workspace, model,"
                 " session_id, parent_run_id, settings, policy, sandbox, owner_pid, owner_started,"
                 " depth, root_run_id, spawn_step, spawn_call, agent)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (run_id, now, now, RunStatus.RUNNING.value, escape_surrogates(goal), workspace,
-                 model, session_id, parent_run_id, dumps(settings), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, owner_pid, owner_started,
+                 model, session_id, parent_run_id, document_ref(conn, settings, redact),
+                 policy_ref, sandbox_ref, owner_pid, owner_started,
                  *(tree.row() if tree is not None else (0, run_id, None, None, None))),
             )
             self._insert_messages(conn, run_id, -1, messages)
             conn.execute(
                 "INSERT INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
                 " VALUES (?, 0, ?, ?, ?, ?, ?)",
-                (run_id, now, owner_pid or os.getpid(), dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, HOST),
+                (run_id, now, owner_pid or os.getpid(), policy_ref, sandbox_ref, HOST),
             )
 
     def run(self, run_id: str) -> RunRecord:
@@ -113,10 +130,12 @@ class RunQueries(StoreParts):
         no run, however few the store holds)."""
         if not prefix.strip():
             raise RunNotFound(prefix)
-        rows = self._query(
-            _RUN_BY_PREFIX,
-            (prefix, prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%", prefix),
-        )
+        pattern = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+        if self.backend == "sqlite":
+            rows = self._query(_RUN_BY_PREFIX_RANGE,
+                               (prefix, prefix + "\U0010ffff", pattern, prefix))
+        else:
+            rows = self._query(_RUN_BY_PREFIX, (prefix, pattern, prefix))
         if not rows:
             raise RunNotFound(prefix)
         if len(rows) > 1 and rows[0][0] != prefix:
@@ -133,10 +152,11 @@ class RunQueries(StoreParts):
         elif workspace is None and not statuses:
             rows = self._query(_RUNS_RECENT, (limit,))
         else:
-            values = [s.value for s in statuses] or [""]
-            padded = (values * len(RunStatus))[:len(RunStatus)]
-            rows = self._query(_RUNS_FILTERED, (int(workspace is not None), workspace or "",
-                                                int(bool(statuses)), *padded, limit))
+            values = [s.value for s in statuses]
+            padded = (values * len(RunStatus))[:len(RunStatus)] if values else []
+            rows = self._query(_runs_filtered(workspace is not None, bool(values)),
+                               ([workspace] if workspace is not None else []) + padded
+                               + [limit])
         return [run_record(r) for r in rows]
 
     def child_runs(self, run_id: str) -> list[RunRecord]:
@@ -178,22 +198,25 @@ class RunQueries(StoreParts):
         self, run_id: str, seq: int, pid: int, policy: dict[str, Any], sandbox: dict[str, Any] | None
     ) -> None:
         """Record the policy and sandbox a resumed drive runs under (the audit of a resume)."""
+        redact = getattr(self, "_redact", None)
         with self._tx() as conn:
+            policy_ref = document_ref(conn, policy, redact)
+            sandbox_ref = document_ref(conn, sandbox, redact)
             conn.execute(
                 "INSERT OR REPLACE INTO drives(run_id, seq, started_at, pid, policy, sandbox, host)"
                 " VALUES (?,?,?,?,?,?,?)",
-                (run_id, seq, _now(), pid, dumps(policy),
-                 dumps(sandbox) if sandbox is not None else None, HOST),
+                (run_id, seq, _now(), pid, policy_ref, sandbox_ref, HOST),
             )
             conn.execute(
                 "UPDATE runs SET policy = ?, sandbox = ? WHERE run_id = ?",
-                (dumps(policy), dumps(sandbox) if sandbox is not None else None, run_id),
+                (policy_ref, sandbox_ref, run_id),
             )
 
     def drives(self, run_id: str) -> list[DriveRecord]:
         """Each drive of the run: when, which process, under which policy and sandbox."""
         rows = self._query(
-            "SELECT seq, started_at, pid, policy, sandbox FROM drives WHERE run_id = ? ORDER BY seq",
+            f"SELECT seq, started_at, pid, {resolved('policy')}, {resolved('sandbox')}"  # noqa: S608
+            " FROM drives WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
         return [DriveRecord(r[0], r[1], r[2], loads(r[3]), loads(r[4])) for r in rows]

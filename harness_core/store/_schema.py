@@ -7,8 +7,8 @@ A migration, once released, is never edited: a change is a new migration appende
 from __future__ import annotations
 
 __all__ = [
-    "CHECKPOINT_FORMAT", "MIGRATIONS", "RESUME_STATE_SQL", "RUNNER_HOST_SQL",
-    "USAGE_ESTIMATED_SQL", "VERIFICATION_REPORT_SQL",
+    "CHECKPOINT_FORMAT", "MIGRATIONS", "REPORT_INDEXES_SQL", "RESUME_STATE_SQL",
+    "RUNNER_HOST_SQL", "USAGE_ESTIMATED_SQL", "VERIFICATION_REPORT_SQL",
 ]
 
 CHECKPOINT_FORMAT = 7
@@ -224,6 +224,17 @@ state of each completion (`CompletionResponse.carry`: the Responses API's encryp
 reasoning items and response id), and, per tool call the stall detector counted, the
 workspace print it took ('' when it took none); NULL on rows written before it, or for
 a call the detector did not count."""
+
+REPORT_INDEXES_SQL = """
+CREATE INDEX IF NOT EXISTS runs_workspace ON runs(workspace, created_at);
+CREATE INDEX IF NOT EXISTS verifications_run ON verifications(run_id);
+CREATE INDEX IF NOT EXISTS edits_run ON edits(run_id);
+CREATE INDEX IF NOT EXISTS citations_run ON citations(run_id, step_index);
+CREATE INDEX IF NOT EXISTS server_tool_calls_run ON server_tool_calls(run_id, step_index);
+CREATE INDEX IF NOT EXISTS batch_tasks_run ON batch_tasks(run_id)
+"""
+"""What `io runs -w`, `io spend` (a workspace's runs, a batch's) and `io trace` filter on,
+so that none of them reads a table whole (#40): a workspace's runs newest first, and each per-run table that had no index leading with `run_id`."""
 
 USAGE_ESTIMATED_SQL = """
 ALTER TABLE completions ADD COLUMN usage_estimated INTEGER NOT NULL DEFAULT 0;

@@ -15,6 +15,7 @@ from typing import Any
 from harness_core._record import record
 from harness_core.errors import UsageError
 from harness_core.store._codec import dumps
+from harness_core.store._documents import document_ref
 from harness_core.store._parts import StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import CheckpointState
@@ -147,7 +148,8 @@ class SnapshotQueries(StoreParts):
                 " SELECT ?, ?, ?, 'interrupted', goal, workspace, model, NULL, run_id, ?,"
                 " policy, sandbox, ?, ?, (SELECT COALESCE(SUM(tokens), 0) FROM budget_draws"
                 " WHERE run_id = ? AND step_index < ?), 0, 0, ? FROM runs WHERE run_id = ?",
-                (new_id, created, created, json.dumps(settings),
+                (new_id, created, created,
+                 document_ref(conn, settings, getattr(self, "_redact", None)),
                  f"rewound from run {parent_id} to step {step}", step, parent_id, step,
                  new_id, parent_id),
             )

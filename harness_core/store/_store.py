@@ -41,6 +41,7 @@ from harness_core.store._check import check_store as _check_store
 from harness_core.store._checkpoints import CheckpointQueries
 from harness_core.store._clean import OpenMarker, needs_check, settle_unclean
 from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQueries
+from harness_core.store._documents import DOCUMENT_SCHEMA_SQL, address_rows
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
 from harness_core.store._locks import wait_for_flock
@@ -54,6 +55,7 @@ from harness_core.store._runs import RunQueries
 from harness_core.store._schema import (
     CHECKPOINT_FORMAT,
     MIGRATIONS,
+    REPORT_INDEXES_SQL,
     RESUME_STATE_SQL,
     RUNNER_HOST_SQL,
     USAGE_ESTIMATED_SQL,
@@ -88,6 +90,8 @@ _MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_compactions", COMPACTION_SCHEMA_SQL),
     ("0015_snapshots", SNAPSHOT_SCHEMA_SQL),
     ("0016_hooks", HOOK_SCHEMA_SQL),
+    ("0017_report_indexes", REPORT_INDEXES_SQL),
+    ("0018_run_documents", DOCUMENT_SCHEMA_SQL),  # and `address_rows`, by `_migrate`
     ("0019_usage_estimated", USAGE_ESTIMATED_SQL),
 )
 KNOWN_MIGRATIONS = frozenset(name for name, _ in _MIGRATIONS)
@@ -317,6 +321,8 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
                 for statement in sql.split(";"):
                     if statement.strip():
                         self._conn.execute(statement)
+                if name == "0018_run_documents":
+                    address_rows(self._conn)
                 self._conn.execute(
                     "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, _now())
                 )

@@ -15,6 +15,7 @@ from typing import Any
 from harness_core._record import record
 from harness_core.errors import StateError
 from harness_core.store._codec import loads
+from harness_core.store._documents import resolved
 from harness_core.store._parts import StoreParts
 from harness_core.store._records import Pause, RunRecord, RunStatus
 
@@ -32,10 +33,12 @@ CREATE INDEX IF NOT EXISTS runs_root ON runs(root_run_id)
 
 RUN_COLUMNS = (
     "SELECT run_id, created_at, updated_at, status, goal, workspace, model, session_i"
-    "d, parent_run_id, settings, policy, sandbox, exit_code, reason, pause, owner_pid"
+    f"d, parent_run_id, {resolved('settings')}, {resolved('policy')},"
+    f" {resolved('sandbox')}, exit_code, reason, pause, owner_pid"
     ", steps_used, tokens_used, wall_used, depth, root_run_id, agent"
 )
-"""The columns `run_record` reads, in its order."""
+"""The columns `run_record` reads, in its order (the documents through their
+references, `harness_core.store._documents`); used as ``RUN_COLUMNS + " FROM runs"``."""
 
 
 def run_record(r: tuple[Any, ...]) -> RunRecord:

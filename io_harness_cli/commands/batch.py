@@ -225,16 +225,16 @@ def _exit_code(results: list[Result]) -> int:
 
 def _cost(batch_id: str, cfg: Config) -> float | None:
     """The batch's derived cost, when every call is priced; None otherwise."""
+    from harness_core import summarize_sums
     from io_harness_cli.commands._load import open_store
-    from io_harness_cli.commands.spend import summarize_rows
 
+    if cfg.prices is None:
+        return None
     with open_store(cfg) as store:
-        ids = {t.run_id for t in store.batch_tasks(batch_id)}
-        rows = [r for r in store.spend_rows() if r.run_id in ids]
-    if not rows or cfg.prices is None:
+        sums = store.spend_sums("run", batch_id=batch_id)  # summed in the database
+    if not sums:
         return None
-    report = summarize_rows(rows, cfg.prices, "run")
-    groups = report.groups
-    if any(g.unpriced_calls for g in groups):
+    report = summarize_sums(sums, cfg.prices, by="run")
+    if report.total.unpriced_calls:
         return None
-    return sum(g.cost_usd or 0.0 for g in groups)
+    return report.total.cost_usd or 0.0

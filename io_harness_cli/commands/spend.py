@@ -20,7 +20,7 @@ import typer
 from io_harness_cli.commands._options import AllOpt, ConfigOpt, JsonOpt, WorkspaceOpt
 
 if TYPE_CHECKING:
-    from harness_core import PriceTable, SpendBy, SpendGroup, SpendReport, SpendRow
+    from harness_core import SpendBy, SpendGroup, SpendReport
 
 BY_CHOICES = ("model", "run", "session", "day", "tree", "runner")
 _BAR_WIDTH = 10
@@ -72,10 +72,14 @@ def spend(
     cfg = load_config(ws, config, STORE_AND_PRICES)
     store = open_store(cfg)
     try:
-        raw = store.spend_rows(lower, upper, workspace=None if all_workspaces else str(ws))
+        # Summed in the database: one row per group and model, never one per call.
+        sums = store.spend_sums(group, since=lower, until=upper,
+                                workspace=None if all_workspaces else str(ws))
     finally:
         store.close()
-    report = summarize_rows(raw, cfg.prices, group)
+    from harness_core import summarize_sums
+
+    report = summarize_sums(sums, cfg.prices, by=group)
     if json_out:
         write_json({**report.to_json(), "since": lower, "until": upper})
         return
@@ -85,14 +89,6 @@ def spend(
         _plain_table(report)
     for note in _notes(report, has_prices=cfg.prices is not None):
         say(f"io: {note}")
-
-
-def summarize_rows(rows: list[SpendRow], prices: PriceTable | None, by: SpendBy
-                   ) -> SpendReport:
-    """Summarize the store's rows with `prices`, grouped `by`."""
-    from harness_core import summarize
-
-    return summarize(rows, prices, by=by)
 
 
 # --- arguments -------------------------------------------------------------------------

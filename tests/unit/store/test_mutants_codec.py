@@ -59,9 +59,11 @@ def test_the_store_writes_exactly_those_bytes(tmp_path: Path) -> None:
                    policy={"rules": {"at": Path("/w")}})
     store.record_intent("r1", 0, 0, ToolCall("c1", "list_dir", {"path": "caf\udce9"}))
     store.close()
-    assert _column(tmp_path / "s.db", "SELECT settings FROM runs") == [
-        '{"goal":"café","n":[1,2]}']
-    assert _column(tmp_path / "s.db", "SELECT policy FROM runs") == ['{"rules":{"at":"/w"}}']
+    # Documents are kept once, by reference (#40): the bytes are the document's.
+    assert _column(tmp_path / "s.db", "SELECT d.body FROM runs r JOIN documents d"
+                                      " ON d.hash = r.settings") == ['{"goal":"café","n":[1,2]}']
+    assert _column(tmp_path / "s.db", "SELECT d.body FROM runs r JOIN documents d"
+                                      " ON d.hash = r.policy") == ['{"rules":{"at":"/w"}}']
     assert _column(tmp_path / "s.db", "SELECT arguments FROM ledger") == [
         '{"path":"caf\\udce9"}']
     with Store(tmp_path / "s.db") as again:

@@ -60,7 +60,9 @@ def test_a_new_run_reads_back_every_field(tmp_path: Path) -> None:
         "r1", RunStatus.RUNNING, "goal of r1", "/w", "m", "s1", "p", {"a": 1}, {"p": [1]},
         {"backend": "off"}, None, None, None, 4321, 0, 0, 0.0, 0, "r1", None)
     assert run.created_at == run.updated_at
-    assert _rows(tmp_path / "s.db", "SELECT seq, pid, policy, sandbox FROM drives") == [
+    assert _rows(tmp_path / "s.db", "SELECT seq, pid, p.body, s.body FROM drives"
+                 " JOIN documents p ON p.hash = drives.policy"
+                 " JOIN documents s ON s.hash = drives.sandbox") == [
         (0, 4321, '{"p":[1]}', '{"backend":"off"}')]
     assert _rows(tmp_path / "s.db", "SELECT owner_started, spawn_step, spawn_call FROM runs") \
         == [(12.5, None, None)]
@@ -243,7 +245,7 @@ def test_a_new_store_is_wal_with_every_migration_and_its_own_id(tmp_path: Path) 
         assert store._conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
         assert store.integrity_check() == "ok"
     names = {r[0] for r in _rows(path, "SELECT name FROM migrations")}
-    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 17
+    assert names == set(KNOWN_MIGRATIONS) and len(KNOWN_MIGRATIONS) == 19
     meta = dict(_rows(path, "SELECT key, value FROM meta"))
     assert meta["checkpoint_format"] == "7"
     assert len(meta["store_id"]) == 32 and int(meta["store_id"], 16) >= 0

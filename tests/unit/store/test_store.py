@@ -107,6 +107,7 @@ def test_payloads_are_json_never_pickle(tmp_path: Path) -> None:
     store = _store_with_run(tmp_path / "s.db")
     store.close()
     conn = sqlite3.connect(tmp_path / "s.db")
-    body = conn.execute("SELECT settings, policy FROM runs").fetchone()
+    body = conn.execute("SELECT s.body, p.body FROM runs JOIN documents s ON s.hash ="
+                        " runs.settings JOIN documents p ON p.hash = runs.policy").fetchone()
     conn.close()
     assert body == ("{}", "{}")
