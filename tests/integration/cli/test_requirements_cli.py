@@ -183,3 +183,21 @@ def test_a_rewind_applies_the_floor_in_force_before_restoring_anything(tmp_path:
     line = _one_error(refused.stderr)
     assert "--max-steps" in line and "recorded with the run" in line
     assert (ws / "a.txt").read_text() == "v1\n"  # nothing was restored
+
+
+def test_a_batch_task_whose_workspace_loosens_the_floor_fails_alone(tmp_path: Path) -> None:
+    _system("max_steps = 10")
+    done = [replay_line("writing", ("write_file", {"path": "a.txt", "content": "x\n"})),
+            replay_line("done")]
+    make_workspace(tmp_path / "a", done)
+    make_workspace(tmp_path / "b", done, toml_extra="[budget]\nmax_steps = 500\n")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"goal": "ok", "workspace": "a"}\n{"goal": "loose", "workspace": "b"}\n')
+    result = run_io(["batch", str(tasks), "--json", "-w", str(tmp_path / "a")])
+    per_task = {e["index"]: e for e in json_lines(result.stdout) if e["kind"] == "batch_task"}
+    assert per_task[0]["exit_code"] == 0, result.stdout
+    assert per_task[1]["status"] == "errored", result.stdout  # batch's word for exit 2
+    assert "requirements.max_steps" in per_task[1]["error"]
+    assert f"project scope ({tmp_path / 'b' / 'io.toml'})" in per_task[1]["error"]
+    assert (tmp_path / "a" / "a.txt").exists() and not (tmp_path / "b" / "a.txt").exists()
+    assert result.returncode != 0
