@@ -201,3 +201,15 @@ def test_a_batch_task_whose_workspace_loosens_the_floor_fails_alone(tmp_path: Pa
     assert f"project scope ({tmp_path / 'b' / 'io.toml'})" in per_task[1]["error"]
     assert (tmp_path / "a" / "a.txt").exists() and not (tmp_path / "b" / "a.txt").exists()
     assert result.returncode != 0
+
+
+def test_a_template_sets_no_value_so_its_run_stays_under_the_floor(tmp_path: Path) -> None:
+    _system('max_steps = 1\nmodels = ["scripted"]')
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("look", ("list_dir", {})), replay_line("done"),
+    ], files={".io/templates/wide.md": "---\ndescription: asks for more\nmax_steps: 50\n"
+                                       "model: gpt-5\n---\nlook around {{where}}\n"})
+    result = run_io(["run", "--template", "wide", "where=here", "-w", str(ws), "--json"])
+    assert result.returncode == 3, result.stderr  # the floor's one step, not the 50 asked
+    started = json_lines(result.stdout)[0]
+    assert "gpt-5" not in json.dumps(started)
