@@ -32,7 +32,7 @@ __all__ = ["enforce", "running_version"]
 
 def running_version() -> str:
     """The version of io that is running."""
-    from harness_core import __version__
+    from harness_core import __version__  # defined by the package root alone
 
     return __version__
 

@@ -2,10 +2,10 @@
 
 The table is read from the system scope's file only (`/etc/io/io.toml` or
 `$IO_SYSTEM_CONFIG`); in any other scope it is a `RequirementError`. `_requirements_table`
-reads it into a `Requirements`; `Requirements.check` judges one value from anywhere (a scope file, a
-`-c` file, an agent definition, a flag) and raises `RequirementError` when it loosens a
-requirement, naming the requirement, its file and what tried. A value that tightens
-passes. Nothing here clamps: filling in a default the floor excludes is `_enforce`'s, and
+reads it into a `Requirements`; `Requirements.check` judges one value from anywhere (a
+scope file, a `-c` file, an agent definition, a flag) and raises `RequirementError` when
+it loosens a requirement, naming the requirement, its file and what tried; `check_tree`
+judges every value of one scope file. A value that tightens passes. Nothing here clamps: filling in a default the floor excludes is `_enforce`'s, and
 only for values no file or flag set. This module reads no file and no environment.
 """
 

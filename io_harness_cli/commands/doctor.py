@@ -20,8 +20,10 @@ floor that cannot keep them from commands)."""
 
 def doctor(workspace: WorkspaceOpt = None, config: ConfigOpt = None,
            json_out: JsonOpt = False) -> None:
-    """Say which sandbox backends run here, why not, what `auto` would pick, and which
-    requirements the system scope holds."""
+    """Say which sandbox backends run here, why not, and what `auto` would pick.
+
+    Also whether the store opens, and the system scope's requirements in force.
+    """
     import typer
 
     from harness_core import HostProbe, diagnose

@@ -183,3 +183,33 @@ def test_a_rewind_applies_the_floor_in_force_before_restoring_anything(tmp_path:
     line = _one_error(refused.stderr)
     assert "--max-steps" in line and "recorded with the run" in line
     assert (ws / "a.txt").read_text() == "v1\n"  # nothing was restored
+
+
+def test_a_batch_task_whose_workspace_loosens_the_floor_fails_alone(tmp_path: Path) -> None:
+    _system("max_steps = 10")
+    done = [replay_line("writing", ("write_file", {"path": "a.txt", "content": "x\n"})),
+            replay_line("done")]
+    make_workspace(tmp_path / "a", done)
+    make_workspace(tmp_path / "b", done, toml_extra="[budget]\nmax_steps = 500\n")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"goal": "ok", "workspace": "a"}\n{"goal": "loose", "workspace": "b"}\n')
+    result = run_io(["batch", str(tasks), "--json", "-w", str(tmp_path / "a")])
+    per_task = {e["index"]: e for e in json_lines(result.stdout) if e["kind"] == "batch_task"}
+    assert per_task[0]["exit_code"] == 0, result.stdout
+    assert per_task[1]["status"] == "errored", result.stdout  # batch's word for exit 2
+    assert "requirements.max_steps" in per_task[1]["error"]
+    assert f"project scope ({tmp_path / 'b' / 'io.toml'})" in per_task[1]["error"]
+    assert (tmp_path / "a" / "a.txt").exists() and not (tmp_path / "b" / "a.txt").exists()
+    assert result.returncode != 0
+
+
+def test_a_template_sets_no_value_so_its_run_stays_under_the_floor(tmp_path: Path) -> None:
+    _system('max_steps = 1\nmodels = ["scripted"]')
+    ws = make_workspace(tmp_path / "w", [
+        replay_line("look", ("list_dir", {})), replay_line("done"),
+    ], files={".io/templates/wide.md": "---\ndescription: asks for more\nmax_steps: 50\n"
+                                       "model: gpt-5\n---\nlook around {{where}}\n"})
+    result = run_io(["run", "--template", "wide", "where=here", "-w", str(ws), "--json"])
+    assert result.returncode == 3, result.stderr  # the floor's one step, not the 50 asked
+    started = json_lines(result.stdout)[0]
+    assert "gpt-5" not in json.dumps(started)

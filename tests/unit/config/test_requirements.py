@@ -91,43 +91,43 @@ def _refused(exc: pytest.ExceptionInfo[RequirementError], key: str, place: str,
     assert place in exc.value.tried_by
 
 
+PLACES = ["user", "project", "local", "-c"]
+
+
+def _place(tmp_path: Path, ws: Path, place: str, loose: str) -> tuple[Path | None, str]:
+    """Write `loose` where `place` reads it: (the `-c` file or None, the place's name)."""
+    if place == "-c":
+        other = tmp_path / "other.toml"
+        other.write_text(_as_project(loose))
+        return other, f"the -c file ({other})"
+    if place == "project":
+        (ws / "io.toml").write_text(_as_project(loose))
+        return None, f"project scope ({ws / 'io.toml'})"
+    path = ws / "io.local.toml" if place == "local" else \
+        tmp_path / "home" / ".config" / "io" / "io.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(loose)
+    return None, f"{place} scope ({path})"
+
+
+@pytest.mark.parametrize("place", PLACES)
 @pytest.mark.parametrize(("key", "lines", "loose", "tight"), ROWS, ids=IDS)
-def test_a_loosening_in_the_project_scope_is_refused(
-        tmp_path: Path, key: str, lines: str, loose: str, tight: str) -> None:
+def test_a_loosening_from_any_lower_place_is_refused_naming_it(
+        tmp_path: Path, key: str, lines: str, loose: str, tight: str, place: str) -> None:
     ws, env = _setup(tmp_path, lines)
-    (ws / "io.toml").write_text(_as_project(loose))
+    config_file, named = _place(tmp_path, ws, place, loose)
     with pytest.raises(RequirementError) as exc:
-        load(ws, env=env)
-    _refused(exc, key, f"project scope ({ws / 'io.toml'})", env["IO_SYSTEM_CONFIG"])
+        load(ws, config_file=config_file, env=env)
+    _refused(exc, key, named, env["IO_SYSTEM_CONFIG"])
 
 
+@pytest.mark.parametrize("place", PLACES)
 @pytest.mark.parametrize(("key", "lines", "loose", "tight"), ROWS, ids=IDS)
-def test_a_loosening_in_the_local_scope_is_refused(
-        tmp_path: Path, key: str, lines: str, loose: str, tight: str) -> None:
+def test_a_tightening_from_any_lower_place_is_accepted_and_held(
+        tmp_path: Path, key: str, lines: str, loose: str, tight: str, place: str) -> None:
     ws, env = _setup(tmp_path, lines)
-    (ws / "io.local.toml").write_text(loose)
-    with pytest.raises(RequirementError) as exc:
-        load(ws, env=env)
-    _refused(exc, key, f"local scope ({ws / 'io.local.toml'})", env["IO_SYSTEM_CONFIG"])
-
-
-@pytest.mark.parametrize(("key", "lines", "loose", "tight"), ROWS, ids=IDS)
-def test_a_loosening_in_a_dash_c_file_is_refused(
-        tmp_path: Path, key: str, lines: str, loose: str, tight: str) -> None:
-    ws, env = _setup(tmp_path, lines)
-    other = tmp_path / "other.toml"
-    other.write_text(_as_project(loose))
-    with pytest.raises(RequirementError) as exc:
-        load(ws, config_file=other, env=env)
-    _refused(exc, key, f"the -c file ({other})", env["IO_SYSTEM_CONFIG"])
-
-
-@pytest.mark.parametrize(("key", "lines", "loose", "tight"), ROWS, ids=IDS)
-def test_a_tightening_in_a_lower_scope_is_accepted_and_held(
-        tmp_path: Path, key: str, lines: str, loose: str, tight: str) -> None:
-    ws, env = _setup(tmp_path, lines)
-    (ws / "io.local.toml").write_text(tight)
-    config = load(ws, env=env)
+    config_file, _ = _place(tmp_path, ws, place, tight)
+    config = load(ws, config_file=config_file, env=env)
     assert not config.requirements.is_empty
     held = {v.key: v.held for v in config.show() if v.held}
     assert f"requirements.{key}" in held.values(), held
