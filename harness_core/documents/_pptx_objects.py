@@ -37,6 +37,9 @@ def chart_item(shape: Any) -> dict[str, Any]:
     try:
         if chart.has_title:
             title = chart.chart_title.text_frame.text.strip()
+        names = [str(s.name) for plot in chart.plots for s in plot.series]
+        if not title and len(names) == 1 and not _title_deleted(chart):
+            title = names[0]  # a one-series chart without a title shows its name as one
         for plot in chart.plots:
             categories = [str(c) for c in plot.categories]
             if categories:
@@ -49,6 +52,11 @@ def chart_item(shape: Any) -> dict[str, Any]:
         lines.append(f"(chart data not read: {type(exc).__name__})")
         return {"type": "chart", "text": title, "data": lines, "read": False}
     return {"type": "chart", "text": title, "data": lines, "read": bool(lines or title)}
+
+
+def _title_deleted(chart: Any) -> bool:
+    found = chart._chartSpace.xpath("c:chart/c:autoTitleDeleted/@val")  # noqa: SLF001
+    return bool(found) and str(found[0]) in ("1", "true")
 
 
 def object_item(shape: Any, alt: str) -> dict[str, Any]:
