@@ -5,6 +5,8 @@
   carries its cached value as it does in real files. Timed for the whole sheet
   (`max_rows` 10000) and for the default first 1,000 rows, and for the
   `document_contains` gate over the whole workbook.
+* xlsx_edit of one cell of that workbook (patched into the sheet's XML), and the
+  openpyxl load-and-save it replaced, for comparison.
 * pdf_read of a 100-page PDF LibreOffice exported from a generated document (one
   heading and three paragraphs a page): every page, and one page (the child process
   start dominates that one).
@@ -152,6 +154,14 @@ def _call(ctx: ToolContext, name: str, **args: object) -> ToolOutcome:
     return outcome
 
 
+def _openpyxl_round_trip(root: Path) -> None:
+    import openpyxl
+
+    book = openpyxl.load_workbook(root / "sales.xlsx")
+    book["Sales"]["B2"] = 7
+    book.save(root / "edited.xlsx")
+
+
 def _cpu() -> float:
     """CPU seconds of this process and its finished children (pdf_read's worker)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -178,9 +188,9 @@ def main() -> None:
         ctx = _ctx(root)
         made_by = _make_files(root, ctx)
         sheet = _call(ctx, "xlsx_read", path="sales.xlsx", max_rows=ROWS + 1)
-        assert len(sheet.data["read"][0]["rows"]) == ROWS + 1
+        assert sheet.data is not None and len(sheet.data.extra["read"][0]["rows"]) == ROWS + 1
         pages = _call(ctx, "pdf_read", path="book.pdf")
-        assert pages.data["page_count"] == PAGES, pages.data["page_count"]
+        assert pages.data is not None and pages.data.extra["page_count"] == PAGES
         print(f"files written by {made_by}: sales.xlsx "
               f"{(root / 'sales.xlsx').stat().st_size / 1e6:.2f} MB, book.pdf "
               f"{(root / 'book.pdf').stat().st_size / 1e6:.2f} MB")
@@ -191,6 +201,14 @@ def main() -> None:
              lambda: _call(ctx, "xlsx_read", path="sales.xlsx")),
             ("document_contains gate over the workbook",
              lambda: check_document(ctx.workspace, "sales.xlsx", text=f"item-{ROWS + 1}")),
+            ("xlsx_edit, one cell a formula reads (patched in place)",
+             lambda: _call(ctx, "xlsx_edit", path="sales.xlsx", output="edited.xlsx",
+                           cells={"B2": 7})),
+            ("xlsx_edit, a new cell past the used range",
+             lambda: _call(ctx, "xlsx_edit", path="sales.xlsx", output="edited.xlsx",
+                           cells={"F20000": "note"})),
+            ("openpyxl load and save of the same workbook (the edit before #38)",
+             lambda: _openpyxl_round_trip(root)),
             (f"pdf_read, all {PAGES} pages", lambda: _call(ctx, "pdf_read", path="book.pdf")),
             ("pdf_read, one page (pages=50)",
              lambda: _call(ctx, "pdf_read", path="book.pdf", pages="50")),

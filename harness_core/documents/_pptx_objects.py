@@ -37,6 +37,9 @@ def chart_item(shape: Any) -> dict[str, Any]:
     try:
         if chart.has_title:
             title = chart.chart_title.text_frame.text.strip()
+        names = [str(s.name) for plot in chart.plots for s in plot.series]
+        if not title and len(names) == 1 and not _title_deleted(chart):
+            title = names[0]  # a one-series chart without a title shows its name as one
         for plot in chart.plots:
             categories = [str(c) for c in plot.categories]
             if categories:
@@ -49,6 +52,11 @@ def chart_item(shape: Any) -> dict[str, Any]:
         lines.append(f"(chart data not read: {type(exc).__name__})")
         return {"type": "chart", "text": title, "data": lines, "read": False}
     return {"type": "chart", "text": title, "data": lines, "read": bool(lines or title)}
+
+
+def _title_deleted(chart: Any) -> bool:
+    found = chart._chartSpace.xpath("c:chart/c:autoTitleDeleted/@val")  # noqa: SLF001
+    return bool(found) and str(found[0]) in ("1", "true")
 
 
 def object_item(shape: Any, alt: str) -> dict[str, Any]:
@@ -77,7 +85,10 @@ def linked_text(paragraph: Any) -> str:
     """A paragraph's text with each hyperlink's target: ``[text](https://…)``."""
     text = str(paragraph.text)
     for run in paragraph.runs:
-        address = run.hyperlink.address
+        try:
+            address = run.hyperlink.address
+        except (KeyError, ValueError):  # a link whose relationship is missing
+            continue
         if address and run.text.strip() and address != run.text.strip():
             text = text.replace(run.text, f"[{run.text}]({address})", 1)
     return text
@@ -89,7 +100,10 @@ def comment_authors(package: Any) -> dict[str, str]:
     for part in package.iter_parts():
         name = str(part.partname)
         if name.endswith(("/commentAuthors.xml", "/authors.xml")):
-            root = etree.fromstring(part.blob, etree.XMLParser(**_SAFE))
+            try:
+                root = etree.fromstring(part.blob, etree.XMLParser(**_SAFE))
+            except etree.XMLSyntaxError:
+                continue  # comments are then shown without their authors
             for author in root:
                 names[author.get("id") or ""] = author.get("name") or ""
     return names
@@ -103,7 +117,12 @@ def comments(slide: Any, authors: dict[str, str] | None = None) -> list[dict[str
             continue
         if authors is None:
             authors = comment_authors(slide.part.package)
-        root = etree.fromstring(rel.target_part.blob, etree.XMLParser(**_SAFE))
+        try:
+            root = etree.fromstring(rel.target_part.blob, etree.XMLParser(**_SAFE))
+        except etree.XMLSyntaxError:
+            found.append({"author": "", "text": "(a comments part that is not valid XML:"
+                                               " not read)"})
+            continue
         for element in root.iter():
             if etree.QName(element).localname not in ("cm", "reply"):
                 continue

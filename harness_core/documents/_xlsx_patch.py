@@ -92,6 +92,10 @@ def _targets(parts: dict[str, bytes], part: str) -> dict[str, str]:
     return out
 
 
+def _is_worksheet(data: bytes) -> bool:
+    return re.search(rb"<(?:\w+:)?sheetData\b", data) is not None
+
+
 def _book(parts: dict[str, bytes]) -> _Book:
     root_rels = _targets(parts, "")
     workbook_part = next((p for p in root_rels.values() if p in parts and
@@ -111,8 +115,8 @@ def _book(parts: dict[str, bytes]) -> _Book:
             rid = element.get(f"{{{_REL_NS}}}id") or element.get(f"{{{_STRICT_REL_NS}}}id")
             name = element.get("name", "")
             order.append(name)
-            if rid in rels and rels[rid] in parts:
-                sheets[name] = rels[rid]
+            if rid in rels and rels[rid] in parts and _is_worksheet(parts[rels[rid]]):
+                sheets[name] = rels[rid]  # a chart or dialog sheet has no cells
         elif tag == "workbookView" and element.get("activeTab", "").isdigit():
             active = int(element.get("activeTab", "0"))
         elif tag == "definedName" and element.text:
@@ -325,7 +329,11 @@ def patch_cells(data: bytes, cells: dict[str, object], sheet: str | None) -> Pat
         ValueError: A bad cell reference or value.
         Unpatchable: The package cannot be patched in place.
     """
-    book = _Workbook(data)
+    try:
+        book = _Workbook(data)
+    except ElementTree.ParseError as exc:
+        raise ValueError(f"not a valid xlsx file: a part is not well-formed XML ({exc})"
+                         ) from None
     default = sheet or book.book.active
     targets: dict[str, dict[str, object]] = {}
     for ref, value in cells.items():

@@ -142,3 +142,27 @@ def test_a_missing_sheet_is_refused_and_nothing_is_written(tmp_path: Path) -> No
                cells={"Nowhere!A1": 1})
     assert bad.is_error and "no sheet 'Nowhere'" in bad.output
     assert (tmp_path / "book.xlsx").read_bytes() == before
+
+
+def test_a_chart_sheet_or_a_malformed_part_is_refused_with_nothing_written(
+        tmp_path: Path) -> None:
+    import openpyxl
+    from openpyxl.chart import BarChart, Reference
+
+    book = openpyxl.Workbook()
+    book.active.append([1])
+    chart = BarChart()
+    chart.add_data(Reference(book.active, min_col=1, min_row=1, max_row=1))
+    book.create_chartsheet("Chart1").add_chart(chart)
+    book.save(tmp_path / "charts.xlsx")
+    out = call(make_ctx(tmp_path), "xlsx_edit", path="charts.xlsx", cells={"Chart1!A1": 2})
+    assert out.is_error and "'Chart1' is a chart sheet" in out.output, out.output
+    parts = _parts(tmp_path / "charts.xlsx")
+    parts["xl/workbook.xml"] = parts["xl/workbook.xml"][:-20]
+    with zipfile.ZipFile(tmp_path / "broken.xlsx", "w") as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+    before = (tmp_path / "broken.xlsx").read_bytes()
+    out = call(make_ctx(tmp_path), "xlsx_edit", path="broken.xlsx", cells={"A1": 2})
+    assert out.is_error and "not a valid xlsx file" in out.output, out.output
+    assert (tmp_path / "broken.xlsx").read_bytes() == before

@@ -42,7 +42,8 @@ def recall(oracle: str, ours: str) -> float:
     return sum(min(n, got[w]) for w, n in wanted.items()) / total if total else 1.0
 
 
-_CASES = sorted(p.name[: -len(".oracle.txt")] for p in FIXTURES.glob("*.oracle.txt")
+_CASES = sorted(str(p.relative_to(FIXTURES))[: -len(".oracle.txt")]
+                for p in FIXTURES.glob("**/*.oracle.txt")
                 if words(p.read_text(encoding="utf-8")))
 
 
@@ -52,8 +53,8 @@ def test_the_corpus_covers_every_format_io_reads() -> None:
 
 @pytest.mark.parametrize("name", _CASES)
 def test_word_recall_against_the_reference_reader(name: str, tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / name, tmp_path / name)
-    out = call(make_ctx(tmp_path), _READERS[Path(name).suffix], path=name)
+    shutil.copy(FIXTURES / name, tmp_path / Path(name).name)
+    out = call(make_ctx(tmp_path), _READERS[Path(name).suffix], path=Path(name).name)
     assert not out.is_error, out.output
     oracle = (FIXTURES / f"{name}.oracle.txt").read_text(encoding="utf-8")
     score = recall(oracle, out.output)
