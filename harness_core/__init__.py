@@ -41,7 +41,7 @@ _PUBLIC: dict[str, str] = {
         "CompactVerdict HOOK_LAYER HookAnswer HookConfig HookDecision HookEvent "
         "HookRunner check_hook_command"
     ),
-    "harness_core.host": "write_operator_file",
+    "harness_core.host": "run_helper safe_python_argv write_operator_file",
     "harness_core.mcp": "McpCallResult McpFailure McpRefusal McpSession McpTool McpToolInfo",
     "harness_core.tool_servers": "McpElicitation McpGrant McpOAuth McpServerConfig",
     "harness_core.messages": (

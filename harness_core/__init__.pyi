@@ -85,6 +85,8 @@ from harness_core.hooks import HookDecision as HookDecision
 from harness_core.hooks import HookEvent as HookEvent
 from harness_core.hooks import HookRunner as HookRunner
 from harness_core.hooks import check_hook_command as check_hook_command
+from harness_core.host import run_helper as run_helper
+from harness_core.host import safe_python_argv as safe_python_argv
 from harness_core.host import write_operator_file as write_operator_file
 from harness_core.mcp import McpCallResult as McpCallResult
 from harness_core.mcp import McpFailure as McpFailure

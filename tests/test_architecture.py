@@ -118,10 +118,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
 """Every allowed (module, function, kind) with the reason it is allowed."""
 
 PENDING: dict[tuple[str, str, str], str] = {
-    ("io_harness_cli/commands/_fanout.py", "_launch", "process"):
-        "a batch task's `io run` child; to move to host.run_helper",
-    ("io_harness_cli/commands/_fanout.py", "_workspace", "process"):
-        "git clone / rm of a batch task's workspace; to move to host.run_helper",
 }
 
 

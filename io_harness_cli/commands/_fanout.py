@@ -22,15 +22,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness_core import record
+from harness_core import record, run_helper, safe_python_argv
 
 __all__ = ["DRIVER_VARIABLE", "Job", "Result", "end_orphans", "execute", "run_local", "run_ray"]
 
@@ -140,12 +140,16 @@ def _launch(job: Job, workspace: Path, *, resume: bool) -> tuple[bool, str]:
         narrow = ["--narrow", json.dumps(job.task["config"])] if job.task.get("config") else []
         argv = [*base, "run", "--run-id", job.run_id, *common, *narrow, *_what(job.task)]
     env = {**os.environ, "IO_STORE": job.store, DRIVER_VARIABLE: str(os.getpid())}
-    proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, errors="replace", check=False,
-                          preexec_fn=(_die_with_parent(os.getpid())  # noqa: PLW1509
-                                      if job.die_with_parent else None))
-    finished = _finished_event(proc.stdout)
-    reason = str((finished or {}).get("reason", "")) or proc.stderr.strip()[-500:]
+    # Through the host boundary: started in io's private folder (the task's workspace is
+    # given with -w), this Python in safe-path mode, so no module in the operator's
+    # current folder stands in for io's own.
+    proc = run_helper(safe_python_argv(argv), env=env,
+                      preexec_fn=(_die_with_parent(os.getpid())
+                                  if job.die_with_parent else None))
+    stdout = proc.stdout.decode("utf-8", "replace")
+    finished = _finished_event(stdout)
+    reason = (str((finished or {}).get("reason", ""))
+              or proc.stderr.decode("utf-8", "replace").strip()[-500:])
     return proc.returncode == 5 or reason.startswith(f"run {job.run_id} is in use"), reason
 
 
@@ -178,16 +182,14 @@ def _workspace(job: Job) -> Path:
     if not (target / ".git").is_dir():
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
-        subprocess.run(["rm", "-rf", "--", str(partial)], check=False)
-        clone = subprocess.run(["git", "clone", "--quiet", "--", url, str(partial)],
-                               capture_output=True, text=True, errors="replace", check=False)
+        shutil.rmtree(partial, ignore_errors=True)
+        clone = run_helper(["git", "clone", "--quiet", "--", url, str(partial)])
         if clone.returncode != 0:
-            raise UsageError(f"task {job.index}: git clone of {url} failed: "
-                             f"{clone.stderr.strip().splitlines()[-1:] or ['?']}")
+            last = clone.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["?"]
+            raise UsageError(f"task {job.index}: git clone of {url} failed: {last}")
         if ref:
-            checkout = subprocess.run(["git", "-C", str(partial), "checkout", "--quiet", ref,
-                                       "--"], capture_output=True, text=True, errors="replace",
-                                      check=False)
+            checkout = run_helper(["git", "-C", str(partial), "checkout", "--quiet", ref,
+                                   "--"])
             if checkout.returncode != 0:
                 raise UsageError(f"task {job.index}: git checkout {ref} failed")
         partial.rename(target)  # a clone is either whole or absent
