@@ -64,7 +64,7 @@ _PUBLIC: dict[str, str] = {
         "ApprovalPending Budget build_launchers check_answer_schema ContextBudget Gate "
         "gate_inputs GateInputs InputChange INTERRUPTED_OBSERVATION protect_gate_inputs "
         "resume_tree resume_tree_from_stored_policy resume_tree_with_answer run_tree "
-        "Runner RunOutcome RunSpec schema_instructions sweep_leftovers"
+        "Runner RunOutcome RunSpec schema_instructions sweep_leftovers TreeOptions"
     ),
     "harness_core.sandbox": (
         "Backend BackendChoice BackendReport CommandResult diagnose Diagnosis DoctorCheck "

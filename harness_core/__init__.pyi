@@ -151,6 +151,7 @@ from harness_core.run import InputChange as InputChange
 from harness_core.run import Runner as Runner
 from harness_core.run import RunOutcome as RunOutcome
 from harness_core.run import RunSpec as RunSpec
+from harness_core.run import TreeOptions as TreeOptions
 from harness_core.run import build_launchers as build_launchers
 from harness_core.run import check_answer_schema as check_answer_schema
 from harness_core.run import gate_inputs as gate_inputs

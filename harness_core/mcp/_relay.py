@@ -6,7 +6,9 @@ So when a remote server's HTTP client is about to dial a host nobody has decided
 (an authorization server named by the server's metadata), or has a notice for the
 person (where to authorize), it posts the question here; the run's thread answers
 while it waits for the MCP work it asked for (`Relay.wait`). A question nobody answers
-in time is a refusal: the check fails closed.
+in time is a refusal: the check fails closed. A decider that fails is a refusal too,
+but a Ctrl-C while a question is decided is no decision: the loop thread is refused so
+it stops waiting, and the `KeyboardInterrupt` goes on from `Relay.wait` to end the run.
 
 Decisions are kept per host and port for the session, so each is asked once. A decider
 may answer with an `Admission` (the run's egress check): its addresses, the ones the
@@ -63,6 +65,10 @@ def _dial(answer: Decision | Admission) -> Dial:
                          "destination-unresolved", "builtin"))
 
 
+def _undecided(reason: str) -> Dial:
+    return Dial(Decision(Verdict.DENY, reason, "undecided", "builtin"))
+
+
 @record
 class _Question:
     host: str
@@ -107,6 +113,8 @@ class Relay:
 
         Raises:
             TimeoutError: `future` is not done within `timeout` seconds.
+            KeyboardInterrupt: Ctrl-C while waiting or while a question was decided
+                (that question is refused first).
         """
         future.add_done_callback(lambda _: self._queue.put(None))
         deadline = time.monotonic() + timeout
@@ -124,10 +132,15 @@ class Relay:
     def _answer(self, item: _Question | str | None) -> None:
         if isinstance(item, _Question):
             try:
-                item.reply.set_result(self._dial(item.host, item.port))
-            except BaseException as exc:  # a pause or a store failure: refuse the dial
-                item.reply.set_result(Dial(Decision(Verdict.DENY, f"could not decide: {exc}",
-                                                    "undecided", "builtin")))
+                dial = self._dial(item.host, item.port)
+            except Exception as exc:  # a pause or a store failure: refuse the dial
+                dial = _undecided(f"could not decide: {exc}")
+            except BaseException:
+                # Ctrl-C (or an exit) is the person's, never a decision: the loop thread
+                # is told no so it stops waiting, and the interrupt goes on to end the run.
+                item.reply.set_result(_undecided("interrupted while deciding"))
+                raise
+            item.reply.set_result(dial)
         elif isinstance(item, str) and self._notice is not None:
             self._notice(item)
 
@@ -141,8 +154,7 @@ class Relay:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(reply), _ASK_WAIT)
         except TimeoutError:
-            return Dial(Decision(Verdict.DENY, f"nobody decided within {_ASK_WAIT:g} s",
-                                 "undecided", "builtin"))
+            return _undecided(f"nobody decided within {_ASK_WAIT:g} s")
 
     def notify(self, text: str) -> None:
         """Post a notice (from the loop thread) for the run's thread to show."""

@@ -27,6 +27,7 @@ _EXPORTS = {
     "RunSpec": "harness_core.run._spec",
     "Runner": "harness_core.run._loop",
     "build_launchers": "harness_core.run._launchers",
+    "TreeOptions": "harness_core.run._entry",
     "resume_tree": "harness_core.run._entry",
     "resume_tree_from_stored_policy": "harness_core.run._entry",
     "resume_tree_with_answer": "harness_core.run._entry",
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from harness_core.run._budget import Budget
     from harness_core.run._context import ContextBudget
     from harness_core.run._entry import (
+        TreeOptions,
         resume_tree,
         resume_tree_from_stored_policy,
         resume_tree_with_answer,
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
     __all__ = [  # noqa: F811 - the same list, for type checkers
         "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
         "GateInputs", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
+        "TreeOptions",
         "build_launchers", "check_answer_schema", "gate_inputs", "protect_gate_inputs",
         "resume_tree", "schema_instructions",
         "resume_tree_from_stored_policy", "resume_tree_with_answer", "run_tree",

@@ -14,6 +14,7 @@ from harness_core import (
     Policy,
     RunStatus,
     Store,
+    resume_tree,
     resume_tree_with_answer,
     run_tree,
 )
@@ -226,6 +227,27 @@ def test_a_childs_question_pauses_the_tree_and_the_roots_id_answers_it(
         assert store.run(child_id).status is RunStatus.FINISHED
         assert "The operator answered: blue" in _observations(store, child_id)[0]
         assert "child: blue it is" in _observations(store, outcome.run_id)[0]
+
+
+def test_resume_tree_with_an_answer_reaches_the_child_that_asked(
+        tmp_path: Path, ws: Path) -> None:
+    """`resume_tree(..., answer=...)` is what `resume_tree_with_answer` (deprecated)
+    spells (#41 item 5)."""
+    script = [
+        line("", spawn("ask first")),
+        line("", ("ask_question", {"question": "which colour?"})),
+        line("child: blue it is"),
+        line("root done"),
+    ]
+    with Store(tmp_path / "state.db") as store:
+        outcome = run_tree(store, provider(tmp_path, script), spec(ws))
+        assert outcome.status is RunStatus.PAUSED and outcome.pause is not None
+        child_id = outcome.pause.waiting_run_id
+        assert child_id is not None
+        done = resume_tree(store, provider(tmp_path, script), outcome.run_id, spec(ws),
+                           answer="blue")
+        assert done.status is RunStatus.FINISHED
+        assert "The operator answered: blue" in _observations(store, child_id)[0]
 
 
 def test_a_childs_budget_is_drawn_from_the_parents(tmp_path: Path, ws: Path) -> None:

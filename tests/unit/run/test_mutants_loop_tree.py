@@ -194,6 +194,38 @@ def test_a_stored_policy_keeps_what_a_changed_definition_would_now_allow(
             "wrote 1", "refused"]
 
 
+def test_resume_tree_with_stored_policy_keeps_what_the_old_name_kept(
+        tmp_path: Path) -> None:
+    """`resume_tree(..., stored_policy=True)` is what `resume_tree_from_stored_policy`
+    (deprecated) spells (#41 item 5)."""
+    from harness_core import AgentDef
+
+    script = [line("delegate", spawn("write two files", agent="writer")),
+              line("child a", _write("a.txt")), line("child b", _write("b.txt")),
+              line("child: wrote both"), line("all done")]
+    strict = {"writer": AgentDef("writer", deny_write=("b.txt",))}
+    loose = {"writer": AgentDef("writer")}
+    full = Policy.from_lists(tier="full")
+    with Store(tmp_path / "state.db") as store:
+
+        def interrupt(event: Event) -> None:
+            if (event.kind is EventKind.CHECKPOINT and event.root_run_id is not None
+                    and event.run_id != event.root_run_id):
+                store.post_inbox(event.root_run_id, "interrupt", {})
+
+        first = run_tree(store, provider(tmp_path, script),
+                         spec(_ws(tmp_path), policy=full, agents=strict), clock=ManualClock(),
+                         on_event=interrupt)
+        assert first.status is RunStatus.INTERRUPTED
+        done = resume_tree(store, provider(tmp_path, script), first.run_id,
+                           spec(_ws(tmp_path), policy=full, agents=loose),
+                           stored_policy=True, clock=ManualClock())
+        assert done.status is RunStatus.FINISHED
+        (child,) = [r for r in store.tree_runs(first.run_id) if r.depth == 1]
+        assert [(e.observation or "")[:7] for e in store.ledger(child.run_id)] == [
+            "wrote 1", "refused"]
+
+
 def test_an_interrupt_pending_while_a_child_pauses_is_void_not_kept_for_the_resume(
         tmp_path: Path) -> None:
     """The tree stopped (paused) before the interrupt's step boundary: the interrupt is
