@@ -72,7 +72,7 @@ def test_an_old_store_s_spend_report_is_the_same_bytes(tmp_path: Path) -> None:
     (ws / "io.toml").write_text(PRICES)
     golden = (GOLDEN / "spend.jsonl").read_text().splitlines(keepends=True)
     for by, line in zip(SPEND_BY, golden, strict=True):
-        done = run_io(["spend", "--json", "--by", by, "-w", str(ws)],
+        done = run_io(["spend", "--json", "--by", by, "-w", str(ws), "--all"],
                       env={"IO_STORE": str(store)}, cwd=ws)
         assert done.returncode == 0, done.stderr
         assert done.stdout == line, by
