@@ -92,7 +92,8 @@ def resume(
             cfg = apply_recorded(cfg, record.settings)  # `io run -c/-m/--max-steps/--narrow`
             room = _room(record, max_steps=max_steps, max_tokens=max_tokens,
                          max_cost_usd=max_cost, wall_seconds=max_wall)
-            if room:
+            waits = record.status.value == "paused" and not (approve or deny or answer)
+            if room and not waits:  # a paused run given no decision is refused below
                 store.give_room(record.run_id, room)
                 cfg = apply_recorded(cfg, store.run(record.run_id).settings)
             decision = True if approve else (False if deny else None)
