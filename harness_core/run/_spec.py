@@ -178,8 +178,10 @@ class RunOutcome:
             before the model said it was done).
         gates: The last round of verification gates (the gates report): each gate's
             command, exit status, duration, sandbox and whether its inputs were untouched.
-        answer: The text of the run's last completion (its final answer when it
-            finished); empty when it has none.
+        answer: The model's final answer: its last completion when the run ended on
+            it (finished, or a child that failed a gate), under an output schema the
+            JSON document that completion validated as; "" for a run that did not end on
+            a final answer (stopped, paused, interrupted, errored, answer refused).
     """
 
     run_id: str

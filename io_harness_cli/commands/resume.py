@@ -98,7 +98,8 @@ def resume(
                 _check_stored_policy(cfg, record.policy, record.run_id)
             room = _room(record, max_steps=max_steps, max_tokens=max_tokens,
                          max_cost_usd=max_cost, wall_seconds=max_wall)
-            if room:
+            waits = record.status.value == "paused" and not (approve or deny or answer)
+            if room and not waits:  # a paused run given no decision is refused below
                 for name, value in room.items():  # refused before anything is recorded
                     cfg.requirements.check(name, value, key=name.replace("_", "-"),
                                            tried_by="the io resume budget flags")

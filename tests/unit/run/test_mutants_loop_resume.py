@@ -43,11 +43,12 @@ def _paused(tmp_path: Path, store: Store) -> str:
     outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
                      on_event=events).start(spec_for(ws, "go", policy=_ASKS))
     assert (outcome.status, outcome.reason, outcome.steps, outcome.pause, outcome.verified,
-            outcome.gates) == (RunStatus.PAUSED, "paused for approval", 0, _PAUSE, None, ())
+            outcome.gates) == (RunStatus.PAUSED, "paused for approval", 1, _PAUSE, None, ())
+    # the step it paused in counts (its completion is recorded; every view lists it)
     assert [(e.kind, e.data) for e in events.seen[-2:]] == [
         (EventKind.APPROVAL, {"pending": True, **_PAUSE.to_json()}),
         (EventKind.RUN_FINISHED, {"status": "paused", "reason": "paused for approval",
-                                  "steps": 0})]
+                                  "steps": 1})]
     run = store.run(outcome.run_id)
     assert (run.status, run.reason, run.pause, run.owner_pid) == (
         RunStatus.PAUSED, "paused for approval", _PAUSE, None)

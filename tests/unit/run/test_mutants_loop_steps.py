@@ -120,7 +120,7 @@ def test_a_stall_is_announced_with_the_call_and_its_reason(tmp_path: Path) -> No
     with Store(tmp_path / "state.db") as store:
         outcome = Runner(store, _scripted(tmp_path, lines), clock=ManualClock(),
                          on_event=events).start(spec_for(ws, "go", stall_window=3))
-        assert (outcome.status, outcome.steps) == (RunStatus.STOPPED, 2)
+        assert (outcome.status, outcome.steps) == (RunStatus.STOPPED, 3)  # steps 0-2
         # the stalling call's step has its observation but no checkpoint
         last = store.last_checkpoint(outcome.run_id)
         assert last is not None and last.step_index == 1

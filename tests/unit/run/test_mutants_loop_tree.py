@@ -53,7 +53,7 @@ def _interrupted(tmp_path: Path, store: Store, events: list[Event]) -> tuple[str
     (child,) = [r for r in store.tree_runs(outcome.run_id) if r.depth == 1]
     assert (child.status, child.reason, child.steps_used) == (RunStatus.INTERRUPTED, reason, 1)
     assert (outcome.status, outcome.reason, outcome.steps) == (
-        RunStatus.INTERRUPTED, "interrupted while children ran", 0)
+        RunStatus.INTERRUPTED, "interrupted while children ran", 1)  # in its step 0
     assert store.interrupt_pending(outcome.run_id) is False  # the root took it
     return outcome.run_id, child.run_id
 

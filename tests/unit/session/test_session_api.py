@@ -175,8 +175,10 @@ def test_tool_calls_in_history_always_have_results_and_unique_ids(setup: tuple[S
     paused = RecordingProvider([("ask", [("ask_question", {"question": "which?"})])])
     outcome = session.turn(Runner(store, paused), spec_for(ws, "ask me"))
     assert outcome.status is RunStatus.PAUSED
+    with pytest.raises(UsageError, match="is paused"):  # not built on unless asked to
+        session.turn(Runner(store, RecordingProvider([("ok", [])])), spec_for(ws, "go on"))
 
-    _, last = _turn(session, store, ws, "go on", "ok")
+    _, last = _turn(session, store, ws, "go on", "ok", from_turn=2)
     messages: tuple[Message, ...] = last.requests[0].messages
     calls = [c.id for m in messages if m.role is Role.ASSISTANT for c in m.tool_calls]
     results = [m.tool_call_id for m in messages if m.role is Role.TOOL]
