@@ -74,9 +74,11 @@ def _cost_function(config: Config) -> Callable[[str, Usage], float | None] | Non
     if prices is None:
         return None
     provider = config.provider
-    configured = tuple(m for m in (
-        (provider.model, *(f.model for f in provider.fallback)) if provider is not None else ()
-    ) if m)
+    # A scripted replay names its served models line by line: only those are priced,
+    # when they are served (an unpriced one stops the run then).
+    configured = tuple(p.model for p in (
+        (provider, *provider.fallback) if provider is not None else ()
+    ) if p.model and p.kind != "scripted")
     if config.budget.max_cost_usd is not None:
         missing = [m for m in configured if prices.price_for(m) is None]
         if missing:

@@ -277,7 +277,8 @@ class BudgetTable(Table):
     """Tokens a run may spend, counted as billed (cache reads at cache_read_weight);
     opt-in: no token ceiling by default (or false)."""
     max_cost_usd: NumCeiling = _num_ceiling(_BUDGET.max_cost_usd)
-    """Derived cost in USD a run may spend; needs [prices] for the model (or false)."""
+    """Derived cost in USD a run may spend; needs [prices] for the model and each
+    fallback's (a run refuses to start without), or false."""
     wall_seconds: NumCeiling = _num_ceiling(_BUDGET.wall_seconds)
     """Wall-clock seconds a run may take, summed over resumes (or false)."""
     cache_read_weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = (

@@ -65,9 +65,10 @@ class CompletionRequest:
             that replaces its older turns; `[context] strategy = "compact"`). Providers
             send both alike; the scripted one answers a ``compact`` request from the
             replay's `summary` lines.
-        cache_key: A key stable for the whole run (every step of it sends the same),
-            sent as OpenAI's ``prompt_cache_key`` so the vendor routes the run's
-            requests to the machine that holds its cached prefix. None: not sent.
+        cache_key: A key stable for the whole run (every step of it sends the same;
+            the run id, or the session id for a session's turns, which repeat one
+            conversation), sent as OpenAI's ``prompt_cache_key`` so the vendor routes
+            the requests to the machine that holds their cached prefix. None: not sent.
     """
 
     model: str

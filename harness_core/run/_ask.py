@@ -94,7 +94,9 @@ class _AskPhase(_RunnerBase):
         spec = drive.spec
         request = CompletionRequest(
             model=spec.model, messages=drive.context.view(), tools=drive.toolbox.specs(),
-            max_tokens=spec.max_tokens, web=spec.web, cache_key=drive.run_id,
+            max_tokens=spec.max_tokens, web=spec.web,
+            # A session's turns repeat its conversation: one key for all of them.
+            cache_key=spec.session_id or drive.run_id,
         )
 
         def on_token(text: str) -> None:

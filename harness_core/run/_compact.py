@@ -220,7 +220,7 @@ class Compactor:
             prompt = f"{prompt}\n\n{instructions}"
         request = CompletionRequest(model=spec.model, messages=(*view, Message.user(prompt)),
                                     max_tokens=spec.max_tokens, purpose="compact",
-                                    cache_key=self.run_id)
+                                    cache_key=spec.session_id or self.run_id)
         response = with_estimate(request, self.provider.complete(request, step=step))
         full_cut = self._full_index(cut_view)
         record = self.store.record_compaction(

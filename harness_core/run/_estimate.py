@@ -9,9 +9,8 @@ reported count.
 The estimate is the context budget's: about four characters a token, four tokens of
 overhead a message, over everything the request carried (every message, and the tool
 specs as their JSON text) for the input, and over the answer's text and tool calls for
-the output. It is rough by design (io ships no tokenizer); on the bench's 100-step run
-against llama.cpp's server it lies within a factor of two of the server's own count.
-Nothing here does I/O.
+the output. It is rough by design (io ships no tokenizer): a token budget over an
+estimating provider holds to within that error, not exactly. Nothing here does I/O.
 """
 
 from __future__ import annotations

@@ -185,8 +185,9 @@ class ShellStart:
         "shell_start",
         "Start a command line that keeps running (a server, a log tail, a watch build) and "
         "return a handle id; read its output with shell_poll and end it with shell_kill. "
-        "The line is checked exactly as for `shell`. At most 8 handles run at once; all "
-        "are killed when the run ends. " + _LINE_HELP,
+        "The line takes what `shell` takes and is checked exactly as there (the constructs "
+        "it admits and refuses are listed in `shell`). At most 8 handles run at once; all "
+        "are killed when the run ends.",
         {
             "type": "object",
             "properties": {"line": {"type": "string", "description": "The command line."}},

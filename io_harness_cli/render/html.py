@@ -247,7 +247,8 @@ def _step_head(step: StepView, longest: float) -> str:
         f'<meter min="0" max="{longest:.3f}" value="{latency:.3f}" aria-label="latency"></meter>'
         f'<span class="metric">TTFT {_num(step.ttft_ms, " ms", 1)}</span>'
         f'<span class="metric">tokens in {_num(usage.get("prompt_tokens"))}'
-        f' out {_num(usage.get("completion_tokens"))}</span>'
+        f' out {_num(usage.get("completion_tokens"))}'
+        f'{" (estimated: not reported)" if usage.get("estimated") else ""}</span>'
         f'<span class="metric">{_usd(step.cost_usd)}</span></div>'
     )
     if step.text:

@@ -5,6 +5,7 @@ refuses to start, or stops the run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,3 +110,22 @@ def test_a_cost_budget_on_a_model_without_a_price_refuses_to_start(
     assert f"max_cost_usd cannot be enforced: [prices] has no price for '{REQUESTED}'" in (
         result.stderr)
     assert "Traceback" not in result.stderr and fake.requests == []
+
+
+def test_a_sessions_turns_share_one_prompt_cache_key(
+    cli: Cli, fakes: StartFake, tmp_path: Path
+) -> None:
+    """A session's turns repeat one conversation: they reach the vendor under the
+    session's id; a plain run sends its own id."""
+    fake = fakes("openai", responder=_silent(0))
+    ws = write_workspace(tmp_path / "ws", provider_toml("openai", fake))
+    made = cli("session", "new", "-w", str(ws), "--json")
+    assert made.returncode == 0, made.stderr
+    session = json.loads(made.stdout.splitlines()[-1])["session_id"]
+    for text in ("first", "second"):
+        turn = cli("session", "turn", session, text, "-w", str(ws), "--json")
+        assert turn.returncode == 0, turn.stderr
+    run = cli("run", "alone", "-w", str(ws), "--json")
+    run_id = finished(run.stdout)["run_id"]
+    keys = [r.body["prompt_cache_key"] for r in fake.requests]
+    assert keys == [session, session, run_id]
