@@ -1,10 +1,11 @@
-"""Content-addressed run documents: a run's settings, policy and sandbox description,
-each kept once in `documents` by the SHA-256 of its JSON and referenced from `runs`
-and `drives` (#40).
+"""Content-addressed run documents: a run's settings, policy and sandbox description and
+its snapshots' file manifests, each kept once in `documents` by the SHA-256 of its JSON
+and referenced from `runs`, `drives` and `snapshots` (#40).
 
 Every run of a project carries the same policy and sandbox (about 9 KB of JSON) in
 `runs` and again in `drives` for every drive; a document identical to one already stored
-is now written once. A reference is ``sha256:`` and 64 hex digits, which no JSON text
+is now written once, and so is a snapshot manifest another snapshot already recorded
+(a step that changed no file; a run started at the commit another run started at). A reference is ``sha256:`` and 64 hex digits, which no JSON text
 is, so a row written before migration `0018_run_documents` (JSON in place) and one
 written after read alike: `resolved` gives the SQL that reads either. The hash is taken
 of the text as stored (after redaction), so it says nothing about a secret that was
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS documents (
 _ADDRESSED: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("runs", ("run_id",), ("settings", "policy", "sandbox")),
     ("drives", ("run_id", "seq"), ("policy", "sandbox")),
+    ("snapshots", ("run_id", "seq"), ("manifest",)),
 )
 """(table, key columns, document columns) that hold references."""
 

@@ -15,7 +15,7 @@ from typing import Any
 from harness_core._record import record
 from harness_core.errors import UsageError
 from harness_core.store._codec import dumps
-from harness_core.store._documents import document_ref
+from harness_core.store._documents import document_ref, resolved
 from harness_core.store._parts import StoreParts
 from harness_core.store._parts import now as _now
 from harness_core.store._records import CheckpointState
@@ -95,11 +95,13 @@ class SnapshotQueries(StoreParts):
                         added_bytes: int = 0, note: str | None = None) -> SnapshotRecord:
         """Commit one state of the workspace (its blobs are already written)."""
         created = _now()
-        body = json.dumps({k: list(v) for k, v in sorted(manifest.items())},
-                          separators=(",", ":"))
+        files = {k: list(v) for k, v in sorted(manifest.items())}
         with self._tx() as conn:
             seq = int(conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM snapshots"
                                    " WHERE run_id = ?", (run_id,)).fetchone()[0])
+            # Kept once by content (#40): a workspace left as the last step (or the last
+            # run at the same commit) left it has the same manifest.
+            body = document_ref(conn, files, getattr(self, "_redact", None))
             conn.execute(
                 "INSERT INTO snapshots(run_id, seq, step_index, kind, created_at, manifest,"
                 " bytes, note) VALUES (?,?,?,?,?,?,?,?)",
@@ -109,8 +111,9 @@ class SnapshotQueries(StoreParts):
 
     def snapshots(self, run_id: str) -> list[SnapshotRecord]:
         """Every recorded state of the run's files, oldest first."""
-        rows = self._query("SELECT seq, step_index, kind, created_at, manifest, bytes, note"
-                           " FROM snapshots WHERE run_id = ? ORDER BY seq", (run_id,))
+        manifest = resolved("manifest")
+        rows = self._query(f"SELECT seq, step_index, kind, created_at, {manifest}, bytes,"  # noqa: S608
+                           " note FROM snapshots WHERE run_id = ? ORDER BY seq", (run_id,))
         return [SnapshotRecord(int(r[0]), int(r[1]), str(r[2]), str(r[3]), _manifest(r[4]),
                                int(r[5]), None if r[6] is None else str(r[6])) for r in rows]
 

@@ -96,8 +96,9 @@ def test_rewind_restores_the_files_and_continues_as_a_branch(tmp_path: Path) -> 
     assert branch != run_id
     assert (ws / "a.txt").read_text() == "v1\n" and (ws / "b.txt").read_text() == "new\n"
     with sqlite3.connect(os.environ["IO_STORE"]) as db:
-        parent, settings = db.execute("SELECT parent_run_id, settings FROM runs"
-                                      " WHERE run_id = ?", (branch,)).fetchone()
+        parent, settings = db.execute(  # the settings document, kept once by hash (#40)
+            "SELECT parent_run_id, d.body FROM runs JOIN documents d ON d.hash = runs.settings"
+            " WHERE run_id = ?", (branch,)).fetchone()
     assert parent == run_id
     assert json.loads(settings)["rewound_from"] == {"run_id": run_id, "step": 1}
     back = run_io(["rewind", run_id, "--to", "0", "--json"])

@@ -114,3 +114,26 @@ def test_the_hash_is_of_the_redacted_document(tmp_path: Path) -> None:
     ref, body = _rows(path, "SELECT r.settings, d.body FROM runs r JOIN documents d"
                             " ON d.hash = r.settings")[0]
     assert ref == "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+def test_a_snapshot_manifest_recorded_before_is_kept_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    files = {"a.py": ("0" * 64, 10, "f"), "b/c.txt": ("1" * 64, 3, "f")}
+    with Store(path) as store:
+        _create(store, "r1")
+        _create(store, "r2")
+        store.record_snapshot("r1", 0, "baseline", files)
+        store.record_snapshot("r1", 1, "after", {**files, "new": ("2" * 64, 1, "f")})
+        store.record_snapshot("r2", 0, "baseline", files)  # the same tree, another run
+        assert [s.manifest for s in store.snapshots("r2")] == [files]
+        assert len(store.snapshots("r1")[1].manifest) == 3
+    assert _rows(path, "SELECT count(DISTINCT manifest), count(*) FROM snapshots") == [(2, 3)]
+    _unmigrate(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE snapshots SET manifest = '{\"x\":[\"' || ? || '\",1,\"f\"]}'",
+                     ("9" * 64,))
+    conn.close()
+    with Store(path) as store:  # an older store's inline manifests move over too
+        assert store.snapshots("r1")[0].manifest == {"x": ("9" * 64, 1, "f")}
+    assert _rows(path, "SELECT count(*) FROM snapshots WHERE manifest LIKE 'sha256:%'") == [(3,)]
