@@ -30,6 +30,7 @@ _CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 _DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 _PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_O = "{urn:schemas-microsoft-com:office:office}"
 
 # Inline wrappers whose children are read as if they were the paragraph's own.
 _PASS_THROUGH = {W + "hyperlink", W + "smartTag", W + "customXml", W + "fldSimple",
@@ -220,7 +221,9 @@ class Walker:
             return "[diagram]"
         if el.tag == W + "object":
             self.counts["embedded objects"] += 1
-            return "[embedded object]"
+            ole = next(el.iter(_O + "OLEObject"), None)
+            program = "" if ole is None else (ole.get("ProgID") or "").strip()
+            return f"[embedded object: {program}]" if program else "[embedded object]"
         if _PIC in uris or any(_local(d.tag) == "imagedata" for d in el.iter()):
             described = next((d for d in el.iter(_WP + "docPr")), None)
             alt = (described.get("descr") or described.get("title") or "").strip() \

@@ -26,6 +26,25 @@ def _read(tmp_path: Path, source: Path, tool: str) -> str:
     return out.output
 
 
+def test_pptx_read_gives_a_scatter_charts_x_and_y_values(tmp_path: Path) -> None:
+    import pptx
+    from pptx.chart.data import XyChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    data = XyChartData()
+    series = data.add_series("Depth")
+    series.add_data_point(1.5, 10)
+    series.add_data_point(2.5, 12)
+    slide.shapes.add_chart(XL_CHART_TYPE.XY_SCATTER, Inches(1), Inches(1), Inches(4),
+                           Inches(3), data)
+    deck.save(str(tmp_path / "xy.pptx"))
+    text = call(make_ctx(tmp_path), "pptx_read", path="xy.pptx").output
+    assert "series Depth: x 1.5, 2.5; y 10, 12" in text, text
+
+
 def test_pptx_read_gives_a_charts_categories_series_and_values(tmp_path: Path) -> None:
     text = _read(tmp_path, PUBLIC / "poi-bar-chart.pptx", "pptx_read")
     # PowerPoint caches 8.200000000000001 for the first bar; it is shown as 8.2.
@@ -70,6 +89,12 @@ def test_docx_read_shows_custom_note_marks_and_link_targets(tmp_path: Path) -> N
     assert "[footnote Source] Source\tCooperative ledger" in text
     assert "[footnote 1] Counted by hand." in text
     assert "[endnote Idx] Idx\tPublished monthly" in text
+
+
+def test_docx_read_names_an_embedded_object_by_its_program(tmp_path: Path) -> None:
+    text = _read(tmp_path, PUBLIC / "poi-EmbeddedDocument.docx", "docx_read")
+    assert "[embedded object: Excel.Sheet.8]" in text, text
+    assert text.startswith("[not read] 1 embedded objects\n")
 
 
 def test_pdf_read_shows_form_values_with_their_fields(tmp_path: Path) -> None:
