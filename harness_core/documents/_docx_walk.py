@@ -31,6 +31,8 @@ _DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 _PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 _O = "{urn:schemas-microsoft-com:office:office}"
+# A HYPERLINK field to an address (not `\l`, a place in the document such as a TOC entry).
+_FIELD_LINK = re.compile(r'\s*HYPERLINK\s+"([^"]+)"')
 
 # Inline wrappers whose children are read as if they were the paragraph's own.
 _PASS_THROUGH = {W + "hyperlink", W + "smartTag", W + "customXml", W + "fldSimple",
@@ -64,6 +66,7 @@ class Walker:
         self._marks: list[Any] = []  # text elements read as a custom note mark
         self.links: dict[str, str] = {}
         """Hyperlink relationship id -> target, of the part being walked."""
+        self._field_link = ""  # the target of the HYPERLINK field being read
 
     # -- blocks -------------------------------------------------------------------
     def blocks(self, container: Any) -> list[dict[str, Any]]:
@@ -155,6 +158,14 @@ class Walker:
                 parts.append(f"[c{child.get(W + 'id')}]")
             elif tag == W + "sym":
                 parts.append(_symbol(child.get(W + "char")))
+            elif tag == W + "instrText":
+                found = _FIELD_LINK.match(child.text or "")
+                if found:
+                    self._field_link = found.group(1)
+            elif tag == W + "fldChar" and child.get(W + "fldCharType") == "end" and \
+                    self._field_link:
+                parts.append(f" (link: {self._field_link})")  # a HYPERLINK field's target
+                self._field_link = ""
             elif tag in (W + "drawing", W + "pict", W + "object", _MC + "AlternateContent"):
                 parts.append(self._graphic(child, boxes))
         return "".join(parts)

@@ -91,6 +91,27 @@ def test_docx_read_shows_custom_note_marks_and_link_targets(tmp_path: Path) -> N
     assert "[endnote Idx] Idx\tPublished monthly" in text
 
 
+def test_docx_read_gives_a_hyperlink_fields_target_but_not_a_toc_anchor(
+        tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    ns = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document()
+    for instruction, text in ((' HYPERLINK "https://example.org/field" ', "the field"),
+                              (' HYPERLINK \\l "_Toc1" ', "Chapter one")):
+        paragraph = document.add_paragraph()
+        for run in ('<w:fldChar w:fldCharType="begin"/>',
+                    f'<w:instrText xml:space="preserve">{instruction}</w:instrText>',
+                    '<w:fldChar w:fldCharType="separate"/>', f"<w:t>{text}</w:t>",
+                    '<w:fldChar w:fldCharType="end"/>'):
+            paragraph._p.append(parse_xml(f"<w:r {ns}>{run}</w:r>"))
+    document.save(str(tmp_path / "fields.docx"))
+    text = call(make_ctx(tmp_path), "docx_read", path="fields.docx").output
+    assert "the field (link: https://example.org/field)" in text, text
+    assert "Chapter one\n" in text + "\n" and "_Toc1" not in text
+
+
 def test_docx_read_names_an_embedded_object_by_its_program(tmp_path: Path) -> None:
     text = _read(tmp_path, PUBLIC / "poi-EmbeddedDocument.docx", "docx_read")
     assert "[embedded object: Excel.Sheet.8]" in text, text
