@@ -157,7 +157,8 @@ class Walker:
             elif tag == W + "commentReference":
                 parts.append(f"[c{child.get(W + 'id')}]")
             elif tag == W + "sym":
-                parts.append(_symbol(child.get(W + "char")))
+                if not any(child is mark for mark in self._marks):
+                    parts.append(_symbol(child.get(W + "char")))
             elif tag == W + "instrText":
                 found = _FIELD_LINK.match(child.text or "")
                 if found:
@@ -186,14 +187,17 @@ class Walker:
         and such a note takes no number from the sequence."""
         if ref.get(W + "customMarkFollows") not in ("1", "true", "on"):
             return None
-        text = next((s for s in ref.itersiblings() if s.tag == W + "t"), None)
+        wanted = (W + "t", W + "sym")
+        text = next((s for s in ref.itersiblings() if s.tag in wanted), None)
         if text is None:
             run = ref.getparent().getnext()
-            text = run.find(W + "t") if run is not None and run.tag == W + "r" else None
-        if text is None or not (text.text or "").strip():
+            text = next((s for s in run if s.tag in wanted), None) \
+                if run is not None and run.tag == W + "r" else None
+        mark = "" if text is None else _symbol(text.get(W + "char")) \
+            if text.tag == W + "sym" else (text.text or "").strip()
+        if text is None or not mark.strip():
             return None
         self._marks.append(text)
-        mark = (text.text or "").strip()
         kind = "footnote" if ref.tag == W + "footnoteReference" else "endnote"
         self.numbers[kind][str(ref.get(W + "id"))] = mark
         return mark

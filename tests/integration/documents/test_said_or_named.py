@@ -91,6 +91,22 @@ def test_docx_read_shows_custom_note_marks_and_link_targets(tmp_path: Path) -> N
     assert "[endnote Idx] Idx\tPublished monthly" in text
 
 
+def test_docx_read_shows_a_custom_mark_drawn_from_the_symbol_font(tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    ns = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document(str(FIXTURES / "marks.docx"))
+    # Word's "Symbol..." button for a custom mark writes a w:sym after the reference.
+    document.paragraphs[1]._p.append(parse_xml(
+        f'<w:r {ns}><w:footnoteReference w:customMarkFollows="1" w:id="3"/>'
+        '<w:sym w:font="Symbol" w:char="F02A"/></w:r>'))
+    document.save(str(tmp_path / "sym.docx"))
+    text = call(make_ctx(tmp_path), "docx_read", path="sym.docx").output
+    assert "the [delivery terms](https://example.org/terms).[^*]" in text, text
+    assert "[footnote *] Counted by hand." in text
+
+
 def test_docx_read_gives_a_hyperlink_fields_target_but_not_a_toc_anchor(
         tmp_path: Path) -> None:
     import docx
