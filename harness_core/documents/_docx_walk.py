@@ -30,6 +30,9 @@ _CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 _DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
 _PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
 _R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+_O = "{urn:schemas-microsoft-com:office:office}"
+# A HYPERLINK field to an address (not `\l`, a place in the document such as a TOC entry).
+_FIELD_LINK = re.compile(r'\s*HYPERLINK\s+"([^"]+)"')
 
 # Inline wrappers whose children are read as if they were the paragraph's own.
 _PASS_THROUGH = {W + "hyperlink", W + "smartTag", W + "customXml", W + "fldSimple",
@@ -63,6 +66,7 @@ class Walker:
         self._marks: list[Any] = []  # text elements read as a custom note mark
         self.links: dict[str, str] = {}
         """Hyperlink relationship id -> target, of the part being walked."""
+        self._field_link = ""  # the target of the HYPERLINK field being read
 
     # -- blocks -------------------------------------------------------------------
     def blocks(self, container: Any) -> list[dict[str, Any]]:
@@ -153,7 +157,16 @@ class Walker:
             elif tag == W + "commentReference":
                 parts.append(f"[c{child.get(W + 'id')}]")
             elif tag == W + "sym":
-                parts.append(_symbol(child.get(W + "char")))
+                if not any(child is mark for mark in self._marks):
+                    parts.append(_symbol(child.get(W + "char")))
+            elif tag == W + "instrText":
+                found = _FIELD_LINK.match(child.text or "")
+                if found:
+                    self._field_link = found.group(1)
+            elif tag == W + "fldChar" and child.get(W + "fldCharType") == "end" and \
+                    self._field_link:
+                parts.append(f" (link: {self._field_link})")  # a HYPERLINK field's target
+                self._field_link = ""
             elif tag in (W + "drawing", W + "pict", W + "object", _MC + "AlternateContent"):
                 parts.append(self._graphic(child, boxes))
         return "".join(parts)
@@ -174,14 +187,17 @@ class Walker:
         and such a note takes no number from the sequence."""
         if ref.get(W + "customMarkFollows") not in ("1", "true", "on"):
             return None
-        text = next((s for s in ref.itersiblings() if s.tag == W + "t"), None)
+        wanted = (W + "t", W + "sym")
+        text = next((s for s in ref.itersiblings() if s.tag in wanted), None)
         if text is None:
             run = ref.getparent().getnext()
-            text = run.find(W + "t") if run is not None and run.tag == W + "r" else None
-        if text is None or not (text.text or "").strip():
+            text = next((s for s in run if s.tag in wanted), None) \
+                if run is not None and run.tag == W + "r" else None
+        mark = "" if text is None else _symbol(text.get(W + "char")) \
+            if text.tag == W + "sym" else (text.text or "").strip()
+        if text is None or not mark.strip():
             return None
         self._marks.append(text)
-        mark = (text.text or "").strip()
         kind = "footnote" if ref.tag == W + "footnoteReference" else "endnote"
         self.numbers[kind][str(ref.get(W + "id"))] = mark
         return mark
@@ -220,7 +236,9 @@ class Walker:
             return "[diagram]"
         if el.tag == W + "object":
             self.counts["embedded objects"] += 1
-            return "[embedded object]"
+            ole = next(el.iter(_O + "OLEObject"), None)
+            program = "" if ole is None else (ole.get("ProgID") or "").strip()
+            return f"[embedded object: {program}]" if program else "[embedded object]"
         if _PIC in uris or any(_local(d.tag) == "imagedata" for d in el.iter()):
             described = next((d for d in el.iter(_WP + "docPr")), None)
             alt = (described.get("descr") or described.get("title") or "").strip() \

@@ -46,6 +46,9 @@ def chart_item(shape: Any) -> dict[str, Any]:
                 lines.append("categories: " + ", ".join(categories))
             for series in plot.series:
                 values = ", ".join(_number(v) for v in series.values)
+                xs = series._element.xpath("./c:xVal//c:pt/c:v/text()")  # noqa: SLF001
+                if xs:  # a scatter or bubble series: its x values too
+                    values = f"x {', '.join(map(str, xs))}; y {values}"
                 lines.append(f"series {series.name}: {values}")
     # python-pptx raises anything on a chart part it cannot model; say so, keep reading.
     except Exception as exc:  # noqa: BLE001

@@ -228,10 +228,14 @@ class SheetXml:
             if row is None:
                 self._insert_row(number, "".join(text for _, text in cells))
             elif row.closed:  # `<row r="5"/>` becomes `<row r="5">…</row>`
-                tag = self.text[row.start:row.end]
+                tag = _widened(self.text[row.start:row.end], [c for c, _ in cells])
                 self._replacements[row.start] = (row.end, tag[:-2].rstrip() + ">" + "".join(
                     text for _, text in cells) + f"</{self.prefix}row>")
             else:
+                tag = self.text[row.start:row.open_end]
+                wider = _widened(tag, [c for c, _ in cells])
+                if wider != tag:
+                    self._replacements[row.start] = (row.open_end, wider)
                 for column, text in cells:
                     after = next((c for c in self.cells_of(row) if c.column > column),
                                  None)
@@ -293,6 +297,16 @@ class SheetXml:
     @property
     def changed(self) -> bool:
         return bool(self._replacements or self._inserts)
+
+
+def _widened(tag: str, columns: list[int]) -> str:
+    """A row's opening tag with its `spans` hint ("1:3") widened to hold `columns`."""
+    found = re.search(r'\bspans\s*=\s*"(\d+):(\d+)"', tag)
+    if found is None:
+        return tag
+    first = min(int(found.group(1)), *columns)
+    last = max(int(found.group(2)), *columns)
+    return tag[:found.start()] + f'spans="{first}:{last}"' + tag[found.end():]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]|_x[0-9A-Fa-f]{4}_")

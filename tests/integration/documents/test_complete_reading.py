@@ -156,4 +156,6 @@ def test_pptx_read_names_pictures_and_reads_charts_data(tmp_path: Path) -> None:
     out = call(make_ctx(tmp_path), "pptx_read", path="sales.pptx")
     assert "[not read] 1 picture(s) without alt text\n" in out.output, out.output
     assert "[picture: Company logo]" in out.output
-    assert "[chart]\n  categories: Q1, Q2\n  series Revenue: 1, 2" in out.output, out.output
+    # One series and no title: PowerPoint shows the series name as the title.
+    assert "[chart: Revenue]\n  categories: Q1, Q2\n  series Revenue: 1, 2" in out.output, \
+        out.output

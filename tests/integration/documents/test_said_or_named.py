@@ -26,6 +26,25 @@ def _read(tmp_path: Path, source: Path, tool: str) -> str:
     return out.output
 
 
+def test_pptx_read_gives_a_scatter_charts_x_and_y_values(tmp_path: Path) -> None:
+    import pptx
+    from pptx.chart.data import XyChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    data = XyChartData()
+    series = data.add_series("Depth")
+    series.add_data_point(1.5, 10)
+    series.add_data_point(2.5, 12)
+    slide.shapes.add_chart(XL_CHART_TYPE.XY_SCATTER, Inches(1), Inches(1), Inches(4),
+                           Inches(3), data)
+    deck.save(str(tmp_path / "xy.pptx"))
+    text = call(make_ctx(tmp_path), "pptx_read", path="xy.pptx").output
+    assert "series Depth: x 1.5, 2.5; y 10, 12" in text, text
+
+
 def test_pptx_read_gives_a_charts_categories_series_and_values(tmp_path: Path) -> None:
     text = _read(tmp_path, PUBLIC / "poi-bar-chart.pptx", "pptx_read")
     # PowerPoint caches 8.200000000000001 for the first bar; it is shown as 8.2.
@@ -70,6 +89,49 @@ def test_docx_read_shows_custom_note_marks_and_link_targets(tmp_path: Path) -> N
     assert "[footnote Source] Source\tCooperative ledger" in text
     assert "[footnote 1] Counted by hand." in text
     assert "[endnote Idx] Idx\tPublished monthly" in text
+
+
+def test_docx_read_shows_a_custom_mark_drawn_from_the_symbol_font(tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    ns = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document(str(FIXTURES / "marks.docx"))
+    # Word's "Symbol..." button for a custom mark writes a w:sym after the reference.
+    document.paragraphs[1]._p.append(parse_xml(
+        f'<w:r {ns}><w:footnoteReference w:customMarkFollows="1" w:id="3"/>'
+        '<w:sym w:font="Symbol" w:char="F02A"/></w:r>'))
+    document.save(str(tmp_path / "sym.docx"))
+    text = call(make_ctx(tmp_path), "docx_read", path="sym.docx").output
+    assert "the [delivery terms](https://example.org/terms).[^*]" in text, text
+    assert "[footnote *] Counted by hand." in text
+
+
+def test_docx_read_gives_a_hyperlink_fields_target_but_not_a_toc_anchor(
+        tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    ns = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document()
+    for instruction, text in ((' HYPERLINK "https://example.org/field" ', "the field"),
+                              (' HYPERLINK \\l "_Toc1" ', "Chapter one")):
+        paragraph = document.add_paragraph()
+        for run in ('<w:fldChar w:fldCharType="begin"/>',
+                    f'<w:instrText xml:space="preserve">{instruction}</w:instrText>',
+                    '<w:fldChar w:fldCharType="separate"/>', f"<w:t>{text}</w:t>",
+                    '<w:fldChar w:fldCharType="end"/>'):
+            paragraph._p.append(parse_xml(f"<w:r {ns}>{run}</w:r>"))
+    document.save(str(tmp_path / "fields.docx"))
+    text = call(make_ctx(tmp_path), "docx_read", path="fields.docx").output
+    assert "the field (link: https://example.org/field)" in text, text
+    assert "Chapter one\n" in text + "\n" and "_Toc1" not in text
+
+
+def test_docx_read_names_an_embedded_object_by_its_program(tmp_path: Path) -> None:
+    text = _read(tmp_path, PUBLIC / "poi-EmbeddedDocument.docx", "docx_read")
+    assert "[embedded object: Excel.Sheet.8]" in text, text
+    assert text.startswith("[not read] 1 embedded objects\n")
 
 
 def test_pdf_read_shows_form_values_with_their_fields(tmp_path: Path) -> None:

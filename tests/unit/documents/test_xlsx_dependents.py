@@ -73,7 +73,7 @@ def test_cells_are_written_into_the_producers_namespace_prefix_and_row_order() -
         ' ref="A1:C9"/><x:sheetData><x:row r="1"><x:c r="A1" s="2" t="inlineStr"><x:is>'
         '<x:t>a &lt; b</x:t></x:is></x:c><x:c r="C1"><x:v>1.0000200001000001</x:v></x:c>'
         '</x:row><x:row r="2"><x:c r="B2" t="b"><x:v>1</x:v></x:c></x:row><x:row r="3"'
-        ' spans="1:1"><x:c r="B3" t="inlineStr"><x:is><x:t xml:space="preserve"> x</x:t>'
+        ' spans="1:2"><x:c r="B3" t="inlineStr"><x:is><x:t xml:space="preserve"> x</x:t>'
         '</x:is></x:c></x:row><x:row r="9"><x:c r="A9"><x:f>A1</x:f></x:c></x:row>'
         '</x:sheetData></x:worksheet>')
 
