@@ -62,17 +62,17 @@ class Restored:
 
 
 def _uncovered(workspace: Path, exclude: frozenset[str], state: Manifest, blobs: Path,
-               touched: tuple[str, ...]) -> tuple[str, ...]:
+               run_rules: Rules) -> tuple[str, ...]:
     """The paths a rewind uncovered: visible under the ignore rules of the restored
     state (the branch's), absent from it. io never saw them (the run's own rules hid
     them), so they are left in place and named.
 
-    Only a restore that wrote or removed a `.gitignore` can uncover one, so only then is
-    the workspace read again.
+    Only rules other than the run's can uncover one, so only then is the workspace read
+    again.
     """
-    if not any(p.rsplit("/", 1)[-1] == ".gitignore" for p in touched):
-        return ()
     rules = Rules(ignore_rules(state, blobs))
+    if rules.lines == run_rules.lines:
+        return ()
     now = Scanner(workspace, exclude=exclude, rules=rules).scan(trust_stat=False)
     return tuple(sorted(p for p in now if p not in state and not _covered(p, state)))
 
@@ -266,7 +266,7 @@ def branch_at(store: Store, run_id: str, step: int, root: Path | None, new_id: s
     store.record_snapshot(new_id, step, "baseline", target, note=f"rewound from {run_id}")
     if usable.operator:  # the parent's report files stay io's for the branch too
         note_operator_paths(store, new_id, step, usable.operator)
-    left = _uncovered(workspace, exclude, target, blobs, written + removed)
+    left = _uncovered(workspace, exclude, target, blobs, usable.rules)
     return Restored(new_id, step, written, removed,
                     tuple(p for p in left if p not in usable.operator))
 

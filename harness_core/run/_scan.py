@@ -30,9 +30,20 @@ DENIED: tuple[str, int, str] = ("", 0, "d")
 """The manifest entry of a path the policy refuses to read (kind ``d``): named, never
 read, never kept, never restored; for a folder, everything in it."""
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
+FILE_FLAGS = (os.O_RDONLY | _O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _O_CLOEXEC
+              | getattr(os, "O_BINARY", 0))
 """How a walked file is opened: never through a link, never blocking on a FIFO."""
+
+FD_WALK = {os.open, os.stat, os.readlink} <= os.supports_dir_fd and os.scandir in os.supports_fd
+"""Whether folders are walked by descriptor (POSIX). Without (Windows) they are walked
+by path, deciding by the listing's file type, and a folder swapped for a link between
+the listing and the look inside can be entered."""
+
+_Dir = int | str
+"""A folder being walked: its descriptor, or (without `FD_WALK`) its path."""
 
 
 class Rules:
@@ -62,12 +73,12 @@ class Rules:
             self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines)
         return self._specs[rel_dir]
 
-    def read(self, rel_dir: str, dir_fd: int) -> None:
-        """Keep the `.gitignore` in the open directory `dir_fd` (a live rule set only)."""
+    def read(self, rel_dir: str, folder: _Dir) -> None:
+        """Keep the `.gitignore` in `folder` (a live rule set only)."""
         if not self.live:
             return
         try:
-            fd = os.open(".gitignore", FILE_FLAGS, dir_fd=dir_fd)
+            fd = _open(folder, ".gitignore", FILE_FLAGS)
         except OSError:
             return
         with os.fdopen(fd, "rb") as handle:
@@ -77,9 +88,22 @@ class Rules:
         self.lines[rel_dir] = text.splitlines()
 
 
-Seen = tuple[str, int, str, os.stat_result | None]
+Seen = tuple[str, int | None, str, os.stat_result | None]
 """One walked entry: its path, its directory's descriptor (valid until the walk goes
-on), its name, and its `lstat` (None: a directory io could not enter, `UNKNOWN`)."""
+on; None without `FD_WALK`, and the name is then the full path), its name, and its
+`lstat` (None: a directory io could not enter, `UNKNOWN`)."""
+
+
+def _open(folder: _Dir, name: str, flags: int) -> int:
+    if isinstance(folder, int):
+        return os.open(name, flags, dir_fd=folder)
+    return os.open(os.path.join(folder, name), flags)
+
+
+def _close(folder: _Dir) -> None:
+    if isinstance(folder, int):
+        with contextlib.suppress(OSError):
+            os.close(folder)
 
 
 def walk(root: str, rules: Rules, skip: frozenset[str] = frozenset()) -> Iterator[Seen]:
@@ -90,71 +114,71 @@ def walk(root: str, rules: Rules, skip: frozenset[str] = frozenset()) -> Iterato
         rules: The ignore rules.
         skip: Workspace-relative paths never walked (the store, the placeholders).
     """
-    try:
-        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    stack: list[tuple[int, str, _Specs]] = [(top, "", [])]
+    top: _Dir = root
+    if FD_WALK:
+        try:
+            top = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+        except OSError:
+            return
+    stack: list[tuple[_Dir, str, _Specs]] = [(top, "", [])]
     try:
         while stack:
-            dir_fd, rel_dir, specs = stack.pop()
+            folder, rel_dir, specs = stack.pop()
             try:
-                yield from _directory(dir_fd, rel_dir, specs, rules, skip, stack)
+                yield from _directory(folder, rel_dir, specs, rules, skip, stack)
             finally:
-                os.close(dir_fd)
+                _close(folder)
     finally:  # a walk left before its end
-        for dir_fd, _, _ in stack:
-            with contextlib.suppress(OSError):
-                os.close(dir_fd)
+        for folder, _, _ in stack:
+            _close(folder)
 
 
 _Specs = list[tuple[str, "pathspec.GitIgnoreSpec"]]
 
 
-def _directory(dir_fd: int, rel_dir: str, specs: _Specs, rules: Rules, skip: frozenset[str],
-               stack: list[tuple[int, str, _Specs]]) -> Iterator[Seen]:
+def _directory(folder: _Dir, rel_dir: str, specs: _Specs, rules: Rules,
+               skip: frozenset[str], stack: list[tuple[_Dir, str, _Specs]]) -> Iterator[Seen]:
     try:
-        with os.scandir(dir_fd) as listing:
+        with os.scandir(folder) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return
     if any(entry.name == ".gitignore" for entry in entries):
-        rules.read(rel_dir, dir_fd)
+        rules.read(rel_dir, folder)
     spec = rules.spec(rel_dir)
     if spec is not None:
         specs = [*specs, (rel_dir, spec)]
-    subdirs: list[tuple[int, str]] = []
+    subdirs: list[tuple[_Dir, str]] = []
     try:
         for entry in entries:
             rel = f"{rel_dir}{entry.name}"
             if entry.name == ".git" or rel in skip:
                 continue
-            seen, child = _entry(dir_fd, entry, rel, specs)
+            seen, child = _entry(folder, entry, rel, specs)
             if seen is not None:
                 yield seen
             if child is not None:
                 subdirs.append((child, rel + "/"))
     except BaseException:
         for child, _ in subdirs:
-            with contextlib.suppress(OSError):
-                os.close(child)
+            _close(child)
         raise
     stack.extend((child, rel, specs) for child, rel in reversed(subdirs))
 
 
-def _entry(dir_fd: int, entry: os.DirEntry[str], rel: str,
-           specs: _Specs) -> tuple[Seen | None, int | None]:
+def _entry(folder: _Dir, entry: os.DirEntry[str], rel: str,
+           specs: _Specs) -> tuple[Seen | None, _Dir | None]:
     """One entry of a listing: what to yield for it, and its folder's descriptor when it
     is a folder to walk. The listing's file type decides only which way to look: a
     folder is opened with ``O_NOFOLLOW`` (a link there now fails), anything else is
     `lstat`ed relative to the folder's descriptor."""
-    name = entry.name
+    dir_fd, name = (folder, entry.name) if isinstance(folder, int) else (None, entry.path)
     try:
         is_dir = entry.is_dir(follow_symlinks=False)
         if _ignored(specs, rel + ("/" if is_dir else "")):
             return None, None
         if is_dir:
-            return None, os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+            return None, _open(folder, name, _DIR_FLAGS) if dir_fd is not None else name
         st = entry.stat(follow_symlinks=False)
     except OSError:
         return (rel, dir_fd, name, None), None  # gone, or swapped for a link, meanwhile

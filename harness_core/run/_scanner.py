@@ -132,7 +132,7 @@ class Scanner:
             out[rel] = entry
         return out
 
-    def _read(self, dir_fd: int, name: str,
+    def _read(self, dir_fd: int | None, name: str,
               st: os.stat_result) -> tuple[tuple[str, int, str], _Stat | None]:
         if stat.S_ISLNK(st.st_mode):
             try:

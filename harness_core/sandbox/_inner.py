@@ -393,12 +393,14 @@ def main() -> None:
             _extra_env.update({k: os.environb[k] for k in PROXY_VARIABLES if k in os.environb})
             args = args[1:]
         elif args[0] == "--reaper":  # the floor: end what a dead io left (module doc)
-            _prctl(36, 1, "prctl(PR_SET_CHILD_SUBREAPER)")
             try:
                 io_pidfd = os.pidfd_open(int(args[1]))
+                _prctl(36, 1, "prctl(PR_SET_CHILD_SUBREAPER)")
             except ProcessLookupError:
                 end_everything()
                 return
+            except (OSError, AttributeError):  # a kernel before 5.3: the sweep remains
+                io_pidfd = None
             args = args[2:]
         else:
             raise SystemExit(f"launcher: unknown argument {args[0]!r}")

@@ -163,24 +163,39 @@ def _hiding_run(tmp_path: Path, name: str) -> tuple[Path, str]:
     return ws, str(json_lines(done.stdout)[-1]["run_id"])
 
 
-def test_a_file_a_restored_gitignore_no_longer_hides_is_named_not_passed_over(
-        tmp_path: Path) -> None:
+def test_a_gitignore_the_run_wrote_hides_nothing_from_undo(tmp_path: Path) -> None:
+    """Step 0 wrote a .gitignore hiding the log step 1 wrote. io obeys the rules of the
+    run's first snapshot (#35), so it saw out.log: undoing step 1 removes it like any
+    file the run made (before: it was left, "io never saw it"), and nothing is left."""
     ws, run_id = _hiding_run(tmp_path, "w")
-    assert run_io(["undo", run_id, "-w", str(ws)]).returncode == 0
+    first = run_io(["undo", run_id, "-w", str(ws), "--json"])
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["removed"] == ["out.log"]
     second = run_io(["undo", run_id, "-w", str(ws), "--json"])
     assert second.returncode == 0, second.stderr
-    # out.log came after the state restored, but io never saw it (the run's .gitignore hid
-    # it): it is left in place, and said so (before: "0 removed" and nothing about it).
-    assert json.loads(second.stdout)["left"] == ["out.log"]
-    assert (ws / "out.log").exists() and not (ws / ".gitignore").exists()
+    assert json.loads(second.stdout)["left"] == []
+    assert not (ws / "out.log").exists() and not (ws / ".gitignore").exists()
     assert (ws / "a.txt").read_text() == "old"
-    plain_ws, plain_id = _hiding_run(tmp_path, "p")
-    run_io(["undo", plain_id, "-w", str(plain_ws)])
-    plain = run_io(["undo", plain_id, "-w", str(plain_ws)])
-    assert "left out.log" in plain.stderr and "not removed" in plain.stderr
-    rewound_ws, rewound_id = _hiding_run(tmp_path, "r")
-    rewound = run_io(["rewind", rewound_id, "--to", "0", "-w", str(rewound_ws)])
-    assert "left out.log" in rewound.stderr and "not removed" in rewound.stderr
+
+
+def test_a_file_the_restored_rules_no_longer_hide_is_named_not_passed_over(
+        tmp_path: Path) -> None:
+    """The operator's .gitignore hides keep.log (io never saw it); step 0 empties the
+    .gitignore. A rewind to step 1 restores that empty .gitignore, whose rules the branch
+    goes on with: keep.log shows, was not in the state restored, and io cannot tell whose
+    it is, so it is left in place and named."""
+    ws = make_workspace(tmp_path / "r", [
+        replay_line("unignore", ("write_file", {"path": ".gitignore", "content": "# none\n"})),
+        replay_line("edit", ("write_file", {"path": "a.txt", "content": "new"})),
+        replay_line("done")], files={"a.txt": "old", ".gitignore": "*.log\n",
+                                     "keep.log": "operator's"})
+    done = run_io(["run", "g", "-w", str(ws), "--json"])
+    assert done.returncode == 0, done.stderr
+    run_id = str(json_lines(done.stdout)[-1]["run_id"])
+    rewound = run_io(["rewind", run_id, "--to", "1", "-w", str(ws)])
+    assert rewound.returncode == 0, rewound.stderr
+    assert "left keep.log" in rewound.stderr and "not removed" in rewound.stderr
+    assert (ws / "keep.log").read_text() == "operator's"
 
 
 def test_a_missing_snapshot_blob_refuses_before_any_file_is_touched(tmp_path: Path) -> None:

@@ -179,7 +179,9 @@ def test_copies_never_hold_what_deny_read_refuses(tmp_path: Path) -> None:
     done = run_io(["run", "do it", "-w", str(ws), "--json"],
                   env={"IO_STORE": str(store)})
     assert done.returncode == 0, done.stderr
-    assert "SECRET-42" not in "".join(_outputs(done)), _outputs(done)
+    output = "".join(_outputs(done))
+    assert "SECRET-42" not in output, output
+    assert ".io/snapshots:\n\n" in output  # the folder is masked: `ls -R` lists nothing
     blobs = [p for p in (ws / ".io" / "snapshots").rglob("*") if p.is_file()]
     assert blobs  # the snapshots are there, and hold no copy of the secret
     assert all(b"SECRET-42" not in p.read_bytes() for p in blobs)
@@ -225,3 +227,41 @@ def test_a_full_snapshot_disk_stops_snapshots_and_the_run_goes_on(tmp_path: Path
     warnings = [e for e in events if e.get("kind") == "warning"]
     assert any("snapshots stopped" in json.dumps(e) for e in warnings)
     assert (ws / "c.txt").read_text() == "c\n"  # the run went on past the fault
+
+
+SWAPPER = """
+import os, sys
+ws, outside = sys.argv[1:3]
+sub, aside = os.path.join(ws, "sub"), os.path.join(ws, "sub.aside")
+while not os.path.exists(os.path.join(ws, "stop")):
+    os.rename(sub, aside)
+    os.symlink(outside, sub)
+    os.unlink(sub)
+    os.rename(aside, sub)
+"""
+
+
+def test_links_swapped_while_a_run_works_never_end_it(tmp_path: Path) -> None:
+    """A folder of the workspace is swapped for a link to a folder outside, over and
+    over, while a run writes files step after step: the run finishes (it ended with
+    "internal error: FileNotFoundError"), and no snapshot holds the outside file."""
+    steps: list[dict[str, object]] = [
+        {"text": f"w{i}", "tool_calls": [_write(f"f{i}.txt", f"{i}\n")]} for i in range(8)]
+    ws = _workspace(tmp_path, [*steps, {"text": "done"}])
+    (ws / "sub").mkdir()
+    for i in range(100):  # files read between listing the root and entering `sub`
+        (ws / "sub" / f"g{i:03d}.txt").write_text("g" * 500)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("OUTSIDE-SECRET\n")
+    racer = subprocess.Popen([sys.executable, "-c", SWAPPER, str(ws), str(outside)])
+    try:
+        done = run_io(["run", "do it", "-w", str(ws), "--json"])
+    finally:
+        (ws / "stop").touch()
+        racer.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    snaps = Path(os.environ["IO_STORE"]).parent / "snapshots"
+    blobs = [p for p in snaps.rglob("*") if p.is_file()]
+    assert blobs and all(b"OUTSIDE-SECRET" not in p.read_bytes() for p in blobs)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from harness_core.run._rewind import _clear_leftovers
+from harness_core.run._restore_files import clear_leftovers as _clear_leftovers
 
 
 def _blob(blobs: Path, data: bytes) -> str:
