@@ -99,6 +99,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("harness_core/run/_scanner.py", "Scanner._read", "write"):
         "a read: the snapshot scan opens each file with FILE_FLAGS (O_RDONLY|O_NOFOLLOW),"
         " imported, so the scan cannot see they do not write",
+    ("harness_core/run/_scan.py", "_open", "write"):
+        "a read: the no-follow snapshot walk's open, called only with FILE_FLAGS and"
+        " _DIR_FLAGS (O_RDONLY|O_NOFOLLOW…), which the scan cannot follow into a parameter",
     ("harness_core/store/_clean.py", "OpenMarker.__init__", "write"):
         "the store's open marker beside the store file: O_EXCL|O_NOFOLLOW, 0600",
     ("harness_core/store/_clean.py", "_write_fingerprint", "write"):
