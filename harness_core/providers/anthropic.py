@@ -6,10 +6,11 @@ counts, which Anthropic reports beside an input count that excludes them, are fo
 into `prompt_tokens` here so a recorded row means the same for every vendor.
 
 Prompt caching: Anthropic caches only what a request marks with ``cache_control`` (at
-most 4 breakpoints). io sets three: on the last tool (the tool specs), on the system
-prompt, and on the last block of the conversation, a mark that moves to the end with
-every step, so each request reads the prefix the previous one wrote (the vendor looks
-back up to 20 blocks from a mark for an earlier cached prefix). Retries,
+most 4 breakpoints). io sets up to four: on the last tool (the tool specs), on the
+system prompt, on the last block of the conversation (a mark that moves to the end with
+every step, so the next request can read what this one wrote), and on the block the
+previous request ended with (so this one reads it, however many blocks the step added:
+the vendor looks back only 20 blocks from a mark for a cached prefix). Retries,
 timing and redaction live in `_http`. It never touches the store or the terminal.
 """
 
@@ -56,7 +57,7 @@ WEB_FETCH_BETA = "web-fetch-2025-09-10"
 _RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 CACHE_MARK: dict[str, str] = {"type": "ephemeral"}
 """Anthropic's ``cache_control`` value: cache the prefix up to here (5 minutes)."""
-_CACHE_MARK_JSON = WIRE_JSON.encode(CACHE_MARK).encode()
+_MARK_FIELD = b',"cache_control":' + WIRE_JSON.encode(CACHE_MARK).encode()
 
 
 class AnthropicProvider(HttpProvider):
@@ -91,6 +92,7 @@ class AnthropicProvider(HttpProvider):
         super().__init__(config, env=env, clock=clock, client=client, jitter=jitter)
         self._turns: tuple[tuple[Message, ...], bytes, tuple[str, list[bytes]] | None] | None = None
         self._system: tuple[tuple[Message, ...], str] | None = None
+        self._sent_end: int | None = None  # where the previous request's last block ends
 
     def _check_web(self, request: CompletionRequest) -> None:
         validate_web("anthropic", request.web)
@@ -148,11 +150,13 @@ class AnthropicProvider(HttpProvider):
         last: tuple[str, list[bytes]] | None = None
         rest = messages
         previous = self._turns
+        extends = False
         if previous is not None:
             done, done_closed, done_last = previous
             if len(messages) >= len(done) and messages[: len(done)] == done:
                 closed, rest = done_closed, messages[len(done) :]
                 last = (done_last[0], list(done_last[1])) if done_last is not None else None
+                extends = True
         for message in rest:
             if message.role is Role.SYSTEM:
                 continue
@@ -167,12 +171,33 @@ class AnthropicProvider(HttpProvider):
             last = (role, list(blocks))
         self._turns = (messages, closed, last)
         if last is None:
+            self._sent_end = None
             return b"".join((b"[", closed, b"]"))
-        role, blocks = last
-        if role != "user":  # an assistant prefill (a `pause_turn` continuation): unmarked
-            return b"".join((b"[", closed, b"," if closed else b"", _turn_json(*last), b"]"))
-        marked = _turn_json(role, [*blocks[:-1], _marked(blocks[-1])])
-        return b"".join((b"[", closed, b"," if closed else b"", marked, b"]"))
+        text = b"".join((b"[", closed, b"," if closed else b"", _turn_json(*last), b"]"))
+        return self._marked_text(text, extends=extends, at_end=last[0] == "user")
+
+    def _marked_text(self, text: bytes, *, extends: bool, at_end: bool) -> bytes:
+        """The conversation with its moving breakpoints: on the last block (unless the
+        last turn is an assistant prefill, a `pause_turn` continuation) and on the block
+        the previous request ended with, when this one extends it. The vendor finds a
+        cached prefix only within 20 blocks of a mark: the second mark reads what the
+        previous request wrote however many blocks a step added (parallel tool calls).
+
+        A text ends with its last block's ``}``, then ``]}]``; the previous request's
+        text, less those 3 bytes, begins this one when it extends it (the encoding is
+        deterministic), so its end is a byte offset here.
+        """
+        ends = [len(text) - 4] if at_end else []
+        previous, self._sent_end = self._sent_end, len(text) - 4
+        if extends and previous is not None and previous < len(text) - 4:
+            ends.insert(0, previous)
+        parts: list[bytes] = []
+        start = 0
+        for end in ends:
+            parts += (text[start:end], _MARK_FIELD)
+            start = end
+        parts.append(text[start:])
+        return b"".join(parts)
 
     def _error_detail(self, data: dict[str, Any]) -> tuple[str, bool]:
         error = data.get("error")
@@ -260,11 +285,6 @@ def wire_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, An
 def system_text(messages: tuple[Message, ...]) -> str:
     """Anthropic's ``system`` text: every system message, in order."""
     return "\n\n".join(m.content for m in messages if m.role is Role.SYSTEM and m.content)
-
-
-def _marked(block: bytes) -> bytes:
-    """An encoded content block with the moving cache breakpoint added."""
-    return block[:-1] + b',"cache_control":' + _CACHE_MARK_JSON + b"}"
 
 
 def _turn_json(role: str, blocks: list[bytes]) -> bytes:

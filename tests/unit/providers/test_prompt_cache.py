@@ -43,30 +43,60 @@ def _run(provider: Any, server: FakeVendorServer, steps: int, **changes: Any) ->
     return [r.body for r in server.requests]
 
 
+def _end(body: dict[str, Any], turn: int) -> str:
+    return f"messages[{turn}].content[{len(body['messages'][turn]['content']) - 1}]"
+
+
 def test_anthropic_marks_the_tools_the_system_prompt_and_the_end_of_each_request(
     make_provider: MakeProvider,
 ) -> None:
     with start_vendor_server("anthropic") as server:
         bodies = _run(make_provider("anthropic", server), server, 4)
-    for body in bodies:
+    for n, body in enumerate(bodies):
         places = [place for place, _ in cache_marks(body)]
+        head = [f"tools[{len(body['tools']) - 1}]", "system[0]"]
         last = len(body["messages"]) - 1
-        end = f"messages[{last}].content[{len(body['messages'][last]['content']) - 1}]"
-        assert places == [f"tools[{len(body['tools']) - 1}]", "system[0]", end]
+        # After the first: also where the previous request ended (its last user turn,
+        # two turns back), so the cache it wrote is read however many blocks were added.
+        ends = [_end(body, last)] if n == 0 else [_end(body, last - 2), _end(body, last)]
+        assert places == head + ends
         assert all(mark == MARK for _, mark in cache_marks(body))
 
 
-def test_the_moving_mark_leaves_the_earlier_turns_byte_identical(
+def _unmarked_bytes(raw: bytes) -> bytes:
+    return raw.replace(b',"cache_control":{"type":"ephemeral"}', b"")
+
+
+def test_the_moving_marks_leave_the_earlier_turns_byte_identical(
     make_provider: MakeProvider,
 ) -> None:
     """What the previous request wrote to the cache is the prefix of the next one: the
-    mark leaves it, and nothing before it changes."""
+    marks move, and nothing before them changes."""
     with start_vendor_server("anthropic") as server:
         _run(make_provider("anthropic", server), server, 5)
-        raw = [r.raw for r in server.requests]
+        raw = [_unmarked_bytes(r.raw) for r in server.requests]
     for before, after in zip(raw, raw[1:], strict=False):
-        mark = before.rindex(b',"cache_control"', 0, before.index(b'],"tools":'))
-        assert after.startswith(before[:mark])
+        conversation = before[: before.index(b'],"tools":')]
+        assert after.startswith(conversation[:-3])  # less the last turn's `]}` and `]`
+
+
+def test_a_step_of_many_parallel_calls_still_reads_the_previous_prefix(
+    make_provider: MakeProvider,
+) -> None:
+    """More than 20 blocks in one step: the mark where the previous request ended is
+    within reach of the vendor's 20-block lookback however many blocks follow it."""
+    provider = make_provider("anthropic", None)
+    first = CONVERSATION
+    calls = tuple(ToolCall(f"p{i}", "exec", {"cmd": f"echo {i}"}) for i in range(15))
+    second = (*first, Message.assistant("", calls),
+              *(Message.tool(ToolResult(c.id, "exec", "x")) for c in calls))
+    provider.payload(CompletionRequest(model="m", messages=first, tools=TOOLS), stream=False)
+    body = json.loads(provider.payload(
+        CompletionRequest(model="m", messages=second, tools=TOOLS), stream=False))
+    first_end = len(json.loads(provider.payload(
+        CompletionRequest(model="m", messages=first, tools=TOOLS), stream=False))["messages"])
+    places = [place for place, _ in cache_marks(body)]
+    assert _end(body, first_end - 1) in places and len(places) == 4
 
 
 @pytest.mark.parametrize("bad", [
