@@ -174,7 +174,7 @@ def test_a_batch_on_postgresql(tmp_path: Path, postgres_url: str) -> None:
                     env=env)
     assert result.returncode == 0, result.stderr
     assert _finished(result.stdout)["finished"] == 2
-    spend = run_io(["spend", "--by", "runner", "--json", "-w", str(tmp_path / "a")], env=env)
+    spend = run_io(["spend", "--by", "runner", "--json", "--all"], env=env)  # both workspaces
     assert json.loads(spend.stdout)["total"]["calls"] == 4
 
 
