@@ -156,6 +156,13 @@ def test_a_libreoffice_form_filled_by_pdf_fill_form_reads_back_its_values(
     poppler = subprocess.run(["pdftotext", str(workspace / "filled.pdf"), "-"],
                              capture_output=True, text=True, check=True).stdout
     assert "alice" in poppler and "bob" in poppler
+    # The document gate reads the same values.
+    from harness_core.documents import check_document
+    from harness_core.workspace import Workspace
+
+    assert check_document(Workspace(workspace), "filled.pdf", text='"bob"').passed
+    missing = check_document(Workspace(workspace), "filled.pdf", text="x", page=9)
+    assert not missing.passed and "no page 9" in missing.detail, missing.detail
 
 
 def test_a_watermark_is_an_incremental_update_that_poppler_reads(workspace: Path) -> None:
