@@ -37,13 +37,13 @@ class DocumentCheck:
 
 
 def _page_text(data: bytes, page: int | None, timeout: float | None) -> str:
-    from harness_core.documents._pdf import PDF_READ_SECONDS, extract_pages
+    from harness_core.documents._pdf import PDF_READ_SECONDS, pdf_text
 
-    _, pages = extract_pages(data, None if page is None else [page - 1],
-                             timeout or PDF_READ_SECONDS)
-    if page is not None and not pages:
-        raise ToolError(f"the PDF has no page {page}")
-    return "\n".join(p["text"] for p in pages)
+    try:
+        return pdf_text(data, None if page is None else page - 1,
+                        timeout or PDF_READ_SECONDS)
+    except LookupError as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _slide_text(data: bytes, page: int | None, limits: DocumentLimits | None,

@@ -20,7 +20,8 @@ from harness_core.tool_data import DocumentRead
 from harness_core.tools import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded, req_str
 
-__all__ = ["PDF_READ_SECONDS", "PdfUnreadable", "extract_pages", "parse_pages", "read"]
+__all__ = ["PDF_READ_SECONDS", "PdfUnreadable", "extract_pages", "parse_pages", "pdf_text",
+           "read"]
 
 PDF_READ_SECONDS = 60.0
 """Seconds one extraction may take (a 100-page PDF costs ~1.5 s of CPU: bench/README.md)."""
@@ -61,6 +62,21 @@ def extract_pages(
     """
     result = _extract(data, pages, timeout, None)
     return int(result["page_count"]), list(result["pages"])
+
+
+def pdf_text(data: bytes, page: int | None, timeout: float = PDF_READ_SECONDS) -> str:
+    """The text the document gate reads: one page's (0-based `page`), or every page's
+    after the form's fields and values (they are in the fields, not on the pages).
+
+    Raises:
+        PdfUnreadable: As `extract_pages`.
+        LookupError: The PDF has no such page.
+    """
+    result = _extract(data, None if page is None else [page], timeout, None)
+    if page is not None and not result["pages"]:
+        raise LookupError(f"the PDF has no page {page + 1}")
+    fields = _fields(list(result.get("fields") or [])) if page is None else ""
+    return fields + "\n".join(str(p["text"]) for p in result["pages"])
 
 
 def _extract(data: bytes, pages: list[int] | None, timeout: float,

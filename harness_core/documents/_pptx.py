@@ -66,7 +66,8 @@ def _shape_items(shape: Any) -> list[dict[str, Any]]:
     if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
         return [item for child in shape.shapes for item in _shape_items(child)]
     if getattr(shape, "has_table", False) and shape.has_table:
-        rows = [[cell.text for cell in row.cells] for row in shape.table.rows]
+        rows = [["\n".join(linked_text(p) for p in cell.text_frame.paragraphs)
+                 for cell in row.cells] for row in shape.table.rows]
         return [{"type": "table", "rows": rows}]
     if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
         text = "\n".join(linked_text(p) for p in shape.text_frame.paragraphs

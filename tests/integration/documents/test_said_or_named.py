@@ -75,10 +75,16 @@ def test_pptx_read_gives_hyperlink_targets(tmp_path: Path) -> None:
     button = slide.shapes.add_textbox(Inches(1), Inches(3), Inches(2), Inches(1))
     button.text_frame.text = "Order form"
     button.click_action.hyperlink.address = "https://example.org/order"
+    table = slide.shapes.add_table(1, 2, Inches(1), Inches(5), Inches(4), Inches(1)).table
+    table.cell(0, 0).text = "Terms"
+    link = table.cell(0, 1).text_frame.paragraphs[0].add_run()
+    link.text = "conditions"
+    link.hyperlink.address = "https://example.org/conditions"
     deck.save(str(tmp_path / "links.pptx"))
     text = call(make_ctx(tmp_path), "pptx_read", path="links.pptx").output
     assert "[the price list](https://example.org/prices)" in text, text
     assert "Order form (link: https://example.org/order)" in text
+    assert "| Terms | [conditions](https://example.org/conditions) |" in text
 
 
 def test_docx_read_shows_custom_note_marks_and_link_targets(tmp_path: Path) -> None:
@@ -156,6 +162,13 @@ def test_a_libreoffice_form_filled_by_pdf_fill_form_reads_back_its_values(
     poppler = subprocess.run(["pdftotext", str(workspace / "filled.pdf"), "-"],
                              capture_output=True, text=True, check=True).stdout
     assert "alice" in poppler and "bob" in poppler
+    # The document gate reads the same values.
+    from harness_core.documents import check_document
+    from harness_core.workspace import Workspace
+
+    assert check_document(Workspace(workspace), "filled.pdf", text='"bob"').passed
+    missing = check_document(Workspace(workspace), "filled.pdf", text="x", page=9)
+    assert not missing.passed and "no page 9" in missing.detail, missing.detail
 
 
 def test_a_watermark_is_an_incremental_update_that_poppler_reads(workspace: Path) -> None:
