@@ -21,6 +21,7 @@ from typing import Any
 from harness_core._record import record
 from harness_core.errors import UsageError
 from harness_core.store._codec import dumps, loads
+from harness_core.store._documents import document_ref, resolved
 from harness_core.store._parts import StoreParts
 from harness_core.store._parts import now as _now
 
@@ -109,8 +110,9 @@ class OperatorQueries(StoreParts):
             UsageError: The run finished or failed (there is nothing to give room to).
         """
         with self._tx() as conn:
-            row = conn.execute("SELECT status, settings, steps_used FROM runs WHERE run_id = ?",
-                               (run_id,)).fetchone()
+            row = conn.execute(  # settings: a document reference, or JSON on old rows
+                f"SELECT status, {resolved('settings')}, steps_used FROM runs"  # noqa: S608
+                " WHERE run_id = ?", (run_id,)).fetchone()
             if row is None:
                 raise UsageError(f"no run {run_id}")
             status, settings_json, steps = str(row[0]), loads(row[1]), int(row[2])
@@ -131,7 +133,8 @@ class OperatorQueries(StoreParts):
             conn.execute(
                 "UPDATE runs SET settings = ?, updated_at = ?,"
                 " status = CASE status WHEN 'stopped' THEN 'interrupted' ELSE status END"
-                " WHERE run_id = ?", (dumps(settings), _now(), run_id))
+                " WHERE run_id = ?",
+                (document_ref(conn, settings, getattr(self, "_redact", None)), _now(), run_id))
 
     def void_inbox(self, run_id: str, kinds: Iterable[str], reason: str) -> None:
         """Mark `run_id`'s waiting inputs of `kinds` as never to land, with `reason`."""
