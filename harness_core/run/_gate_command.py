@@ -107,7 +107,7 @@ class _Follow:
         Where the name would be found ahead of that, in a PATH entry inside the
         workspace, is an input: a program planted there would run instead."""
         root = Path(self.workspace.root)
-        for entry in self.path_env.split(os.pathsep):
+        for entry in (self.path_env or os.defpath).split(os.pathsep):  # no PATH: the default
             base = Path(entry) if os.path.isabs(entry) else root / (entry or ".")
             candidate = base / name
             if candidate.is_file() and os.access(candidate, os.X_OK):
