@@ -59,6 +59,12 @@ class Rules:
         self.lines: dict[str, list[str]] = {} if lines is None else dict(lines)
         self._specs: dict[str, pathspec.GitIgnoreSpec] = {}
 
+    def __eq__(self, other: object) -> bool:
+        """Two rule sets are equal when they hold the same lines and both read on, or not."""
+        return isinstance(other, Rules) and (self.live, self.lines) == (other.live, other.lines)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: compared, never hashed
+
     def fix(self) -> None:
         """From now on, what was read is the rule set (no `.gitignore` is read again)."""
         self.live = False
