@@ -59,6 +59,16 @@ class Rules:
         self.lines: dict[str, list[str]] = {} if lines is None else dict(lines)
         self._specs: dict[str, pathspec.GitIgnoreSpec] = {}
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rules):
+            return NotImplemented
+        return (self.live, self.lines) == (other.live, other.lines)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass's
+
+    def __repr__(self) -> str:
+        return f"Rules({'live' if self.live else 'fixed'}, {sorted(self.lines)})"
+
     def fix(self) -> None:
         """From now on, what was read is the rule set (no `.gitignore` is read again)."""
         self.live = False
