@@ -60,14 +60,10 @@ class Rules:
         self._specs: dict[str, pathspec.GitIgnoreSpec] = {}
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Rules):
-            return NotImplemented
-        return (self.live, self.lines) == (other.live, other.lines)
+        """Two rule sets are equal when they hold the same lines and both read on, or not."""
+        return isinstance(other, Rules) and (self.live, self.lines) == (other.live, other.lines)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass's
-
-    def __repr__(self) -> str:
-        return f"Rules({'live' if self.live else 'fixed'}, {sorted(self.lines)})"
+    __hash__ = None  # type: ignore[assignment]  # mutable: compared, never hashed
 
     def fix(self) -> None:
         """From now on, what was read is the rule set (no `.gitignore` is read again)."""
