@@ -207,12 +207,20 @@ def _prctl(option: int, value: int, what: str) -> None:
         raise OSError(ctypes.get_errno(), what)
 
 
+_IO_EXIT_SECONDS = 2.0
+"""How long a launcher left with commands waits to see whether `io` is dying."""
+
 _REAP_SECONDS = 10.0
 """How long the launcher keeps ending what a dead `io` left before it gives up."""
 
 
 def _adopted() -> list[int]:
     """The launcher's children now (its commands and the orphans handed to it)."""
+    try:  # one thread: its children are the process's
+        with open(f"/proc/self/task/{os.getpid()}/children", "rb") as handle:
+            return [int(pid) for pid in handle.read().split()]
+    except OSError:  # a kernel without CONFIG_PROC_CHILDREN: every process's parent
+        pass
     me = str(os.getpid()).encode()
     found = []
     for name in os.listdir("/proc"):
@@ -410,6 +418,11 @@ def main() -> None:
         if launcher.io_gone:
             end_everything()
             return
+    # A `kill -9` closes the control socket a moment before the pidfd says io is gone:
+    # with commands or their leftovers still here, look again before leaving them.
+    if io_pidfd is not None and (launcher.orphans or _adopted()):
+        if select.select([io_pidfd], [], [], _IO_EXIT_SECONDS)[0]:
+            end_everything()
 
 
 if __name__ == "__main__":
