@@ -22,7 +22,7 @@ from harness_core import Store, load_tasks
 from tests.conftest import io_cmd, run_io
 from tests.integration.cli.helpers import json_lines, make_workspace, replay_line
 
-_DEADLINE = 60.0
+_DEADLINE = 120.0  # a loaded CI machine starts two io runs slowly
 
 
 def _poll(condition: Callable[[], bool], what: str) -> None:
@@ -96,9 +96,10 @@ def _finished(stdout: str) -> dict[str, Any]:
 def test_kill_9_of_the_driver_ends_its_children_and_resume_finishes_each_task_once(
         tmp_path: Path, leftovers: list[psutil.Process]) -> None:
     tasks = _tasks(tmp_path, 2)
-    driver = subprocess.Popen([*io_cmd(), "batch", str(tasks), "--parallel", "2", "--json",
-                               "-w", str(tmp_path / "w0")], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    said = tmp_path / "driver.out"
+    with said.open("wb") as sink:
+        driver = subprocess.Popen([*io_cmd(), "batch", str(tasks), "--parallel", "2", "--json",
+                                   "-w", str(tmp_path / "w0")], stdout=sink, stderr=sink)
     leftovers.append(psutil.Process(driver.pid))
     store_path = os.environ["IO_STORE"]
 
@@ -106,8 +107,13 @@ def test_kill_9_of_the_driver_ends_its_children_and_resume_finishes_each_task_on
         with Store(store_path) as store:
             return sorted(r.run_id for r in store.list_runs(limit=100))
 
-    _poll(lambda: len(run_ids()) == 2 and _sleeping(store_path, run_ids()),
-          "both tasks are in their slow exec")
+    def both_sleep() -> bool:
+        if driver.poll() is not None:  # the batch ended before its tasks slept: say why
+            raise AssertionError(f"the driver ended ({driver.returncode}): "
+                                 f"{said.read_text(errors='replace')[-2000:]}")
+        return len(run_ids()) == 2 and _sleeping(store_path, run_ids())
+
+    _poll(both_sleep, "both tasks are in their slow exec")
     children = _task_processes(set(run_ids()))
     assert len(children) == 2 and all(c.ppid() == driver.pid for c in children)
     leftovers.extend(children)
