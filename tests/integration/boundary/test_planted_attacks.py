@@ -320,3 +320,25 @@ def test_git_does_not_run_a_program_the_repository_config_names(
     result = run_io(["tool", "git_status", "--args", "{}", "-w", str(ws), "--json"])
     assert not marker.exists(), result.stdout
     assert json.loads(result.stdout)["ok"] is False
+
+
+def test_the_step_summary_is_never_appended_through_a_planted_link(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.md"
+    victim.write_text("precious\n")
+    ws = _workspace(tmp_path, "floor")
+    (ws / "summary.md").symlink_to(victim)
+    result = run_io(["run", "go", "-w", str(ws), "--json"],
+                    env={"GITHUB_STEP_SUMMARY": str(ws / "summary.md")})
+    assert result.returncode == 0, result.stderr
+    assert victim.read_text() == "precious\n"
+    assert "symbolic link inside the workspace" in result.stderr
+
+
+def test_io_config_init_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.toml"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "io.toml").symlink_to(victim)  # dangling: O_CREAT alone would create the victim
+    result = run_io(["config", "init", "-w", str(ws), "--provider", "scripted"])
+    assert result.returncode == 2, result.stderr
+    assert not victim.exists() and "Traceback" not in result.stderr
