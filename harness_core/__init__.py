@@ -61,7 +61,7 @@ _PUBLIC: dict[str, str] = {
     "harness_core.records": "Edit",
     "harness_core.redaction": "SecretRedactor",
     "harness_core.run": (
-        "ApprovalPending Budget build_launchers check_answer_schema ContextBudget Gate "
+        "ApprovalPending Budget build_launchers check_answer_schema ContextBudget Gate Guard "
         "gate_inputs GateInputs InputChange INTERRUPTED_OBSERVATION protect_gate_inputs "
         "resume_tree resume_tree_from_stored_policy resume_tree_with_answer run_tree "
         "Runner RunOutcome RunSpec schema_instructions sweep_leftovers TreeOptions"

@@ -147,6 +147,7 @@ from harness_core.run import Budget as Budget
 from harness_core.run import ContextBudget as ContextBudget
 from harness_core.run import Gate as Gate
 from harness_core.run import GateInputs as GateInputs
+from harness_core.run import Guard as Guard
 from harness_core.run import InputChange as InputChange
 from harness_core.run import Runner as Runner
 from harness_core.run import RunOutcome as RunOutcome

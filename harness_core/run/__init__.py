@@ -13,10 +13,11 @@ _EXPORTS = {
     "INTERRUPTED_OBSERVATION": "harness_core.run._loop",
     "check_answer_schema": "harness_core.run._answer",
     "schema_instructions": "harness_core.run._answer",
-    "ApprovalPending": "harness_core.run._gate",
+    "ApprovalPending": "harness_core.run._guard",
     "Budget": "harness_core.run._budget",
     "ContextBudget": "harness_core.run._context",
-    "Gate": "harness_core.run._gate",
+    "Gate": "harness_core.run._guard",
+    "Guard": "harness_core.run._guard",
     "GateInputs": "harness_core.run._inputs",
     "InputChange": "harness_core.run._inputs",
     "gate_inputs": "harness_core.run._inputs",
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
         resume_tree_with_answer,
         run_tree,
     )
-    from harness_core.run._gate import ApprovalPending, Gate
+    from harness_core.run._guard import ApprovalPending, Gate, Guard
     from harness_core.run._inputs import GateInputs, InputChange, gate_inputs, protect_gate_inputs
     from harness_core.run._launchers import Launchers, build_launchers
     from harness_core.run._loop import INTERRUPTED_OBSERVATION, Runner
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
     __all__ = [  # noqa: F811 - the same list, for type checkers
         "INTERRUPTED_OBSERVATION", "ApprovalPending", "Budget", "ContextBudget", "Gate",
-        "GateInputs", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
+        "GateInputs", "Guard", "InputChange", "Launchers", "Progress", "RunOutcome", "RunSpec", "Runner",
         "TreeOptions",
         "build_launchers", "check_answer_schema", "gate_inputs", "protect_gate_inputs",
         "resume_tree", "schema_instructions",

@@ -103,7 +103,7 @@ class _ActPhase(_RunnerBase):
             if pause.kind == "question":
                 self._answered(drive, step, index, call, answer or "")
                 return
-            drive.gate.preset(pause.target or "", approve=bool(approve),
+            drive.guard.preset(pause.target or "", approve=bool(approve),
                               by="operator")
         else:
             self.store.record_intent(drive.run_id, step, index, call)

@@ -9,7 +9,7 @@ from harness_core._record import record
 from harness_core.hooks import HookRunner
 from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
-from harness_core.run._gate import Gate
+from harness_core.run._guard import Guard
 from harness_core.run._launchers import Launchers
 from harness_core.run._progress import Progress
 from harness_core.run._snapshots import SnapshotKeeper
@@ -50,7 +50,7 @@ class _StepEnd:
 class _Drive:
     run_id: str
     spec: RunSpec
-    gate: Gate
+    guard: Guard
     ctx: ToolContext
     launchers: Launchers
     context: ContextBudget

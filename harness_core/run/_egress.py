@@ -21,7 +21,7 @@ from collections.abc import Callable
 from harness_core.errors import PolicyError
 from harness_core.policy import Act, Decision, NetView, Policy, Verdict, parse_address
 from harness_core.policy._net import IPAddress
-from harness_core.run._gate import Gate
+from harness_core.run._guard import Guard
 from harness_core.sandbox import Admission
 from harness_core.store import Store
 
@@ -136,7 +136,7 @@ def admit(
 def policy_decider(
     policy: Policy, view: NetView | None = None
 ) -> Callable[[str, int], Admission]:
-    """The proxy's decider before a run attaches its gate: the policy alone, unrecorded."""
+    """The proxy's decider before a run attaches its guard: the policy alone, unrecorded."""
     seen = view if view is not None else SystemNetView()
 
     def decide(host: str, port: int) -> Admission:
@@ -148,8 +148,8 @@ def policy_decider(
     return decide
 
 
-def recording_decider(gate: Gate, store: Store | None) -> Callable[[str, int], Admission]:
-    """The proxy's decider during a run: the gate decides, every refusal recorded.
+def recording_decider(guard: Guard, store: Store | None) -> Callable[[str, int], Admission]:
+    """The proxy's decider during a run: the guard decides, every refusal recorded.
 
     Refusals are written through a connection of their own (`store.reopen()`), since the
     proxy answers from its own threads.
@@ -163,15 +163,15 @@ def recording_decider(gate: Gate, store: Store | None) -> Callable[[str, int], A
             stores.append(store.reopen())
         return stores[0] if stores else None
 
-    def by_gate(act: Act) -> Decision:
+    def by_guard(act: Act) -> Decision:
         with lock:
-            return gate.decide_unattended(act, by="egress proxy", store=own_store())
+            return guard.decide_unattended(act, by="egress proxy", store=own_store())
 
     def refuse(act: Act, decision: Decision) -> None:
         with lock:
-            gate.record_unattended(act, decision, by="egress proxy", store=own_store())
+            guard.record_unattended(act, decision, by="egress proxy", store=own_store())
 
     def decide(host: str, port: int) -> Admission:
-        return admit(gate.policy, host, port, decide=by_gate, refuse=refuse, view=view)
+        return admit(guard.policy, host, port, decide=by_guard, refuse=refuse, view=view)
 
     return decide

@@ -11,7 +11,7 @@ from __future__ import annotations
 from harness_core.events import EventSink
 from harness_core.hooks import HookEvent, HookProcesses, HookRunner
 from harness_core.messages import Message
-from harness_core.run._gate import Gate
+from harness_core.run._guard import Guard
 from harness_core.run._launchers import Launchers
 from harness_core.run._spec import RunSpec
 from harness_core.store import Store
@@ -19,13 +19,13 @@ from harness_core.store import Store
 __all__ = ["hook_runner", "refused_stop", "start_messages"]
 
 
-def hook_runner(spec: RunSpec, launchers: Launchers, store: Store, run_id: str, gate: Gate,
+def hook_runner(spec: RunSpec, launchers: Launchers, store: Store, run_id: str, guard: Guard,
                 emit: EventSink) -> HookRunner:
     """The hooks of one drive: project-scope ones in the gates' sandbox, the others on
-    the host; a hook's ``ask`` goes to `gate`'s approval flow."""
+    the host; a hook's ``ask`` goes to `guard`'s approval flow."""
     processes = HookProcesses(spec.workspace.root, launchers.gates, spec.env)
     return HookRunner(spec.hooks, processes, store=store, run_id=run_id, emit=emit,
-                      ask=gate.ask)
+                      ask=guard.ask)
 
 
 def start_messages(hooks: HookRunner, store: Store, run_id: str, step: int, *, goal: str,

@@ -19,7 +19,7 @@ from harness_core._record import record
 from harness_core.errors import SandboxUnavailable
 from harness_core.policy import PROTECTED_WRITE_PATTERNS, ActKind, Policy
 from harness_core.run._egress import policy_decider, recording_decider
-from harness_core.run._gate import Gate
+from harness_core.run._guard import Guard
 from harness_core.run._masks import read_masks
 from harness_core.run._spec import RunSpec
 from harness_core.sandbox import (
@@ -60,10 +60,10 @@ class Launchers:
     commands_sandboxed: bool
     egress: EgressProxy | None = None
 
-    def attach(self, gate: Gate, store: Store | None) -> None:
-        """Let the egress proxy decide through `gate`, recording each refusal."""
+    def attach(self, guard: Guard, store: Store | None) -> None:
+        """Let the egress proxy decide through `guard`, recording each refusal."""
         if self.egress is not None:
-            self.egress.set_decide(recording_decider(gate, store))
+            self.egress.set_decide(recording_decider(guard, store))
 
     def note_run(self, run_id: str, store: Store) -> None:
         """Name the run these launchers start commands for, and its store (for a sweep)."""

@@ -34,7 +34,7 @@ from harness_core.run._drive_help import (
     _sandbox_json,
 )
 from harness_core.run._drive_state import _Drive, _StepEnd, _Stop
-from harness_core.run._gate import Gate
+from harness_core.run._guard import Guard
 from harness_core.run._hooks import hook_runner, start_messages
 from harness_core.run._inputs import baseline_json, gate_inputs, protect_gate_inputs
 from harness_core.run._launchers import Launchers, build_launchers
@@ -73,7 +73,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
 
     def start(self, spec: RunSpec) -> RunOutcome:
         """Start a new run of `spec` and drive it until it finishes, stops or pauses."""
-        self._guard(spec)
+        self._keep_secrets(spec)
         inputs = gate_inputs(spec)
         spec = protect_gate_inputs(spec, inputs)
         settings = spec.settings_json()
@@ -136,7 +136,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
             UsageError: A paused run resumed without what it waits for (or with the wrong
                 one), or a child's id (a child is resumed through its root).
         """
-        self._guard(spec)
+        self._keep_secrets(spec)
         record = self.store.run(run_id)
         recorded_schema = record.settings.get("answer_schema")
         if spec.answer_schema is None and isinstance(recorded_schema, dict):
@@ -195,15 +195,15 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
     ) -> RunOutcome:
         """Drive the run to its end. `own_launchers` is False for a fresh child that runs
         its commands in its parent's sandbox (its policy is the parent's): the sandbox's
-        egress stays decided by the parent's gate, and ending the sandbox is the parent's,
+        egress stays decided by the parent's guard, and ending the sandbox is the parent's,
         since a sibling in parallel may still have commands in it."""
-        gate = Gate(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
+        guard = Guard(spec.policy, store=self.store, run_id=run_id, approver=self.approver,
                     emit=self._emit)
         if own_launchers:
-            launchers.attach(gate, self.store)
+            launchers.attach(guard, self.store)
         launchers.note_run(run_id, self.store)
         ctx = ToolContext(
-            workspace=spec.workspace, gate=gate, launcher=launchers.commands, clock=self.clock,
+            workspace=spec.workspace, gate=guard, launcher=launchers.commands, clock=self.clock,
             run_id=run_id, output_cap=spec.output_cap, exec_timeout=spec.exec_timeout,
         )
         ctx.services = RunServices(todos=self.store, git=spec.git, responder=self.responder,
@@ -216,13 +216,13 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
         tree = self._tree or root_tree(self.store, self.clock, run_id, spec, resumed=resumed,
                                        wall_before=wall_before, stored_policy=self._stored_policy,
                                        cancel=self._cancel)
-        drive = _Drive(run_id, spec, gate, ctx, launchers, context,
+        drive = _Drive(run_id, spec, guard, ctx, launchers, context,
                        Progress(spec.stall_window, spec.workspace.fingerprint),
                        self.clock.monotonic(), wall_before, tokens_before, tree,
                        compactor=compactor)
         if self._tree is None:  # a tree's children change the root's files: its steps'
             drive.snapshots = keeper_for(self.store, run_id, spec, self._emit)
-        drive.hooks = hook_runner(spec, launchers, self.store, run_id, gate, self._emit)
+        drive.hooks = hook_runner(spec, launchers, self.store, run_id, guard, self._emit)
         compactor.hooks = drive.hooks
         if resumed:
             restore_state(self.store, run_id, self.provider, drive.progress)
@@ -258,7 +258,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
         return outcome
 
     def _start_mcp(self, drive: _Drive) -> Any:
-        """Connect the run's MCP servers (each checked by the gate) and offer their tools;
+        """Connect the run's MCP servers (each checked by the guard) and offer their tools;
         one that cannot start fails the run (`McpUnavailable`) unless it is optional,
         which is reported and the run goes on without it."""
         from harness_core.mcp import McpSession  # asyncio and the client: only when configured
@@ -268,9 +268,9 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
 
         from harness_core.run._mcp_net import mcp_net_decider
 
-        session = McpSession.start(drive.spec.mcp, gate=drive.gate, env=drive.spec.env,
+        session = McpSession.start(drive.spec.mcp, gate=drive.guard, env=drive.spec.env,
                                    workspace=drive.spec.workspace, notice=notice,
-                                   net=mcp_net_decider(drive.gate))
+                                   net=mcp_net_decider(drive.guard))
         drive.toolbox = self.toolbox.with_tools(session.tools)
         for refusal in session.refusals:
             self._emit(Event(EventKind.WARNING, drive.run_id, {"mcp": refusal.describe()}))
@@ -340,7 +340,7 @@ class Runner(_ActPhase, _AskPhase, _VerifyPhase):
                                     recorded.usage)
                 assert drive.compactor is not None
                 tokens += drive.compactor.billed(step, drive.spec.budget.cache_read_weight)
-                drive.gate.step = step
+                drive.guard.step = step
                 drive.step_end = _StepEnd(step, tokens) if calls else None
                 self._run_calls_kept(drive, step, calls, pause=pause, approve=approve,
                                      answer=answer)

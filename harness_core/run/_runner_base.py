@@ -63,7 +63,7 @@ class _RunnerBase(ABC):
         """Ask the run to stop at the next step boundary (thread-safe)."""
         self._cancel.set()
 
-    def _guard(self, spec: RunSpec) -> None:
+    def _keep_secrets(self, spec: RunSpec) -> None:
         """Keep the spec's secrets out of every record: the store's writes, the events,
         and the tool output the model (and so the record) sees (#22)."""
         redact = SecretRedactor((*spec.secrets, *spec.provider_keys))

@@ -263,7 +263,7 @@ def _drive_job(runner: Runner, drive: _Drive, job: _Job, store: Store) -> None:
 def _needs_own_sandbox(drive: _Drive, job: _Job) -> bool:
     """Whether a fresh child needs a sandbox of its own: when its parent's sandbox has an
     egress proxy and the child's policy is not the parent's (an agent's `deny_net`), since
-    one proxy decides every connection of its sandbox through one gate."""
+    one proxy decides every connection of its sandbox through one guard."""
     return (drive.launchers.egress is not None
             and job.spec.policy.to_json() != drive.spec.policy.to_json())
 

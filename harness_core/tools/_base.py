@@ -88,7 +88,8 @@ class ToolOutcome:
 
 
 class ActGate(Protocol):
-    """The run's one policy gate. Records every refusal and approver decision."""
+    """The run's one policy guard (`harness_core.run.Guard`). Records every refusal and
+    approver decision."""
 
     def check(self, act: Act) -> Decision:
         """Decide `act`: the policy, then the approver for an `ask`.
@@ -131,7 +132,7 @@ class ToolContext:
 
     Attributes:
         workspace: The one path resolver and file I/O.
-        gate: The policy gate.
+        gate: The policy guard (`harness_core.run.Guard`); the field keeps its old name.
         launcher: Starts commands (sandboxed or not, as selected).
         clock: Time.
         run_id: The run this call belongs to ("" for `io tool`).

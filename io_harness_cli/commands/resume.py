@@ -49,7 +49,7 @@ def resume(
         metavar="SECONDS")] = None,
 ) -> None:
     """Resume RUN_ID where it stopped; nothing committed is run or requested again."""
-    from io_harness_cli.commands._drive import EventOutput, Reports, drive, exit_with
+    from io_harness_cli.commands._oversee import EventOutput, Reports, exit_with, oversee
 
     out = EventOutput(json_out)
     reports = Reports(last_message=output_last_message, junit=junit)
@@ -57,13 +57,13 @@ def resume(
 
     def body() -> object:
         from harness_core import UsageError
-        from io_harness_cli.commands._drive import assemble
         from io_harness_cli.commands._load import (
             load_config,
             open_store,
             recorded_workspace,
             workspace_path,
         )
+        from io_harness_cli.commands._oversee import assemble
 
         if approve and deny:
             raise UsageError("--approve and --deny exclude each other",
@@ -115,7 +115,7 @@ def resume(
         finally:
             store.close()
 
-    code = drive(out, body, reports)  # type: ignore[arg-type]
+    code = oversee(out, body, reports)  # type: ignore[arg-type]
     if scratch:  # as at the end of the uninterrupted `io run --scratch`
         from io_harness_cli.commands._scratch import end_scratch
 

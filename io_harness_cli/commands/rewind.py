@@ -24,7 +24,7 @@ def rewind(
     json_out: JsonOpt = False,
 ) -> None:
     """Restore RUN_ID's files to when step --to began and continue it from there as a new run."""
-    from io_harness_cli.commands._drive import EventOutput, drive, exit_with
+    from io_harness_cli.commands._oversee import EventOutput, exit_with, oversee
 
     out = EventOutput(json_out)
 
@@ -32,8 +32,8 @@ def rewind(
         import uuid
 
         from harness_core import rewind_run
-        from io_harness_cli.commands._drive import assemble
         from io_harness_cli.commands._overrides import apply_recorded
+        from io_harness_cli.commands._oversee import assemble
         from io_harness_cli.output import say
 
         cfg, store, record, ws = _open(run_id, workspace, config)
@@ -53,7 +53,7 @@ def rewind(
         finally:
             store.close()
 
-    exit_with(drive(out, body))  # type: ignore[arg-type]
+    exit_with(oversee(out, body))  # type: ignore[arg-type]
 
 
 def undo(

@@ -56,7 +56,7 @@ def run(
     The final answer goes to stdout (with --json: JSON lines, the answer in
     `run_finished`); the trace goes to stderr.
     """
-    from io_harness_cli.commands._drive import EventOutput, Reports, drive, exit_with
+    from io_harness_cli.commands._oversee import EventOutput, Reports, exit_with, oversee
 
     out = EventOutput(json_out)
     copy: list[Path] = []
@@ -66,9 +66,9 @@ def run(
         from dataclasses import replace
 
         from harness_core import UsageError
-        from io_harness_cli.commands._drive import assemble
         from io_harness_cli.commands._load import load_config, open_store, workspace_path
         from io_harness_cli.commands._overrides import apply_overrides, run_overrides
+        from io_harness_cli.commands._oversee import assemble
         from io_harness_cli.commands._scratch import SCRATCH_OF, make_scratch
 
         reports.check()
@@ -101,7 +101,7 @@ def run(
         finally:
             store.close()
 
-    code = drive(out, body, reports)  # type: ignore[arg-type]
+    code = oversee(out, body, reports)  # type: ignore[arg-type]
     if copy:
         from io_harness_cli.commands._load import workspace_path
         from io_harness_cli.commands._scratch import end_scratch

@@ -92,19 +92,19 @@ def branch(
 
 def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: Path | None,
                config: Path | None, json_out: bool) -> None:
-    from io_harness_cli.commands._drive import EventOutput, drive, exit_with
+    from io_harness_cli.commands._oversee import EventOutput, exit_with, oversee
 
     out = EventOutput(json_out)
 
     def body() -> Any:
         from harness_core import Session, UsageError
-        from io_harness_cli.commands._drive import assemble
         from io_harness_cli.commands._load import (
             load_config,
             read_stdin_text,
             recorded_workspace,
             workspace_path,
         )
+        from io_harness_cli.commands._oversee import assemble
 
         text = read_stdin_text("the message") if message == "-" else message
         if not text.strip():
@@ -122,7 +122,7 @@ def _take_turn(session_id: str, message: str, from_turn: str | None, workspace: 
         finally:
             store.close()
 
-    exit_with(drive(out, body))
+    exit_with(oversee(out, body))
 
 
 @app.command("list")

@@ -1,6 +1,7 @@
-"""Drive a run from the CLI (`io run`, `io resume`, `io session turn`): build it, run it,
+"""Oversee a run from the CLI (`io run`, `io resume`, `io session turn`): build it, run it,
 print the answer and the gates report, write the CI reports, and map how it ended to an
-exit code, with a `run_finished` line however it ends."""
+exit code, with a `run_finished` line however it ends. ("Drive" is the core's word for
+one process driving a run; the CLI oversees that drive.)"""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from io_harness_cli.output import error, say, write_stdout
 if TYPE_CHECKING:
     from harness_core import Config, Policy, RunAssembly, RunOutcome, Store
 
-__all__ = ["EventOutput", "Reports", "assemble", "drive", "exit_with"]
+__all__ = ["EventOutput", "Reports", "assemble", "exit_with", "oversee"]
 
 
 @record(frozen=False)
@@ -76,8 +77,8 @@ def assemble(config: Config, workspace: Path, goal: str, store: Store, *,
     return run
 
 
-def drive(out: EventOutput, body: Callable[[], RunOutcome],
-          reports: Reports | None = None) -> int:
+def oversee(out: EventOutput, body: Callable[[], RunOutcome],
+            reports: Reports | None = None) -> int:
     """Run `body`, map its outcome or error to an exit code, always close with run_finished."""
     from harness_core import HarnessError
 

@@ -1,7 +1,10 @@
-"""The run's one policy gate: the policy, then the approver, every decision recorded.
+"""The run's one policy guard: the policy, then the approver, every decision recorded.
+
+"Guard" is the policy's run-time checker; "gate" in `run/` means only a verification
+gate (`_verify`, `_gate_command`, `_inputs`).
 
 Every act of every path (a model's tool call, a shell stage, a redirect, a handle, a
-gate command) reaches `Gate.check`. A refusal and an approver's decision land in
+gate command) reaches `Guard.check`. A refusal and an approver's decision land in
 `policy_events` with the rule and layer that decided; a silent allow writes nothing.
 """
 
@@ -26,7 +29,7 @@ from harness_core.policy import (
 from harness_core.store import Store
 from harness_core.tools import PauseRequested
 
-__all__ = ["ApprovalPending", "Gate"]
+__all__ = ["ApprovalPending", "Gate", "Guard"]
 
 
 class ApprovalPending(PauseRequested):
@@ -51,8 +54,8 @@ class _Preset:
     by: str
 
 
-class Gate:
-    """Implements `tools.ActGate` for one run."""
+class Guard:
+    """Implements `tools.ActGate` for one run: the policy's run-time checker."""
 
     def __init__(
         self,
@@ -155,3 +158,7 @@ class Gate:
             final = Decision(Verdict.DENY, f"denied by {by}", asked.rule, asked.layer)
         self._record(act, final, by)
         return final
+
+
+Gate = Guard
+"""Deprecated name of `Guard` (kept so callers keep working)."""
