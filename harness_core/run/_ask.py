@@ -15,16 +15,19 @@ from harness_core.messages import Message, Usage
 from harness_core.providers import CompletionRequest, CompletionResponse, ProviderAttempt
 from harness_core.run._drive_state import _Drive, _Stop
 from harness_core.run._estimate import with_estimate
-from harness_core.run._runner_base import _RunnerBase
+from harness_core.run._parts import RunParts
 from harness_core.store import RunStatus
 
-__all__ = ["_AskPhase", "_continued"]
+__all__ = ["Asker", "_continued"]
 
 
-class _AskPhase(_RunnerBase):
-    """Asking the model for a step's completion."""
+class Asker:
+    """Asking the model for a step's completion, and drawing what it cost."""
 
-    def _draw_cost(self, drive: _Drive, model: str, usage: Usage, *, fresh: bool = False) -> None:
+    def __init__(self, parts: RunParts) -> None:
+        self.parts = parts
+
+    def draw_cost(self, drive: _Drive, model: str, usage: Usage, *, fresh: bool = False) -> None:
         """Add a completion's derived cost (never stored; prices are the operator's); a
         `fresh` one (not replayed) is drawn from the tree's budget too."""
         if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
@@ -36,25 +39,25 @@ class _AskPhase(_RunnerBase):
                 drive.tree.budget.add(cost=cost)
         elif not drive.unpriced_warned:
             # Fail closed: a cost that cannot be derived cannot be bounded, so the run
-            # stops at the next step boundary (`_check_budget`) instead of going on.
+            # stops at the next step boundary (`check_budget`) instead of going on.
             drive.unpriced_warned = True
             drive.unpriced_model = model
-            self._emit(Event(EventKind.WARNING, drive.run_id, {
+            self.parts.emit(Event(EventKind.WARNING, drive.run_id, {
                 "text": f"model {model!r} has no price in [prices]: max_cost_usd cannot be"
                         " enforced, so the run stops before its next step"}))
 
-    def _prior_cost(self, drive: _Drive, before_step: int) -> None:
+    def prior_cost(self, drive: _Drive, before_step: int) -> None:
         if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
             return
-        for record in self.store.steps(drive.run_id):
+        for record in self.parts.store.steps(drive.run_id):
             if record.step_index < before_step:
-                self._draw_cost(drive, record.model_served or drive.spec.model,
+                self.draw_cost(drive, record.model_served or drive.spec.model,
                                 record.usage)
         for summary in drive.compactor.records if drive.compactor else ():
             if summary.step_index < before_step:
-                self._draw_cost(drive, summary.model_served, summary.usage)
+                self.draw_cost(drive, summary.model_served, summary.usage)
 
-    def _compact(self, drive: _Drive, step: int) -> None:
+    def compact(self, drive: _Drive, step: int) -> None:
         """Summarise the history first when this step's request would pass the
         `compact` strategy's threshold (a recorded step of its own; `_compact`)."""
         assert drive.compactor is not None
@@ -63,9 +66,9 @@ class _AskPhase(_RunnerBase):
         except ProviderError as exc:
             raise _Stop(RunStatus.ERRORED, f"provider (compaction): {exc}") from exc
         if made is not None:
-            self._draw_cost(drive, made.model_served, made.usage, fresh=True)
+            self.draw_cost(drive, made.model_served, made.usage, fresh=True)
 
-    def _check_budget(self, drive: _Drive, step: int) -> None:
+    def check_budget(self, drive: _Drive, step: int) -> None:
         budget = drive.spec.budget
         if budget.max_cost_usd is not None and drive.unpriced_model is not None:
             raise _Stop(RunStatus.STOPPED,
@@ -81,16 +84,16 @@ class _AskPhase(_RunnerBase):
             raise _Stop(RunStatus.STOPPED,
                         f"budget: the token budget of {budget.max_tokens} is spent"
                         f" ({drive.tokens_used} used)")
-        elapsed = drive.wall_before + (self.clock.monotonic() - drive.started)
+        elapsed = drive.wall_before + (self.parts.clock.monotonic() - drive.started)
         if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
             raise _Stop(RunStatus.STOPPED,
                         f"budget: the wall-clock budget of {budget.wall_seconds:g}s is spent")
-        spent = drive.tree.budget.take_step(budget, self.clock.monotonic())
+        spent = drive.tree.budget.take_step(budget, self.parts.clock.monotonic())
         if spent is not None:
             raise _Stop(RunStatus.STOPPED, spent)
 
-    def _complete(self, drive: _Drive, step: int) -> CompletionResponse:
-        self._emit(Event(EventKind.STEP_STARTED, drive.run_id, {"step": step}))
+    def complete(self, drive: _Drive, step: int) -> CompletionResponse:
+        self.parts.emit(Event(EventKind.STEP_STARTED, drive.run_id, {"step": step}))
         spec = drive.spec
         request = CompletionRequest(
             model=spec.model, messages=drive.context.view(), tools=drive.toolbox.specs(),
@@ -100,11 +103,11 @@ class _AskPhase(_RunnerBase):
         )
 
         def on_token(text: str) -> None:
-            self._emit(Event(EventKind.TOKEN, drive.run_id, {"text": text, "step": step}))
+            self.parts.emit(Event(EventKind.TOKEN, drive.run_id, {"text": text, "step": step}))
 
-        began = self.clock.monotonic()
+        began = self.parts.clock.monotonic()
         try:
-            response = self.provider.complete(request, step=step, on_token=on_token)
+            response = self.parts.provider.complete(request, step=step, on_token=on_token)
             # Anthropic's `pause_turn`: the vendor stopped a long server-tool turn early and
             # expects it continued. Ask again (what it said so far as the assistant's
             # prefix) and keep one merged completion for the step, so the step is not
@@ -114,19 +117,19 @@ class _AskPhase(_RunnerBase):
                     break
                 prefix = response.text.rstrip()
                 messages = request.messages + ((Message.assistant(prefix),) if prefix else ())
-                more = self.provider.complete(replace(request, messages=messages), step=step,
+                more = self.parts.provider.complete(replace(request, messages=messages), step=step,
                                               on_token=on_token)
                 response = _continued(response, more)
         except ProviderError as exc:
-            failed = exc.attempts or tuple(getattr(self.provider, "last_attempts", ()) or ())
-            self.store.record_failed_attempts(drive.run_id, step, [
+            failed = exc.attempts or tuple(getattr(self.parts.provider, "last_attempts", ()) or ())
+            self.parts.store.record_failed_attempts(drive.run_id, step, [
                 ProviderAttempt.of(a) for a in failed])
             raise _Stop(RunStatus.ERRORED, f"provider: {exc}") from exc
         response = with_estimate(request, response)
-        latency = response.latency_ms or (self.clock.monotonic() - began) * 1000.0
-        self.store.record_completion(
+        latency = response.latency_ms or (self.parts.clock.monotonic() - began) * 1000.0
+        self.parts.store.record_completion(
             drive.run_id, step, text=response.text, tool_calls=response.tool_calls,
-            provider=response.provider or self.provider.name, model_requested=spec.model,
+            provider=response.provider or self.parts.provider.name, model_requested=spec.model,
             model_served=response.model or spec.model, usage=response.usage,
             latency_ms=latency, ttft_ms=response.ttft_ms, stop_reason=response.stop_reason,
             attempts=response.attempts, citations=response.citations,
@@ -135,9 +138,9 @@ class _AskPhase(_RunnerBase):
         drive.context.append(Message.assistant(response.text, response.tool_calls))
         if drive.compactor is not None:
             drive.compactor.counted(response.usage, len(request.messages))
-        self._emit(Event(EventKind.COMPLETION, drive.run_id, {
+        self.parts.emit(Event(EventKind.COMPLETION, drive.run_id, {
             "step": step, "text": response.text, "model": response.model,
-            "provider": response.provider or self.provider.name, "request_model": spec.model,
+            "provider": response.provider or self.parts.provider.name, "request_model": spec.model,
             "usage": response.usage.to_json(), "latency_ms": round(latency, 3),
             "ttft_ms": response.ttft_ms, "tool_calls": len(response.tool_calls),
         }))

@@ -43,7 +43,7 @@ def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
     return out
 
 
-def _close_all(services: list[Any]) -> None:
+def _close_all(services: list[object]) -> None:
     for value in services:
         close = getattr(value, "close_all", None) or getattr(value, "close", None)
         if callable(close):

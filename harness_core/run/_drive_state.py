@@ -1,5 +1,5 @@
-"""What one drive of a run carries between the loop's phases: the drive's state, a
-step's pending checkpoint, and the control-flow stop that ends a drive."""
+"""What one drive of a run carries between the loop's phases: the drive's state, the
+operator's reply a resumed drive brings, and the control-flow stop that ends a drive."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from harness_core.run._compact import Compactor
 from harness_core.run._context import ContextBudget
 from harness_core.run._guard import Guard
 from harness_core.run._launchers import Launchers
+from harness_core.run._ledger import StepWrites
 from harness_core.run._progress import Progress
 from harness_core.run._snapshots import SnapshotKeeper
 from harness_core.run._spec import RunSpec
@@ -18,7 +19,7 @@ from harness_core.run._tree import TreeContext
 from harness_core.store import Pause, RunStatus
 from harness_core.tools import Toolbox, ToolContext
 
-__all__ = ["_Drive", "_StepEnd", "_Stop"]
+__all__ = ["OperatorReply", "Resumption", "_Drive", "_Stop"]
 
 
 class _Stop(Exception):  # noqa: N818 - internal control flow
@@ -34,16 +35,35 @@ class _Stop(Exception):  # noqa: N818 - internal control flow
         self.answered = answered
 
 
-@record(frozen=False)
-class _StepEnd:
-    """A step's checkpoint, written with its last call's observation when it can be."""
+@record
+class OperatorReply:
+    """The operator's decision on the pause a resume answers (`io resume --approve`,
+    `--deny`, `--answer`), carried as one value from `Runner.resume` to the paused call
+    (or to the child that waits)."""
 
-    step: int
-    tokens: int
-    armed: bool = False
-    """The step's last call is next, on the sequential path (not a spawn)."""
-    at: float | None = None
-    """When the checkpoint was written with the observation (None: not yet)."""
+    pause: Pause | None = None
+    """What the run waited for (None: it was not paused)."""
+    approve: bool | None = None
+    answer: str | None = None
+
+    def at(self, step: int, index: int) -> bool:
+        """Whether the run paused at call `index` of `step` (where this reply applies)."""
+        return (self.pause is not None and self.pause.step == step
+                and self.pause.call_index == index)
+
+    def for_call(self, step: int, index: int) -> OperatorReply | None:
+        """This reply when it applies to call `index` of `step`, else None."""
+        return self if self.at(step, index) else None
+
+
+@record
+class Resumption:
+    """Where a resumed drive starts: what the run recorded of its wall time and tokens,
+    and the operator's reply to its pause."""
+
+    reply: OperatorReply
+    wall_before: float = 0.0
+    tokens_before: int = 0
 
 
 @record(frozen=False)
@@ -69,7 +89,8 @@ class _Drive:
     recorded_upto: int = -1
     """The highest step that may already be recorded (a fresh drive: none; a resumed one:
     any). Steps past it were never recorded, so the loop does not ask the store."""
-    step_end: _StepEnd | None = None
+    writes: StepWrites | None = None
+    """The ledger writes of the step in progress (None: between steps)."""
     compactor: Compactor | None = None
     snapshots: SnapshotKeeper | None = None
     hooks: HookRunner = field(init=False)

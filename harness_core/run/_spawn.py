@@ -16,8 +16,9 @@ every sibling has ended or paused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness_core._record import record
 from harness_core.agents import spawn_refusal
@@ -25,11 +26,9 @@ from harness_core.errors import CheckpointFormatError, HarnessError, RunInUse, S
 from harness_core.events import Event, EventKind
 from harness_core.messages import ToolCall
 from harness_core.providers import Provider
-from harness_core.run._launchers import build_launchers
+from harness_core.run._launchers import Launchers, build_launchers
 from harness_core.run._spec import RunOutcome, RunSpec
 from harness_core.run._tree import (
-    SerialApprover,
-    SerialResponder,
     TreeContext,
     child_observation,
     child_spec,
@@ -40,10 +39,45 @@ from harness_core.tool_data import SpawnRefused
 from harness_core.tools import ToolOutcome
 
 if TYPE_CHECKING:
-    from harness_core.run._drive_state import _Drive
-    from harness_core.run._runner_base import _RunnerBase as Runner
+    from harness_core.run._drive_state import OperatorReply, Resumption, _Drive
+    from harness_core.run._ledger import StepWrites
+    from harness_core.run._parts import RunParts
 
-__all__ = ["Held", "plan_tree", "run_spawns"]
+__all__ = ["Actor", "Child", "ChildMaker", "Held", "plan_tree", "run_spawns"]
+
+
+class Child(Protocol):
+    """What `_spawn` needs of a child's runner (`Runner` is one)."""
+
+    def _create(self, spec: RunSpec, launchers: Launchers, *, place: TreePlace | None = None,
+               parent_run_id: str | None = None) -> str:
+        """Record a new run of `spec` and return its id."""
+        ...
+
+    def _drive(self, run_id: str, spec: RunSpec, launchers: Launchers, *,
+              resumption: Resumption | None = None, own_launchers: bool = True) -> RunOutcome:
+        """Drive run `run_id` to its end."""
+        ...
+
+    def resume(self, run_id: str, spec: RunSpec, *, approve: bool | None = None,
+               answer: str | None = None, stored_policy: bool = False) -> RunOutcome:
+        """Resume run `run_id` (a child: through its parent's drive)."""
+        ...
+
+
+ChildMaker = Callable[[Store, Provider, TreeContext], Child]
+"""Makes the runner of a child in `tree` (one per child, on its own store connection)."""
+
+
+class Actor(Protocol):
+    """What `_spawn` needs of the parent's `harness_core.run._act.Actor`."""
+
+    children: ChildMaker
+
+    def observe(self, drive: _Drive, writes: StepWrites, index: int, call: ToolCall,
+                outcome: ToolOutcome, *, progress: str | None = None) -> None:
+        """Record call `index`'s observation."""
+        ...
 
 
 @record
@@ -65,8 +99,8 @@ class _Job:
     provider: Provider
     agent: str | None
     fresh: bool
-    approve: bool | None = None
-    answer: str | None = None
+    reply: OperatorReply | None = None
+    """The operator's decision, when this child is the run that waits for it."""
     hold: RunRecord | None = None
     outcome: RunOutcome | None = None
     error: str | None = None
@@ -74,21 +108,21 @@ class _Job:
 
 
 def run_spawns(
-    runner: Runner,
+    parts: RunParts,
+    actor: Actor,
     drive: _Drive,
-    step: int,
+    writes: StepWrites,
     items: list[tuple[int, ToolCall]],
-    *,
-    pause: Pause | None,
-    approve: bool | None,
-    answer: str | None,
+    reply: OperatorReply | None,
 ) -> Held | None:
-    """Run (or continue) the children of consecutive `spawn_agent` calls of `step`.
+    """Run (or continue) the children of consecutive `spawn_agent` calls of the step of
+    `writes`; `reply` is the operator's decision on the pause the tree waits at.
 
     Returns:
         None when every call has its observation, else why the parent must stop.
     """
-    store = runner.store
+    step = writes.step
+    store = parts.store
     entries = {e.call_index: e for e in store.ledger(drive.run_id, step)}
     spawned = store.count_children(drive.run_id)
     jobs: list[_Job] = []
@@ -99,13 +133,11 @@ def run_spawns(
             continue
         record = store.child_run(drive.run_id, step, index) if entry is not None else None
         if record is not None:
-            here = pause is not None and pause.step == step \
-                and pause.call_index == index
-            jobs.append(_continued(runner, drive, step, index, call, record,
-                                   approve if here else None, answer if here else None))
+            jobs.append(_continued(parts, drive, step, index, call, record,
+                                   reply.for_call(step, index) if reply else None))
             continue
         if entry is None:
-            store.record_intent(drive.run_id, step, index, call)
+            writes.intent(index, call)
         args = call.arguments if call.raw_arguments is None else None
         refusal = spawn_refusal(args, roster=drive.spec.agents, limits=drive.spec.agent_limits,
                                 depth=drive.tree.depth + 1, spawned=spawned)
@@ -114,18 +146,18 @@ def run_spawns(
             refusal = hooked.output if hooked is not None else None
         if refusal is None:
             spawned += 1
-            job = _fresh(runner, drive, step, index, call)
+            job = _fresh(parts, actor.children, drive, step, index, call)
             if isinstance(job, str):
                 refusal = job
             else:
                 jobs.append(job)
                 continue
         reason, mark = _watch(drive, call) if stalled is None else (None, None)
-        runner._observe(drive, step, index, call, ToolOutcome(
+        actor.observe(drive, writes, index, call, ToolOutcome(
             refusal, is_error=True, data=SpawnRefused(refusal)), progress=mark)
-        stalled = stalled or _stalled(runner, drive, call, reason)
-    _execute(runner, drive, jobs)
-    return _settle(runner, drive, step, jobs) or stalled
+        stalled = stalled or _stalled(parts, drive, call, reason)
+    _execute(parts, actor.children, drive, jobs)
+    return _settle(parts, actor, drive, writes, jobs) or stalled
 
 
 def _watch(drive: _Drive, call: ToolCall) -> tuple[str | None, str]:
@@ -135,10 +167,10 @@ def _watch(drive: _Drive, call: ToolCall) -> tuple[str | None, str]:
     return reason, drive.progress.last_mark
 
 
-def _stalled(runner: Runner, drive: _Drive, call: ToolCall, reason: str | None) -> Held | None:
+def _stalled(parts: RunParts, drive: _Drive, call: ToolCall, reason: str | None) -> Held | None:
     if reason is None:
         return None
-    runner._emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": reason}))
+    parts.emit(Event(EventKind.STALL, drive.run_id, {"call": call.key(), "reason": reason}))
     return Held(RunStatus.STOPPED, reason)
 
 
@@ -156,56 +188,44 @@ def plan_tree(provider: Provider, spec: RunSpec, *, is_root: bool) -> None:
     plan(starts)
 
 
-def _provider_for(runner: Runner, step: int, index: int) -> Provider:
-    for_child = getattr(runner.provider, "for_child", None)
-    return for_child(step, index) if callable(for_child) else runner.provider
+def _provider_for(parts: RunParts, step: int, index: int) -> Provider:
+    for_child = getattr(parts.provider, "for_child", None)
+    return for_child(step, index) if callable(for_child) else parts.provider
 
 
-def _fresh(runner: Runner, drive: _Drive, step: int, index: int, call: ToolCall) -> _Job | str:
+def _fresh(parts: RunParts, children: ChildMaker, drive: _Drive, step: int, index: int,
+           call: ToolCall) -> _Job | str:
     goal = str(call.arguments["goal"])
     name = call.arguments.get("agent")
     agent = drive.spec.agents.get(name) if isinstance(name, str) else None
     try:
-        provider = _provider_for(runner, step, index)
+        provider = _provider_for(parts, step, index)
     except HarnessError as exc:
         return f"spawn_agent: the child could not start: {exc.message}"
     spec = child_spec(drive.spec, drive.tree, goal=goal, agent=agent)
-    child = _child_runner(runner, drive, runner.store, provider)
+    child = children(parts.store, provider, drive.tree)
     place = TreePlace(drive.tree.root_run_id, drive.tree.depth + 1, step, index,
                       agent.name if agent else None)
     child_id = child._create(spec, drive.launchers, place=place, parent_run_id=drive.run_id)
-    runner._emit(Event(EventKind.SPAWN, drive.run_id, {
+    parts.emit(Event(EventKind.SPAWN, drive.run_id, {
         "child_run_id": child_id, "agent": place.agent, "depth": place.depth, "step": step,
         "call_index": index, "goal": goal, "model": spec.model}))
     return _Job(index, call, child_id, spec, provider, place.agent, fresh=True)
 
 
 def _continued(
-    runner: Runner, drive: _Drive, step: int, index: int, call: ToolCall, record: RunRecord,
-    approve: bool | None, answer: str | None,
+    parts: RunParts, drive: _Drive, step: int, index: int, call: ToolCall, record: RunRecord,
+    reply: OperatorReply | None,
 ) -> _Job:
     agent = drive.spec.agents.get(record.agent) if record.agent else None
     spec = child_spec(drive.spec, drive.tree, goal=record.goal, agent=agent, record=record)
-    provider = _provider_for(runner, step, index)
-    waiting = record.status is RunStatus.PAUSED and approve is None and answer is None
+    provider = _provider_for(parts, step, index)
+    waiting = record.status is RunStatus.PAUSED and reply is None
     return _Job(index, call, record.run_id, spec, provider, record.agent, fresh=False,
-                approve=approve, answer=answer, hold=record if waiting else None)
+                reply=reply, hold=record if waiting else None)
 
 
-def _child_runner(runner: Runner, drive: _Drive, store: Store, provider: Provider) -> Runner:
-    tree: TreeContext = drive.tree
-    approver = SerialApprover(runner.approver, tree.lock) if runner.approver else None
-    responder = SerialResponder(runner.responder, tree.lock) if runner.responder else None
-    child = type(runner)(store, provider, clock=runner.clock, on_event=runner._emit_fn,
-                         approver=approver, toolbox=runner.toolbox, new_id=runner._new_id,
-                         extras=runner._extras, responder=responder)
-    child._tree = tree.below()
-    child._cancel = tree.cancel
-    child._redact = runner._redact  # the tree's secrets stay out of a child's records too
-    return child
-
-
-def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
+def _execute(parts: RunParts, children: ChildMaker, drive: _Drive, jobs: list[_Job]) -> None:
     live = [job for job in jobs if job.hold is None]
     for job in jobs:
         if job.hold is not None:
@@ -215,14 +235,14 @@ def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
     workers = min(drive.spec.agent_limits.parallel, len(live))
     if workers <= 1:
         for job in live:
-            _drive_job(runner, drive, job, runner.store)
+            _drive_job(children, drive, job, parts.store)
         return
     # Imported here: `concurrent.futures` brings in `logging` (~5 ms of every run's
     # start-up), and only children run in parallel need it.
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="io-child") as pool:
-        futures = [pool.submit(_in_thread, runner, drive, job) for job in live]
+        futures = [pool.submit(_in_thread, parts, children, drive, job) for job in live]
         try:
             for future in futures:
                 future.result()
@@ -231,25 +251,26 @@ def _execute(runner: Runner, drive: _Drive, jobs: list[_Job]) -> None:
             raise
 
 
-def _in_thread(runner: Runner, drive: _Drive, job: _Job) -> None:
-    store = runner.store.reopen()
+def _in_thread(parts: RunParts, children: ChildMaker, drive: _Drive, job: _Job) -> None:
+    store = parts.store.reopen()
     try:
-        _drive_job(runner, drive, job, store)
+        _drive_job(children, drive, job, store)
     finally:
         store.close()
 
 
-def _drive_job(runner: Runner, drive: _Drive, job: _Job, store: Store) -> None:
-    child = _child_runner(runner, drive, store, job.provider)
+def _drive_job(children: ChildMaker, drive: _Drive, job: _Job, store: Store) -> None:
+    child = children(store, job.provider, drive.tree)
     try:
         if job.fresh:
             own = _needs_own_sandbox(drive, job)
             launchers = build_launchers(job.spec) if own else drive.launchers
-            job.outcome = child._drive(job.child_id, job.spec, launchers, resumed=False,
-                                       approve=None, answer=None, own_launchers=own)
+            job.outcome = child._drive(job.child_id, job.spec, launchers, own_launchers=own)
         else:
-            job.outcome = child.resume(job.child_id, job.spec, approve=job.approve,
-                                       answer=job.answer)
+            reply = job.reply
+            job.outcome = child.resume(job.child_id, job.spec,
+                                       approve=reply.approve if reply else None,
+                                       answer=reply.answer if reply else None)
     except (RunInUse, StateError, CheckpointFormatError):
         raise
     except HarnessError as exc:
@@ -268,7 +289,9 @@ def _needs_own_sandbox(drive: _Drive, job: _Job) -> bool:
             and job.spec.policy.to_json() != drive.spec.policy.to_json())
 
 
-def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held | None:
+def _settle(parts: RunParts, actor: Actor, drive: _Drive, writes: StepWrites,
+            jobs: list[_Job]) -> Held | None:
+    step = writes.step
     held: Held | None = None
     interrupted = False
     for job in sorted(jobs, key=lambda j: j.index):
@@ -281,7 +304,7 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
         if outcome.status is RunStatus.INTERRUPTED:
             interrupted = True
             continue
-        runner._emit(Event(EventKind.SPAWN, drive.run_id, {
+        parts.emit(Event(EventKind.SPAWN, drive.run_id, {
             "child_run_id": job.child_id, "agent": job.agent, "step": step,
             "call_index": job.index, "status": outcome.status.value, "steps": outcome.steps,
             "verified": outcome.verified}))
@@ -290,8 +313,8 @@ def _settle(runner: Runner, drive: _Drive, step: int, jobs: list[_Job]) -> Held 
             "run_id": job.child_id, "agent": job.agent, "status": outcome.status.value,
             "reason": outcome.reason, "steps": outcome.steps, "verified": outcome.verified,
             "final": job.final}, child_observation(outcome, job.agent, job.final))
-        runner._observe(drive, step, job.index, job.call, seen, progress=mark)
-        held = held or _stalled(runner, drive, job.call, reason)
+        actor.observe(drive, writes, job.index, job.call, seen, progress=mark)
+        held = held or _stalled(parts, drive, job.call, reason)
     if interrupted:
         return Held(RunStatus.INTERRUPTED, "interrupted while children ran")
     return held
