@@ -7,7 +7,7 @@ does not load the whole loop.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 _EXPORTS = {
     "INTERRUPTED_OBSERVATION": "harness_core.run._loop",
@@ -39,7 +39,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'harness_core.run' has no attribute {name!r}")

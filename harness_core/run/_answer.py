@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
 
 from harness_core._record import record
 from harness_core.errors import UsageError
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver
 
 __all__ = [
     "ANSWER_RETRIES",
@@ -62,7 +65,7 @@ class AnswerCheck:
     problem: str | None
 
 
-def check_answer_schema(schema: Any) -> Mapping[str, Any]:
+def check_answer_schema(schema: object) -> Mapping[str, object]:
     """`schema` if it is a JSON Schema (an object its own meta-schema accepts) whose
     references all resolve inside it.
 
@@ -87,7 +90,7 @@ def check_answer_schema(schema: Any) -> Mapping[str, Any]:
     return schema
 
 
-def reference_problem(schema: Mapping[str, Any]) -> str | None:
+def reference_problem(schema: Mapping[str, object]) -> str | None:
     """Why a reference of `schema` would not resolve inside it (None: every one does)."""
     import referencing
     import referencing.exceptions
@@ -96,7 +99,7 @@ def reference_problem(schema: Mapping[str, Any]) -> str | None:
     spec = referencing.jsonschema.specification_with(
         str(schema.get("$schema", "")), default=referencing.jsonschema.DRAFT202012)
     resolver = referencing.Registry().resolver_with_root(spec.create_resource(schema))
-    pending: list[tuple[Any, Any, bool]] = [(schema, resolver, True)]
+    pending: list[tuple[object, Resolver[object], bool]] = [(schema, resolver, True)]
     while pending:
         node, here, root = pending.pop()
         if isinstance(node, list):
@@ -121,7 +124,7 @@ def reference_problem(schema: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check_answer(text: str, schema: Mapping[str, Any]) -> AnswerCheck:
+def check_answer(text: str, schema: Mapping[str, object]) -> AnswerCheck:
     """Check `text` as a JSON value valid under `schema`.
 
     When the whole answer is one fenced block (```` ```json ````), its body is checked;
@@ -157,12 +160,12 @@ def check_answer(text: str, schema: Mapping[str, Any]) -> AnswerCheck:
     return AnswerCheck(json.dumps(value, ensure_ascii=False, indent=2), None)
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     """`NaN` and `Infinity` are not JSON (Python reads them; `jq` does not)."""
     raise ValueError(f"{name} is not a JSON value")
 
 
-def schema_instructions(schema: Mapping[str, Any]) -> str:
+def schema_instructions(schema: Mapping[str, object]) -> str:
     """What the model is told about the schema (appended to its goal)."""
     return ("When you are done, your final message must be only a JSON value (no other"
             " text) that validates against this JSON Schema:\n```json\n"

@@ -7,7 +7,6 @@ the run at the next step rather than going on unbounded: no budget fails open.""
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Any
 
 from harness_core.errors import ProviderError
 from harness_core.events import Event, EventKind
@@ -156,7 +155,7 @@ def _continued(first: CompletionResponse, more: CompletionResponse) -> Completio
     def add(a: int | None, b: int | None) -> int | None:
         return None if a is None and b is None else (a or 0) + (b or 0)
 
-    counts: dict[str, Any] = {f.name: add(getattr(first.usage, f.name),
+    counts: dict[str, int | None] = {f.name: add(getattr(first.usage, f.name),
                                           getattr(more.usage, f.name))
                               for f in fields(Usage) if f.name != "estimated"}
     usage = Usage(**counts, estimated=first.usage.estimated or more.usage.estimated)

@@ -5,7 +5,7 @@ check of a resume's arguments against what the run waits for."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness_core.errors import UsageError
 from harness_core.run._launchers import Launchers
@@ -37,7 +37,7 @@ def _own_start_time() -> float:
     return started if started is not None else float(psutil.Process(os.getpid()).create_time())
 
 
-def _sandbox_json(launchers: Launchers) -> dict[str, Any]:
+def _sandbox_json(launchers: Launchers) -> dict[str, object]:
     out = launchers.selected.to_json()
     out["commands_sandboxed"] = launchers.commands_sandboxed
     return out

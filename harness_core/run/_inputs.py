@@ -33,7 +33,6 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from harness_core._record import record
 from harness_core.contract import CriterionKind
@@ -86,7 +85,7 @@ class GateInputs:
     inferred: bool
     editable: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"criterion": self.criterion, "inputs": list(self.patterns),
                 "inferred": self.inferred, "editable": self.editable}
 
@@ -324,14 +323,14 @@ def fingerprint_inputs(workspace: Workspace, patterns: Sequence[str]) -> dict[st
             if regex.fullmatch(rel) and not _CACHE.search(rel)}
 
 
-def baseline_json(workspace: Workspace, inputs: Sequence[GateInputs]) -> list[dict[str, Any]]:
+def baseline_json(workspace: Workspace, inputs: Sequence[GateInputs]) -> list[dict[str, object]]:
     """What the run records at its start: each gate's inputs and their fingerprint."""
     return [{**g.to_json(), "fingerprint": fingerprint_inputs(workspace, g.patterns)}
             for g in inputs]
 
 
 def inputs_changed(
-    workspace: Workspace, baseline: Sequence[Mapping[str, Any]] | None, index: int
+    workspace: Workspace, baseline: Sequence[Mapping[str, object]] | None, index: int
 ) -> InputChange | None:
     """Compare gate `index`'s inputs now with the run's recorded baseline.
 
@@ -341,7 +340,8 @@ def inputs_changed(
     if baseline is None or index >= len(baseline):
         return None
     entry = baseline[index]
-    patterns = [str(p) for p in entry.get("inputs", [])]
+    listed = entry.get("inputs", [])
+    patterns = [str(p) for p in listed] if isinstance(listed, (list, tuple)) else []
     editable = bool(entry.get("editable", False))
     before = entry.get("fingerprint")
     if not isinstance(before, Mapping):

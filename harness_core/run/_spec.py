@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from harness_core._record import record
 from harness_core.agents import AgentDef, AgentLimits
@@ -132,10 +132,10 @@ class RunSpec:
     snapshot_dir: Path | None = None
     snapshot_max_bytes: int = 256 * 1024 * 1024
     hooks: tuple[HookConfig, ...] = ()
-    answer_schema: Mapping[str, Any] | None = None
-    run_overrides: Mapping[str, Any] | None = None
+    answer_schema: Mapping[str, object] | None = None
+    run_overrides: Mapping[str, object] | None = None
 
-    def settings_json(self) -> dict[str, Any]:
+    def settings_json(self) -> dict[str, object]:
         """The recorded settings of the run (no secrets: the env is not recorded)."""
         return {
             "model": self.model,

@@ -4,7 +4,6 @@ store, and what a finished run reports (its last answer, its last round of gates
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from harness_core.events import Event, EventKind
 from harness_core.run._answer import check_answer
@@ -39,7 +38,7 @@ class Ender:
         record = self.parts.store.step(run_id, last.step_index) if last is not None else None
         return record.text if record is not None else ""
 
-    def answer(self, run_id: str, schema: Mapping[str, Any] | None) -> str:
+    def answer(self, run_id: str, schema: Mapping[str, object] | None) -> str:
         """The run's final answer: its last text, or under an output schema the JSON
         document that text validated as ("" when it no longer validates)."""
         text = self.last_text(run_id)

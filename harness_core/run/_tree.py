@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import field, replace
-from typing import Any
 
 from harness_core._record import record
 from harness_core.agents import AgentDef, roster_description
 from harness_core.clock import Clock
 from harness_core.messages import ToolSpec
-from harness_core.policy import Approver, Policy
+from harness_core.policy import Act, ApprovalDecision, Approver, Decision, Policy
 from harness_core.providers import WebAccess
 from harness_core.run._budget import Budget
 from harness_core.run._spec import RunOutcome, RunSpec
@@ -123,7 +122,7 @@ class SpawnTool:
     def spec(self) -> ToolSpec:
         return self._spec
 
-    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    def run(self, args: dict[str, object], ctx: ToolContext) -> ToolOutcome:
         return ToolOutcome("error: spawn_agent starts a child run and only works inside a run"
                            " (io run), not as a single tool call", is_error=True)
 
@@ -186,7 +185,7 @@ class SerialApprover:
         self._inner = inner
         self._lock = lock
 
-    def decide(self, act: Any, decision: Any) -> Any:
+    def decide(self, act: Act, decision: Decision) -> ApprovalDecision | None:
         with self._lock:
             return self._inner.decide(act, decision)
 

@@ -39,7 +39,7 @@ from typing import IO
 from harness_core.errors import SandboxUnavailable, ToolError
 from harness_core.sandbox._base import LaunchRequest, SandboxSpec, Selected
 from harness_core.sandbox._box import INTERPRETER, Resident, ResidentStart, inner_source
-from harness_core.sandbox._cgroup import PidsCgroup, PidsHierarchy
+from harness_core.sandbox._cgroup import PidsHierarchy
 from harness_core.sandbox._ledger import current_ledger
 from harness_core.sandbox._process import PosixLauncher, _Run, resolve_program
 from harness_core.sandbox._remote import RemoteProcess
@@ -61,6 +61,20 @@ def _stdio(value: IO[bytes] | int | None, default: int, writing: bool) -> tuple[
     if isinstance(value, int):
         return value, None, False
     return value.fileno(), None, False
+
+
+def _stdio_parts(request: LaunchRequest) -> list[tuple[int, IO[bytes] | None, bool]]:
+    """`_stdio` of the request's stdin, stdout and stderr; stderr into stdout is stdout's
+    descriptor again (nothing of its own to close)."""
+    parts = [
+        _stdio(request.stdin, 0, writing=False),
+        _stdio(request.stdout, 1, writing=True),
+        _stdio(request.stderr, 2, writing=True)
+        if request.stderr != subprocess.STDOUT else (-1, None, False),
+    ]
+    if parts[2][0] == -1:
+        parts[2] = (parts[1][0], None, False)
+    return parts
 
 
 class ResidentLauncher(PosixLauncher, abc.ABC):
@@ -120,7 +134,9 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
             resident.close(wait=False)
 
     def popen(self, request: LaunchRequest) -> subprocess.Popen[bytes]:
-        """Start one command inside the run's sandbox (see the module docstring).
+        """Start one command inside the run's sandbox (see the module docstring): the
+        command and its stdio descriptors go to a spare child waiting inside it, as one
+        message (`Resident.run`).
 
         Raises:
             ToolError: Empty argv, a missing working directory, or the program is not found.
@@ -136,7 +152,19 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
         argv = [program, *request.argv[1:]]
         resident = self._resident()
         try:
-            process, cgroup, started = self._hand_over(resident, request, program, argv, env)
+            parts = _stdio_parts(request)
+            try:
+                pid, status, cgroup, started = resident.run(
+                    self._run_message(request, program, argv, env), [p[0] for p in parts])
+            except BaseException:
+                for _, parent, _ in parts:
+                    if parent is not None:
+                        parent.close()
+                raise
+            finally:
+                for fd, _, close in parts:
+                    if close:
+                        os.close(fd)
         except BaseException:
             self._release_user(resident)
             if resident.failed is not None:  # this command had the error; the next starts afresh
@@ -145,6 +173,8 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
                         self._current = None
                         self._retire(resident)
             raise
+        stdin, stdout, stderr = (p[1] for p in parts)
+        process = RemoteProcess(argv, pid, status, stdin, stdout, stderr)
         with self._lock:
             self._runs[process.pid] = _Run(cgroup, [])
             self._owners[process.pid] = resident
@@ -153,20 +183,10 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
             ledger.add(process.pid, cgroup.path if cgroup is not None else None, started=started)
         return process
 
-    def _hand_over(
-        self, resident: Resident, request: LaunchRequest, program: str, argv: list[str],
-        env: dict[str, str],
-    ) -> tuple[RemoteProcess, PidsCgroup | None, float | None]:
-        parts = [
-            _stdio(request.stdin, 0, writing=False),
-            _stdio(request.stdout, 1, writing=True),
-            _stdio(request.stderr, 2, writing=True)
-            if request.stderr != subprocess.STDOUT else (-1, None, False),
-        ]
-        fds = [p[0] for p in parts]
-        if fds[2] == -1:
-            fds[2] = fds[1]
-        message = {
+    def _run_message(self, request: LaunchRequest, program: str, argv: list[str],
+                     env: dict[str, str]) -> dict[str, object]:
+        """The spare's `run` message: what to execute, where, with which limits."""
+        return {
             "kind": "run",
             "program": os.fsencode(program),
             "argv": [os.fsencode(a) for a in argv],
@@ -174,19 +194,6 @@ class ResidentLauncher(PosixLauncher, abc.ABC):
             "cwd": os.fsencode(os.path.realpath(request.cwd)),
             "rlimits": self._rlimits,
         }
-        try:
-            pid, status, cgroup, started = resident.run(message, fds)
-        except BaseException:
-            for _, parent, _ in parts:
-                if parent is not None:
-                    parent.close()
-            raise
-        finally:
-            for fd, _, close in parts:
-                if close:
-                    os.close(fd)
-        stdin, stdout, stderr = (p[1] for p in parts)
-        return RemoteProcess(argv, pid, status, stdin, stdout, stderr), cgroup, started
 
     def _release_user(self, resident: Resident) -> None:
         with self._resident_lock:

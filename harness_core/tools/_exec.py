@@ -19,25 +19,12 @@ from harness_core.errors import (
 )
 from harness_core.messages import ToolSpec
 from harness_core.policy import Act
-from harness_core.sandbox import CommandResult, LaunchRequest, run_command
+from harness_core.sandbox import LaunchRequest, run_command
 from harness_core.tool_data import ExecData
 from harness_core.tools._base import ToolContext, ToolOutcome
 from harness_core.tools._support import bounded_bytes, refusal_outcome
 
-__all__ = ["Exec", "run_argv"]
-
-
-def run_argv(
-    ctx: ToolContext, argv: list[str], cwd_rel: str, timeout: float
-) -> CommandResult:
-    """Run `argv` through the run's launcher; the whole tree dies on timeout.
-
-    Raises:
-        ToolError: The program was not found.
-        SandboxUnavailable: The sandbox could not start it.
-    """
-    request = LaunchRequest(argv=argv, cwd=ctx.workspace.abspath(cwd_rel))
-    return run_command(ctx.launcher, request, timeout=timeout, max_output=ctx.output_cap)
+__all__ = ["Exec"]
 
 
 def _unusable_argument(argv: list[str]) -> str | None:
@@ -99,8 +86,10 @@ class Exec:
             return ToolOutcome(output=f"exec: cwd: {exc}", is_error=True)
         if not ctx.workspace.is_dir(cwd_rel):
             return ToolOutcome(output=f"exec: cwd {cwd!r} is not a directory", is_error=True)
-        try:
-            result = run_argv(ctx, argv, cwd_rel, timeout)
+        request = LaunchRequest(argv=argv, cwd=ctx.workspace.abspath(cwd_rel))
+        try:  # through the run's launcher; the whole tree dies on timeout
+            result = run_command(ctx.launcher, request, timeout=timeout,
+                                 max_output=ctx.output_cap)
         except (ToolError, SandboxUnavailable) as exc:
             return ToolOutcome(output=f"exec: {exc}", is_error=True)
         timed_out = result.timed_out

@@ -3,7 +3,10 @@
     python crash_runner.py STORE WORKSPACE REPLAY start|resume:RUN_ID POINT STEP
 
 POINT is one of: none, before_request, after_response, mid_commit, after_effect,
-mid_write, after_verify (the final answer's checks recorded, the run's end not yet). The run id is printed on stdout first thing. Each provider request is logged
+mid_write, after_verify (the final answer's checks recorded, the run's end not yet), and
+the ledger's write points in their commit order (`harness_core/run/_ledger.py`
+`StepWrites`): after_intent, after_observation (the step's first one; the last call's
+carries the checkpoint), after_checkpoint (one no observation carried). The run id is printed on stdout first thing. Each provider request is logged
 to WORKSPACE/../requests.log as "step" lines, so the test can count them.
 """
 
@@ -81,6 +84,18 @@ class KillingStore(Store):
             super().record_completion(run_id, step, **kw)
         finally:
             self._armed = False
+
+    def record_intent(self, run_id: str, step: int, *args: Any) -> None:  # type: ignore[override]
+        super().record_intent(run_id, step, *args)
+        self.killer.at("after_intent", step)
+
+    def record_observation(self, run_id: str, step: int, *args: Any, **kw: Any) -> None:  # type: ignore[override]
+        super().record_observation(run_id, step, *args, **kw)
+        self.killer.at("after_observation", step)
+
+    def record_checkpoint(self, run_id: str, step: int, *args: Any, **kw: Any) -> None:  # type: ignore[override]
+        super().record_checkpoint(run_id, step, *args, **kw)
+        self.killer.at("after_checkpoint", step)
 
     def update_checkpoint_state(self, run_id: str, step: int, state: Any) -> None:  # type: ignore[override]
         super().update_checkpoint_state(run_id, step, state)

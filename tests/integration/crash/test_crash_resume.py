@@ -114,6 +114,53 @@ def test_kill_after_a_side_effect_never_reruns_the_call(tmp: Path) -> None:
     store.close()
 
 
+def test_kill_right_after_an_intent_commits_never_runs_the_call(tmp: Path) -> None:
+    """Write point 1 of a step (`StepWrites.intent`): the intent is committed and the
+    process dies before the call starts. The resume does not run it (its outcome is
+    unknown to io) and tells the model so; no completion is requested again."""
+    code, _, _ = _finish(_spawn(tmp, "start", "after_intent", 2))
+    assert code == -9
+    _resume_until_done(tmp)
+    store = _check_store(tmp, STEPS)
+    lines = (tmp / "ws" / "log.txt").read_text().splitlines()
+    assert lines == [f"{s}:line" for s in range(STEPS) if s != 2]
+    entry = [e for e in store.ledger("run-crash", 2) if e.name == "append_line"][0]
+    assert entry.observation == INTERRUPTED_OBSERVATION
+    assert sorted(_requests(tmp)) == list(range(STEPS + 1))
+    store.close()
+
+
+@pytest.mark.parametrize("step", [1, 2])
+def test_kill_right_after_an_observation_commits_keeps_it_and_goes_on(
+        tmp: Path, step: int) -> None:
+    """Write point 2 (`StepWrites.observation`): at step 2 the only call's observation,
+    which carries the step's checkpoint; at step 1 the first of two calls' (the second
+    has no intent yet). Nothing observed runs again, the rest runs once."""
+    code, _, _ = _finish(_spawn(tmp, "start", "after_observation", step))
+    assert code == -9
+    _resume_until_done(tmp)
+    store = _check_store(tmp, STEPS)
+    lines = (tmp / "ws" / "log.txt").read_text().splitlines()
+    assert lines == [f"{s}:line" for s in range(STEPS)]
+    observed = {e.name: e.observation for e in store.ledger("run-crash", step)}
+    assert observed["append_line"] == f"appended {step}:line"
+    assert INTERRUPTED_OBSERVATION not in observed.values()
+    assert (tmp / "ws" / "big.txt").read_text() == "new" * 100_000
+    assert sorted(_requests(tmp)) == list(range(STEPS + 1))
+    store.close()
+
+
+def test_kill_right_after_a_checkpoint_commits_resumes_at_the_next_point(tmp: Path) -> None:
+    """Write point 3 (`StepWrites.checkpoint`), written alone for the final answer's
+    step (it has no call to carry it): the resume checks the answer and ends the run
+    without asking the model again."""
+    code, _, _ = _finish(_spawn(tmp, "start", "after_checkpoint", STEPS))
+    assert code == -9
+    _resume_until_done(tmp)
+    _check_store(tmp, STEPS).close()
+    assert sorted(_requests(tmp)) == list(range(STEPS + 1))
+
+
 def test_kill_mid_write_file_leaves_the_old_or_the_new_file_never_a_torn_one(tmp: Path) -> None:
     code, _, _ = _finish(_spawn(tmp, "start", "mid_write", 1))
     assert code == -9
