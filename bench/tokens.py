@@ -20,7 +20,8 @@ each; the fake keeps every request body as sent. For each wire it prints:
   - OpenAI (Chat and Responses): a prompt of 1,024 tokens or more is cached by itself
     in blocks of 128 tokens; a read bills 0.1× (the GPT-5 family; 0.25× for GPT-4.1),
     nothing bills a write. Tokens are taken as 4 bytes.
-- each tool spec's size (name, description, parameters as sent), paid on every step.
+- each tool spec's size (name, description, parameters as sent), paid on every step,
+  and how much of it is the description.
 
 Bytes stand for tokens throughout (the ratio is what matters, and tokenizers differ).
 Figures only: no timing, no assertion.
@@ -169,14 +170,24 @@ def report(vendor: str, steps: int, model: str) -> None:
           f"{' (1.000 without the marks)' if has_marks else ' (no cache marks)'}")
 
 
+def _spec_size(spec: dict[str, Any], *, description: bool = True) -> int:
+    if not description:
+        spec = {**spec, "function": {**spec["function"], "description": ""}}
+    return len(json.dumps(spec, separators=(",", ":")))
+
+
 def tool_specs() -> None:
+    """Each spec's size as sent, and how much of it is the tool's description (the rest is
+    the name, the schema with its property descriptions, and the wire's own wrapping)."""
     requests = run("openai", 1, "bench-model")
     specs = requests[0].body.get("tools") or []
-    sizes = sorted(((len(json.dumps(t, separators=(",", ":"))), t["function"]["name"])
-                    for t in specs), reverse=True)
-    print(f"tool specs (OpenAI wire), {len(specs)} tools, {sum(s for s, _ in sizes)} bytes:")
-    for size, name in sizes:
-        print(f"  {name:<16} {size:>5} B")
+    sizes = sorted(((_spec_size(t), _spec_size(t) - _spec_size(t, description=False),
+                     t["function"]["name"]) for t in specs), reverse=True)
+    described = sum(d for _, d, _ in sizes)
+    print(f"tool specs (OpenAI wire), {len(specs)} tools, {sum(s for s, _, _ in sizes)} bytes,"
+          f" {described} of them descriptions:")
+    for size, desc, name in sizes:
+        print(f"  {name:<16} {size:>5} B (description {desc} B)")
 
 
 def main() -> None:

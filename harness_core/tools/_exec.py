@@ -44,9 +44,7 @@ class Exec:
 
     spec = ToolSpec(
         "exec",
-        "Run a program with arguments, without a shell: `argv` is the program and its"
-        " arguments. Runs in the workspace root (or `cwd` under it). Returns exit status,"
-        " stdout and stderr (bounded).",
+        "Run `argv` without a shell, in the workspace root or `cwd` under it.",
         {
             "type": "object",
             "properties": {

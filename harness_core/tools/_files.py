@@ -75,7 +75,7 @@ class ReadFile:
 
     spec = ToolSpec(
         "read_file",
-        "Read a text file in the workspace. Optional 1-based `offset` line and `limit` lines.",
+        "Read a text file from 1-based line `offset`, at most `limit` lines.",
         _obj({"path": _STR, "offset": _INT, "limit": _INT}, ["path"]),
     )
 
@@ -105,7 +105,7 @@ class WriteFile:
 
     spec = ToolSpec(
         "write_file",
-        "Create or replace a file in the workspace with `content`.",
+        "Create or replace a file with `content`.",
         _obj({"path": _STR, "content": _STR}, ["path", "content"]),
     )
 
@@ -137,8 +137,8 @@ class EditFile:
 
     spec = ToolSpec(
         "edit_file",
-        "Replace the one exact occurrence of `old` with `new` in a file. Fails when `old`"
-        " occurs zero times or more than once (add context to make it unique).",
+        "Replace the one exact occurrence of `old` with `new`; fails on 0 or 2+ matches (add"
+        " context).",
         _obj({"path": _STR, "old": _STR, "new": _STR}, ["path", "old", "new"]),
     )
 
@@ -184,7 +184,7 @@ class ListDir:
 
     spec = ToolSpec(
         "list_dir",
-        "List the entries of a workspace directory (default: the root).",
+        "List a directory (default: the workspace root).",
         _obj({"path": _STR}, []),
     )
 
@@ -259,8 +259,8 @@ class Find:
 
     spec = ToolSpec(
         "find",
-        "Find files under `path` (default: the root) whose path relative to it matches the glob"
-        " `pattern` (`*` within a segment, `**` across segments; e.g. `**/*.py`).",
+        "Find files under `path` (default: the root) whose relative path matches glob"
+        " `pattern` (`*` in one segment, `**` across; e.g. `**/*.py`).",
         _obj({"pattern": _STR, "path": _STR}, ["pattern"]),
     )
 
@@ -325,8 +325,8 @@ class Grep:
 
     spec = ToolSpec(
         "grep",
-        "Search files under `path` for the regular expression `pattern`; optional `glob`"
-        " filters file paths. Prints path:line:text, at most 200 matches.",
+        "Search files under `path` (only those matching `glob`, if given) for the regular"
+        " expression `pattern`. At most 200 matches.",
         _obj({"pattern": _STR, "path": _STR, "glob": _STR}, ["pattern"]),
     )
 

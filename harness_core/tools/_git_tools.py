@@ -90,10 +90,8 @@ class GitStatusTool:
 
     spec = ToolSpec(
         "git_status",
-        "Show the branch (upstream, ahead/behind) and every changed, staged, untracked or"
-        " conflicted path of the workspace's git repository. Each line: two state letters"
-        " (staged, unstaged; `.` unchanged), the kind, then the path (quoted when it holds"
-        " a newline, a quote or bytes that are not UTF-8).",
+        "The repository's branch, upstream ahead/behind, and changed, staged, untracked or"
+        " conflicted paths (XY: staged, unstaged; . unchanged).",
         _obj({}, []),
     )
 
@@ -130,10 +128,8 @@ class GitDiff:
 
     spec = ToolSpec(
         "git_diff",
-        "Show a unified diff: unstaged changes (default), staged changes (`staged`), or"
-        " the worktree (or, with `staged`, the index) against `ref`. `paths` limits it."
-        " Long output is cut and the cut is stated; files the policy will not let you"
-        " read are left out and named.",
+        "Unified diff: unstaged (default) or `staged`; with `ref`, the worktree (index if"
+        " `staged`) against it. `paths` limits it. Files you may not read are left out, named.",
         _obj({"staged": {"type": "boolean"}, "ref": {"type": "string"},
               "paths": {"type": "array", "items": {"type": "string"}}}, []),
     )
@@ -225,8 +221,8 @@ class GitCommit:
 
     spec = ToolSpec(
         "git_commit",
-        "Stage `paths` (new, changed or deleted files, or directories) and commit the index"
-        " with `message`. Hooks do not run. The author is the operator's git identity.",
+        "Stage `paths` (files or directories, deletions too) and commit with `message`. No"
+        " hooks run; the author is the operator.",
         _obj({"message": {"type": "string"},
               "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
              ["message", "paths"]),

@@ -66,9 +66,8 @@ class TodoWrite:
 
     spec = ToolSpec(
         "todo_write",
-        "Record your plan for this task as a todo list. Each call replaces the whole list:"
-        " send every item each time, each with `content` and a `status` of pending,"
-        " in_progress or done. The operator can watch it; nothing checks it.",
+        "Record your plan. Each call replaces the whole list: send every item. Shown to the"
+        " operator, never enforced.",
         {
             "type": "object",
             "properties": {
@@ -112,9 +111,8 @@ class AskQuestion:
 
     spec = ToolSpec(
         "ask_question",
-        "Ask the operator a question when you cannot proceed without their intent."
-        " The answer comes back as text. It is information, not permission: every"
-        " action is still checked against the same policy.",
+        "Ask the operator when you cannot proceed without their intent. The answer is information,"
+        " not permission.",
         {
             "type": "object",
             "properties": {"question": {"type": "string"}},

@@ -37,12 +37,10 @@ __all__ = ["Shell", "ShellKill", "ShellPoll", "ShellStart", "shell_tools"]
 # tools: a run that never calls `shell` does not load them.
 
 _LINE_HELP = (
-    "Admitted: words with single/double quotes and backslash escapes, | ; && ||, the "
-    "redirects > >> < 2> 2>> 2>&1, and cd (applied to the rest of the line when it is "
-    "planned). Refused by name: $( ), backticks, $VAR, ${VAR}, $(( )), <( ), subshells, "
-    "{ }, here-documents, &, if/for/while/case…, globs * ? [ ] outside quotes, ~, NAME=value "
-    "commands. Quote a literal $ with single quotes. Every command and redirect target is "
-    "checked against the policy before anything runs."
+    "Allowed: words, quotes, backslash escapes, | ; && ||, > >> < 2> 2>> 2>&1, cd. Refused: $ "
+    "expansions, backticks, <( ), ( ), { }, heredocs, &, if/for/while/case etc., unquoted "
+    "* ? [ ], ~, NAME=value. Single-quote a literal $. Every command and redirect target is "
+    "checked before anything runs."
 )
 
 
@@ -114,13 +112,12 @@ class Shell:
 
     spec = ToolSpec(
         "shell",
-        "Run a command line in the workspace and return its exit status, stdout and stderr "
-        "(bounded; the cut is stated). " + _LINE_HELP + " A timeout kills every process of "
-        "the line. Each call starts in the workspace root.",
+        "Run a command line from the workspace root. " + _LINE_HELP
+        + " A timeout kills the whole line.",
         {
             "type": "object",
             "properties": {
-                "line": {"type": "string", "description": "The command line."},
+                "line": {"type": "string"},
                 "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
             },
             "required": ["line"],
@@ -183,14 +180,12 @@ class ShellStart:
 
     spec = ToolSpec(
         "shell_start",
-        "Start a command line that keeps running (a server, a log tail, a watch build) and "
-        "return a handle id; read its output with shell_poll and end it with shell_kill. "
-        "The line takes what `shell` takes and is checked exactly as there (the constructs "
-        "it admits and refuses are listed in `shell`). At most 8 handles run at once; all "
-        "are killed when the run ends.",
+        "Start a line that keeps running (server, watcher); returns a handle for "
+        "shell_poll/shell_kill. Syntax and checks as in shell. At most 8 at once; all killed at "
+        "run end.",
         {
             "type": "object",
-            "properties": {"line": {"type": "string", "description": "The command line."}},
+            "properties": {"line": {"type": "string"}},
             "required": ["line"],
             "additionalProperties": False,
         },
@@ -273,9 +268,8 @@ class ShellPoll:
 
     spec = ToolSpec(
         "shell_poll",
-        "Read the output a process handle produced since the previous poll (stdout and "
-        "stderr merged; a bounded window, the rest stays for the next poll) and whether it "
-        "is still running, with its exit status once it exited.",
+        "Read a handle's output since the last poll (stdout+stderr, bounded; the rest waits) "
+        "and whether it still runs or its exit status.",
         {
             "type": "object",
             "properties": {
@@ -312,8 +306,7 @@ class ShellKill:
 
     spec = ToolSpec(
         "shell_kill",
-        "End a process handle: its processes and every process they started are killed, "
-        "and its slot is freed. Output it printed before can still be read with shell_poll.",
+        "Kill a handle's process tree and free its slot; its output stays readable by shell_poll.",
         {
             "type": "object",
             "properties": {"handle": {"type": "string"}},
