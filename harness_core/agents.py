@@ -115,12 +115,11 @@ def spawn_refusal(
 
 def roster_description(roster: Mapping[str, AgentDef]) -> str:
     """The `spawn_agent` tool description, naming every definition (not a schema enum)."""
-    text = ("Start a child agent on a sub-task and wait for its final answer. The child works"
-            " in the same workspace within your boundary (it can never do more than you may),"
-            " and its final answer comes back as this call's result. Several spawn_agent calls"
+    text = ("Start a child agent on a sub-task; its final answer is this call's result. It"
+            " works in your workspace and can never do more than you may. spawn_agent calls"
             " in one reply run at the same time.")
     if not roster:
-        return text + " No named agents are defined: omit `agent`."
+        return text + " No named agents: omit `agent`."
     lines = [f"- {d.name}: {d.role or 'no role text'}" + (f" (model {d.model})" if d.model else "")
              for d in (roster[n] for n in sorted(roster))]
     return text + " Named agents (`agent`), or omit it for a general child:\n" + "\n".join(lines)

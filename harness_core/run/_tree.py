@@ -112,9 +112,8 @@ class SpawnTool:
             "spawn_agent", roster_text,
             {"type": "object",
              "properties": {
-                 "agent": {"type": "string",
-                           "description": "A named agent from this description (optional)."},
-                 "goal": {"type": "string", "description": "The child's task, self-contained."},
+                 "agent": {"type": "string", "description": "A named agent (optional)."},
+                 "goal": {"type": "string", "description": "The child's whole task."},
              },
              "required": ["goal"], "additionalProperties": False})
 
