@@ -55,21 +55,24 @@ def free_port() -> int:
 
 def start_server(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     """llama-cpp-python's server on 127.0.0.1:`port`, polled until it answers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host",
-         "127.0.0.1", "--port", str(port), "--n_ctx", "16384"],
-        stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    with log.open("wb") as out:  # the server keeps its own descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host",
+             "127.0.0.1", "--port", str(port), "--n_ctx", "16384"],
+            stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + _READY_SECONDS
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"llama server exited: see {log}")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/v1/models")
             if conn.getresponse().status == 200:
                 return proc
         except OSError:
             time.sleep(0.5)  # a server starting up: poll again (bounded by the deadline)
+        finally:
+            conn.close()
     proc.kill()
     raise SystemExit(f"llama server not ready after {_READY_SECONDS:.0f} s: see {log}")
 
@@ -102,14 +105,17 @@ def start_proxy(upstream: int, forcing: Forcing) -> ThreadingHTTPServer:
             conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
             conn.request("POST", self.path, json.dumps(body),
                          {"content-type": "application/json"})
-            reply = conn.getresponse()
-            forcing.seen.append((reply.status, body))
-            self.send_response(reply.status)
-            self.send_header("content-type", reply.getheader("content-type") or "")
-            self.end_headers()
-            while chunk := reply.read1(65536):
-                self.wfile.write(chunk)
-                self.wfile.flush()
+            try:
+                reply = conn.getresponse()
+                forcing.seen.append((reply.status, body))
+                self.send_response(reply.status)
+                self.send_header("content-type", reply.getheader("content-type") or "")
+                self.end_headers()
+                while chunk := reply.read1(65536):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+            finally:
+                conn.close()
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -178,6 +184,7 @@ def scenario(root: Path, port: int, *, forced: int, stream: bool, extra: str = "
                                   stream=stream, extra=extra)
     finally:
         proxy.shutdown()
+        proxy.server_close()
     total = json.loads(spend_text)["total"] if spend_text else {}
     statuses = [s for s, _ in forcing.seen]
     contents = [m.get("content") for _, b in forcing.seen for m in b.get("messages") or ()
