@@ -36,6 +36,7 @@ Figures only: no timing, no assertion.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -230,6 +231,9 @@ def _finish(label: str, vendor: str, fake: FakeVendorServer, side: list[Recorded
             f"exit {done.returncode}, {len(main)} main-loop requests (want {steps + 1}),"
             f" fake saw {fake.violations[:3]}, stdout {out[-200:]!r},"
             f" stderr {done.stderr.decode(errors='replace')[-800:]!r}")
+    last = f"hi {steps - 1}".encode()
+    if steps and main[-1].raw.count(last) < 2:  # the call's argument, then its output
+        raise PeerFailed(f"the last echo's output ({last!r}) never came back to the model")
     return Capture(label, vendor, main, side, _network(trace, fake.port))
 
 
@@ -263,12 +267,12 @@ def install_claude(cache: Path) -> Path:
     return found[0]
 
 
-def run_claude(steps: int, cache: Path) -> Capture:
+def run_claude(steps: int, cache: Path, model: str = CLAUDE_MODEL) -> Capture:
     claude = install_claude(cache)
     side: list[RecordedRequest] = []
 
     def respond(request: RecordedRequest) -> Reply:
-        if not _is_main(request, CLAUDE_MODEL):
+        if not _is_main(request, model):
             return Turn(text="bench")
         step = tool_results_in(request)
         if step < steps:
@@ -291,11 +295,11 @@ def run_claude(steps: int, cache: Path) -> Capture:
                    ANTHROPIC_API_KEY="bench-key", DISABLE_TELEMETRY="1",
                    DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
         # Not --dangerously-skip-permissions: Claude Code refuses it as root.
-        argv = [str(claude), "-p", "bench", "--model", CLAUDE_MODEL, "--max-turns",
+        argv = [str(claude), "-p", "bench", "--model", model, "--max-turns",
                 str(steps + 5), "--allowedTools", "Bash(echo:*)"]
         done = _traced(argv, Path(tmp) / "strace.txt", env=env, cwd=ws)
-        return _finish(f"Claude Code {CLAUDE_VERSION} ({CLAUDE_MODEL})", "anthropic", fake,
-                       side, done, Path(tmp) / "strace.txt", CLAUDE_MODEL, steps)
+        return _finish(f"Claude Code {CLAUDE_VERSION} ({model})", "anthropic", fake, side,
+                       done, Path(tmp) / "strace.txt", model, steps)
 
 
 def run_codex(steps: int, cache: Path) -> Capture:
@@ -438,17 +442,23 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(PEERS),
                         help="peers to run, comma-separated (io's rows always run)")
     parser.add_argument("--cache", type=Path, default=PEER_CACHE)
+    parser.add_argument("--claude-model", action="append",
+                        help=f"a model for Claude Code, one row each (default {CLAUDE_MODEL})")
     args = parser.parse_args()
+    peers = [(name, PEERS[name]) for name in args.only.split(",") if name != "claude-code"]
+    if "claude-code" in args.only.split(","):
+        peers[:0] = [(f"claude-code ({m})", functools.partial(run_claude, model=m))
+                     for m in args.claude_model or [CLAUDE_MODEL]]
     args.cache.mkdir(parents=True, exist_ok=True)
     captures: list[Capture] = []
     failures: list[str] = []
     for vendor in ("anthropic", "openai", "openai-responses"):
         captures.append(Capture(f"io ({vendor})", vendor, io_run(vendor, args.steps,
                                                                   "bench-model")))
-    for name in args.only.split(","):
+    for name, run_peer in peers:
         print(f"running {name}, {args.steps} steps ...", file=sys.stderr, flush=True)
         try:
-            captures.append(PEERS[name](args.steps, args.cache))
+            captures.append(run_peer(args.steps, args.cache))
         except PeerFailed as exc:
             failures.append(f"| {name} | could not be measured: {exc} |")
     print(f"{args.steps} steps of one echo each, then a final answer\n")
