@@ -1,6 +1,7 @@
 """What the peers send per run, beside io (issue #36 item 6).
 
     python bench/tokens_peers.py [--steps 100] [--only claude-code,codex,smolagents]
+                                 [--claude-model M ...]
 
 Each runner does N steps of one echo-like tool call (a different argument each step) and
 then a final answer, against the loopback fake of the wire it speaks
