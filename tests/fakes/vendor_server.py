@@ -84,6 +84,9 @@ class Turn:
         stop_reason: Override the vendor stop/finish reason.
         reasoning: A reasoning summary (Responses API: becomes a reasoning item with
             ``encrypted_content``).
+        message_id: The Anthropic message's id (default ``msg_fake``). Claude Code
+            merges consecutive replies that share an id into one assistant turn, so a
+            script that drives it gives each reply its own.
     """
 
     text: str = ""
@@ -97,6 +100,7 @@ class Turn:
     coalesce: bool = False
     stop_reason: str | None = None
     reasoning: str | None = None
+    message_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -231,7 +235,7 @@ def render_anthropic(turn: Turn, model: str, stream: bool) -> dict[str, Any] | l
     served = turn.model or model
     if not stream:
         return {
-            "id": "msg_fake",
+            "id": turn.message_id or "msg_fake",
             "type": "message",
             "role": "assistant",
             "model": served,
@@ -249,7 +253,7 @@ def render_anthropic(turn: Turn, model: str, stream: bool) -> dict[str, Any] | l
             {
                 "type": "message_start",
                 "message": {
-                    "id": "msg_fake",
+                    "id": turn.message_id or "msg_fake",
                     "type": "message",
                     "role": "assistant",
                     "model": served,
@@ -753,6 +757,9 @@ class FakeVendorServer:
         self.violations: list[str] = []
         self.ledger = ResponsesLedger()
         """The Responses API fake's memory: stored responses, issued reasoning."""
+        self.check_anthropic: Callable[[dict[str, str], Any], list[str]] = check_anthropic
+        """The Anthropic request checks; a bench may widen them for a client that sends
+        shapes of a newer API beta (bench/tokens_peers.py does, for Claude Code)."""
         self.responder: Callable[[RecordedRequest], Reply] | None = None
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -875,7 +882,7 @@ class _Handler(BaseHTTPRequestHandler):
             fake.violations.append(f"request to unknown path {self.path}")
             return self._json(404, self._error_body("not found"))
         if fake.vendor == "anthropic":
-            problems = check_anthropic(headers, body)
+            problems = fake.check_anthropic(headers, body)
         elif fake.vendor == "openai-responses":
             problems = fake.ledger.check(headers, body)
         else:
