@@ -103,19 +103,17 @@ def resume_tree(
         root_run_id, spec, approve=approve, answer=answer, stored_policy=stored_policy)
 
 
-def resume_tree_from_stored_policy(
-    store: Store,
-    provider: Provider,
-    root_run_id: str,
-    spec: RunSpec,
-    *,
-    approve: bool | None = None,
-    answer: str | None = None,
-    **options: Unpack[TreeOptions],
-) -> RunOutcome:
+class ResumeOptions(TreeOptions, total=False):
+    """`TreeOptions` and the operator's decision (the deprecated spellings' keywords)."""
+
+    approve: bool | None
+    answer: str | None
+
+
+def resume_tree_from_stored_policy(store: Store, provider: Provider, root_run_id: str,
+                                   spec: RunSpec, **options: Unpack[ResumeOptions]) -> RunOutcome:
     """Deprecated: `resume_tree(..., stored_policy=True)`, which this calls."""
-    return resume_tree(store, provider, root_run_id, spec, approve=approve, answer=answer,
-                       stored_policy=True, **options)
+    return resume_tree(store, provider, root_run_id, spec, stored_policy=True, **options)
 
 
 def resume_tree_with_answer(store: Store, provider: Provider, root_run_id: str,
