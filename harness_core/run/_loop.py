@@ -136,9 +136,9 @@ class Runner:
         parts = self.parts
         approver = SerialApprover(parts.approver, tree.lock) if parts.approver else None
         responder = SerialResponder(parts.responder, tree.lock) if parts.responder else None
-        child = Runner(store, provider, clock=parts.clock, on_event=parts.sink,
-                       approver=approver, toolbox=parts.toolbox, new_id=parts.new_id,
-                       extras=parts.extras, responder=responder)
+        child = type(self)(store, provider, clock=parts.clock, on_event=parts.sink,
+                           approver=approver, toolbox=parts.toolbox, new_id=parts.new_id,
+                           extras=parts.extras, responder=responder)
         child.parts.tree = tree.below()
         child.parts.cancel = tree.cancel
         child.parts.redact = parts.redact  # the tree's secrets stay out of a child's records
