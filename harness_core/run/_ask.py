@@ -46,6 +46,10 @@ class Asker:
                         " enforced, so the run stops before its next step"}))
 
     def prior_cost(self, drive: _Drive, before_step: int) -> None:
+        """Draw what a resumed run spent before this drive: the completions of the steps
+        before `before_step` (the step it resumes in replays its own completion) and
+        every summary already made, the resumed step's included (a replayed step asks
+        for no summary, so nothing else would draw it)."""
         if drive.spec.cost_of is None or drive.spec.budget.max_cost_usd is None:
             return
         for record in self.parts.store.steps(drive.run_id):
@@ -53,8 +57,7 @@ class Asker:
                 self.draw_cost(drive, record.model_served or drive.spec.model,
                                 record.usage)
         for summary in drive.compactor.records if drive.compactor else ():
-            if summary.step_index < before_step:
-                self.draw_cost(drive, summary.model_served, summary.usage)
+            self.draw_cost(drive, summary.model_served, summary.usage)
 
     def compact(self, drive: _Drive, step: int) -> None:
         """Summarise the history first when this step's request would pass the
