@@ -65,6 +65,8 @@ TARGETS: dict[str, list[Group]] = {
           "tests/unit/run/test_mutants_phases_end.py",
           "tests/unit/run/test_mutants_phases_verify.py",
           "tests/unit/run/test_mutants_phases_act.py",
+          "tests/unit/run/test_mutants_phases_compact.py",
+          "tests/unit/run/test_mutants_phases_snapshots.py",
           "tests/integration/agents/test_tree.py"]),
     ],
     "policy": [(["harness_core/policy"], ["tests/unit/policy"])],
