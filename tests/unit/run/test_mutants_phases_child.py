@@ -1,0 +1,83 @@
+"""What a child runner inherits from its parent's, pinned to exact values (mutation
+testing's survivors in `Runner._child`): the approver and the responder (one prompt at
+a time), the caller's extras and toolbox, the run ids, and the clock. A tree driven by
+one scripted replay over a real SQLite store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness_core import (
+    Answer,
+    ApprovalDecision,
+    Policy,
+    Runner,
+    RunStatus,
+    Store,
+    ToolContext,
+    ToolOutcome,
+    ToolSpec,
+    default_toolbox,
+)
+from tests.fakes.clock import ManualClock
+from tests.integration.agents.tree_helpers import line, provider, spawn, spec
+from tests.unit.run.loop_support import workspace
+
+
+class _Approves:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def decide(self, act: Any, decision: Any) -> ApprovalDecision:
+        self.asked.append(act.describe())
+        return ApprovalDecision.APPROVE
+
+
+class _Oracle:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def answer(self, question: str) -> Answer | None:
+        self.asked.append(question)
+        return Answer("blue")
+
+
+class _UseService:
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec("use_service", "use the caller's service")
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        return ToolOutcome(f"service {ctx.extras['svc']} in {ctx.run_id}")
+
+
+def test_a_child_runs_with_its_parents_approver_responder_extras_tools_ids_and_clock(
+        tmp_path: Path) -> None:
+    script = [line("delegate", spawn("do it")),
+              line("child works", ("write_file", {"path": "a.txt", "content": "x"}),
+                   ("ask_question", {"question": "which colour?"}), ("use_service", {})),
+              line("child: done"), line("all done")]
+    ids = iter(["root00000001", "child0000001"])
+    approver, oracle = _Approves(), _Oracle()
+
+    def extras(run_id: str, ctx: ToolContext) -> dict[str, Any]:
+        return {"svc": f"for {run_id}"}
+
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, provider(tmp_path, script), clock=ManualClock(),
+                         approver=approver, responder=oracle, extras=extras,
+                         toolbox=default_toolbox().with_tools([_UseService()]),
+                         new_id=lambda: next(ids)).start(
+            spec(workspace(tmp_path), policy=Policy.from_lists(tier="read-only")))
+        assert (outcome.status, outcome.run_id) == (RunStatus.FINISHED, "root00000001")
+        (child,) = [r for r in store.tree_runs(outcome.run_id) if r.depth == 1]
+        assert (child.run_id, child.status) == ("child0000001", RunStatus.FINISHED)
+        assert approver.asked == ["write a.txt"] and oracle.asked == ["which colour?"]
+        [question] = store.questions(child.run_id)
+        assert (question.answer, question.answered_by) == ("blue", "machine")
+        observations = [e.observation for e in store.ledger(child.run_id)]
+        assert observations[2] == "service for child0000001 in child0000001"
+        # the child's steps are timed on the runner's (manual) clock: no time passed
+        assert [s.latency_ms for s in store.steps(child.run_id)] == [0.0, 0.0]
+    assert (tmp_path / "ws" / "a.txt").read_text() == "x"
