@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_core import (
+    AgentLimits,
     Answer,
     ApprovalDecision,
     Policy,
@@ -81,3 +82,18 @@ def test_a_child_runs_with_its_parents_approver_responder_extras_tools_ids_and_c
         # the child's steps are timed on the runner's (manual) clock: no time passed
         assert [s.latency_ms for s in store.steps(child.run_id)] == [0.0, 0.0]
     assert (tmp_path / "ws" / "a.txt").read_text() == "x"
+
+
+def test_a_step_whose_first_child_waits_is_not_checkpointed_by_its_last_childs_result(
+        tmp_path: Path) -> None:
+    script = [line("delegate", spawn("ask"), spawn("work")),
+              line("", ("ask_question", {"question": "which colour?"}))]
+    with Store(tmp_path / "state.db") as store:
+        outcome = Runner(store, provider(tmp_path, script), clock=ManualClock()).start(
+            spec(workspace(tmp_path), limits=AgentLimits(parallel=1)))
+        assert outcome.status is RunStatus.PAUSED and outcome.pause is not None
+        assert outcome.pause.question == "which colour?"
+        first, second = store.ledger(outcome.run_id)
+        assert first.observation is None  # the waiting child's result has not landed
+        assert second.observation is not None  # the second child ended (the replay is out)
+        assert store.last_checkpoint(outcome.run_id) is None
