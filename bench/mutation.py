@@ -69,6 +69,7 @@ TARGETS: dict[str, list[Group]] = {
           "tests/unit/run/test_mutants_phases_snapshots.py",
           "tests/unit/run/test_mutants_phases_child.py",
           "tests/unit/run/test_mutants_phases_steps.py",
+          "tests/unit/run/test_mutants_phases_ask.py",
           "tests/integration/agents/test_tree.py"]),
     ],
     "policy": [(["harness_core/policy"], ["tests/unit/policy"])],

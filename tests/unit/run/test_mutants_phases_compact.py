@@ -2,12 +2,13 @@
 in `run/_ask.py`, `Asker.compact`/`prior_cost`/`complete`, and `run/_open.py`'s
 compactor): the summary asked for before the step that would pass the threshold, its
 tokens drawn with that step, its cost drawn from the cost budget (and again after a
-resume), a failed summary erroring the run, and the cache key every request carries.
-A provider in the test plays the vendor's part (the usage a real one reports); real
-SQLite store."""
+resume), a `pre_compact` hook's refusal skipping it, a failed summary erroring the run,
+and the cache key every request carries. A provider in the test plays the vendor's part
+(the usage a real one reports); real SQLite store."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from harness_core import (
     ToolCall,
     Usage,
 )
+from harness_core.hooks import HookConfig, HookEvent
 from tests.fakes.clock import ManualClock
 from tests.unit.run.loop_support import workspace
 from tests.unit.session.support import Events, spec_for
@@ -156,3 +158,21 @@ def test_a_resume_draws_the_cost_of_a_summary_made_in_the_step_it_paused_in(
         assert (again.status, again.steps) == (RunStatus.STOPPED, 5)
         assert again.reason == ("budget: the cost budget of $0.1205 is spent ($0.1210"
                                 " derived from [prices])")
+
+
+def test_a_pre_compact_hook_that_refuses_skips_the_summary(tmp_path: Path) -> None:
+    program = tmp_path / "no.py"
+    program.write_text("import sys\nprint('not now', file=sys.stderr)\nsys.exit(2)\n")
+    hook = HookConfig(event=HookEvent.PRE_COMPACT, command=(sys.executable, str(program)),
+                      name="keep-all", scope="user")
+    events = Events()
+    vendor = _Vendor()
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, vendor, clock=ManualClock(), on_event=events).start(
+            _spec(workspace(tmp_path), hooks=(hook,)))
+        assert done.status is RunStatus.FINISHED
+        assert store.compactions(done.run_id) == []
+    assert "compact" not in [r.purpose for _, r in vendor.requests]
+    refused = [e.data for e in events.seen if e.kind is EventKind.COMPACTION]
+    assert [(d["step"], d["phase"]) for d in refused] == [(3, "started"), (3, "refused")]
+    assert "not now" in refused[1]["reason"]
