@@ -71,6 +71,7 @@ TARGETS: dict[str, list[Group]] = {
           "tests/unit/run/test_mutants_phases_steps.py",
           "tests/unit/run/test_mutants_phases_ask.py",
           "tests/unit/run/test_mutants_phases_mcp.py",
+          "tests/unit/run/test_mutants_phases_gates.py",
           "tests/integration/agents/test_tree.py"]),
     ],
     "policy": [(["harness_core/policy"], ["tests/unit/policy"])],
