@@ -1,20 +1,23 @@
 """A step's completion as the asker records it, pinned to exact values (mutation testing's
 survivors in `run/_ask.py`, `Asker.complete`, and `run/_open.py`'s resume): the state a
 provider carries between turns recorded with each step and handed back, in step order,
-to the provider of a resumed drive, and a completion whose provider reported no usage
-recorded with an estimate. A provider in the test plays the vendor's part; real SQLite
-store."""
+to the provider of a resumed drive, a completion whose provider reported no usage
+recorded with an estimate, and the first model without a price warned about once and
+named by the stop. A provider in the test plays the vendor's part; real SQLite store."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness_core import (
+    Budget,
     CarriedState,
     CompletionRequest,
     CompletionResponse,
+    EventKind,
     Runner,
     RunStatus,
     Store,
@@ -23,7 +26,7 @@ from harness_core import (
 )
 from tests.fakes.clock import ManualClock
 from tests.unit.run.loop_support import workspace
-from tests.unit.session.support import spec_for
+from tests.unit.session.support import Events, spec_for
 
 
 class _Carries:
@@ -89,3 +92,32 @@ def test_a_completion_without_reported_usage_is_recorded_with_an_estimate(
         assert usage.prompt_tokens is not None and usage.prompt_tokens > 0
         assert usage.completion_tokens is not None and usage.completion_tokens > 0
         assert store.run(done.run_id).tokens_used == usage.total_tokens
+
+
+class _Models(_Carries):
+    """`_Carries`, each step served by model "m<step>"."""
+
+    def complete(self, request: CompletionRequest, *, step: int,
+                 on_token: Any = None) -> CompletionResponse:
+        response = super().complete(request, step=step, on_token=on_token)
+        return replace(response, model=f"m{step}")
+
+
+def test_the_first_unpriced_model_is_warned_about_once_and_named_by_the_stop(
+        tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    events = Events()
+    priced = spec_for(ws, "go", cost_of=lambda model, usage: None,
+                      budget=Budget(max_steps=None, max_tokens=None, wall_seconds=None,
+                                    max_cost_usd=1.0))
+    with Store(tmp_path / "state.db") as store:
+        paused = Runner(store, _Models(), clock=ManualClock()).start(spec_for(ws, "go"))
+        assert paused.status is RunStatus.PAUSED  # no cost budget yet: nothing drawn
+        stopped = Runner(store, _Models(), clock=ManualClock(), on_event=events).resume(
+            paused.run_id, priced, approve=True)
+        assert (stopped.status, stopped.steps) == (RunStatus.STOPPED, 2)
+        assert stopped.reason == ("budget: the cost budget of $1 cannot be enforced: model"
+                                  " 'm0' has no price in [prices]")
+    warned = [e.data["text"] for e in events.seen if e.kind is EventKind.WARNING]
+    assert warned == ["model 'm0' has no price in [prices]: max_cost_usd cannot be enforced,"
+                      " so the run stops before its next step"]
