@@ -1,9 +1,10 @@
 """A step's completion as the asker records it, pinned to exact values (mutation testing's
 survivors in `run/_ask.py`, `Asker.complete`, and `run/_open.py`'s resume): the state a
 provider carries between turns recorded with each step and handed back, in step order,
-to the provider of a resumed drive, a completion whose provider reported no usage
-recorded with an estimate, and the first model without a price warned about once and
-named by the stop. A provider in the test plays the vendor's part; real SQLite store."""
+to the provider of a resumed drive, a completion whose provider reported no usage (or
+a paused turn with a part estimated) recorded as an estimate, and the first model
+without a price warned about once and named by the stop. A provider in the test plays
+the vendor's part; real SQLite store."""
 
 from __future__ import annotations
 
@@ -121,3 +122,34 @@ def test_the_first_unpriced_model_is_warned_about_once_and_named_by_the_stop(
     warned = [e.data["text"] for e in events.seen if e.kind is EventKind.WARNING]
     assert warned == ["model 'm0' has no price in [prices]: max_cost_usd cannot be enforced,"
                       " so the run stops before its next step"]
+
+
+class _PausesEstimated:
+    """Step 0 pauses its turn once with an estimated count, then finishes it with a
+    reported one; step 1 is done."""
+
+    name = "pausing"
+
+    def complete(self, request: CompletionRequest, *, step: int,
+                 on_token: Any = None) -> CompletionResponse:
+        if step == 1:
+            return CompletionResponse(text="done", usage=Usage(1, 1, 2))
+        if not request.messages or request.messages[-1].role.value != "assistant":
+            return CompletionResponse(text="half", usage=Usage(5, 1, 6, estimated=True),
+                                      stop_reason="pause_turn")
+        return CompletionResponse(text=" whole", tool_calls=(ToolCall("c", "list_dir", {}),),
+                                  usage=Usage(7, 2, 9))
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_paused_turns_usage_is_estimated_when_a_part_of_it_was(tmp_path: Path) -> None:
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, _PausesEstimated(), clock=ManualClock()).start(
+            spec_for(workspace(tmp_path), "go"))
+        assert done.status is RunStatus.FINISHED
+        first = store.steps(done.run_id)[0]
+        assert first.text == "half whole"
+        assert (first.usage.prompt_tokens, first.usage.total_tokens, first.usage.estimated) \
+            == (12, 15, True)

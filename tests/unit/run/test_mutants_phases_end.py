@@ -1,9 +1,10 @@
 """How a drive ends, pinned to exact values (mutation testing's survivors in `run/_stop.py`,
 `Ender`, and `Runner.resume` of an ended run): the final answer a run returns (its last
 text, or under an output schema the document it validated as; none for a run that did
-not end on an answer), the same answer when an ended run is resumed, the exit code
-recorded, the pause event a paused run emits, and the operator messages voided at the
-end. Real runs of the shipped scripted provider over a real SQLite store."""
+not end on an answer), the same answer when an ended run is resumed, the schema a
+resume gives of its own, the exit code recorded, the pause event a paused run emits,
+the refused answer's event, and the operator messages voided at the end or landing at
+the first step. Real runs of the shipped scripted provider over a real SQLite store."""
 
 from __future__ import annotations
 
@@ -165,3 +166,54 @@ def test_a_resume_stopped_before_the_approval_applies_stays_paused_for_it(
             RunStatus.PAUSED, stopped.reason, paused.pause)
         assert [e.data["pending"] for e in events.seen if e.kind is EventKind.APPROVAL] == [
             True]
+
+
+def test_a_run_stopped_by_its_budget_still_has_no_answer_when_resumed_ended(
+        tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    one = spec_for(ws, "go", budget=Budget(max_steps=1, max_tokens=None, wall_seconds=None))
+    with Store(tmp_path / "state.db") as store:
+        stopped = Runner(store, scripted(tmp_path, [line("still going", call("list_dir")),
+                                                    line("done")]),
+                         clock=ManualClock()).start(one)
+        again = Runner(store, scripted(tmp_path, [line("x")]), clock=ManualClock()).resume(
+            stopped.run_id, one)
+        assert (again.status, again.answer) == (RunStatus.STOPPED, "")
+
+
+def test_a_refused_answer_is_reported_as_an_event_of_its_run(tmp_path: Path) -> None:
+    events = Events()
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, scripted(tmp_path, [line("not json"), line('{"n": 1}')]),
+                      clock=ManualClock(), on_event=events).start(
+            spec_for(workspace(tmp_path), "go", answer_schema=_SCHEMA))
+        assert done.status is RunStatus.FINISHED
+    assert [(e.run_id, e.data["step"]) for e in events.seen
+            if e.kind is EventKind.ANSWER_REJECTED] == [(done.run_id, 0)]
+
+
+def test_a_steer_left_as_a_run_starts_lands_at_its_first_step(tmp_path: Path) -> None:
+    with Store(tmp_path / "state.db") as store:
+        def on_event(event: Event) -> None:
+            if event.kind is EventKind.RUN_STARTED:
+                store.post_inbox(event.run_id, "steer", {"text": "early"})
+
+        done = Runner(store, scripted(tmp_path, [line("done")]), clock=ManualClock(),
+                      on_event=on_event).start(spec_for(workspace(tmp_path), "go"))
+        assert done.status is RunStatus.FINISHED
+        assert [(o.kind, o.state, o.step) for o in store.operator_inputs(done.run_id)] == [
+            ("steer", "landed", 0)]
+
+
+def test_a_resume_with_a_schema_of_its_own_checks_the_answer_against_it(
+        tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    lines = [line("run it", _TOUCH), line('{"m": 1}')]
+    with Store(tmp_path / "state.db") as store:
+        paused = Runner(store, scripted(tmp_path, lines), clock=ManualClock()).start(
+            spec_for(ws, "go", answer_schema=_SCHEMA))
+        assert paused.status is RunStatus.PAUSED
+        done = Runner(store, scripted(tmp_path, lines), clock=ManualClock()).resume(
+            paused.run_id, spec_for(ws, "go", answer_schema={"required": ["m"]}),
+            approve=True)
+        assert (done.status, json.loads(done.answer)) == (RunStatus.FINISHED, {"m": 1})

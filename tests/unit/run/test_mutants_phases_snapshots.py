@@ -1,9 +1,10 @@
 """The workspace snapshots a root's drive takes around its steps, pinned to exact values
 (mutation testing's survivors in `run/_open.py`'s keeper and `Actor.run_step`): a
 baseline as the drive starts, an `after` for a step whose calls changed files, nothing
-for a step without calls (even when a gate changed files after the step before), and
-the state a resumed drive finds. Real runs of the shipped scripted provider over a
-real SQLite store; the gate is a real program."""
+for a step without calls (even when a gate changed files after the step before), a
+`before` for a step whose calls find files changed since, and the state a resumed
+drive finds. Real runs of the shipped scripted provider over a real SQLite store; the
+gate is a real program."""
 
 from __future__ import annotations
 
@@ -56,3 +57,17 @@ def test_a_resumed_drive_records_the_state_it_finds_before_it_goes_on(
             (0, "baseline", []), (0, "after", ["a.txt"]),
             (1, "before", ["a.txt", "hand.txt"]),
             (1, "after", ["a.txt", "hand.txt", "t.txt"])]
+
+
+def test_files_changed_between_steps_are_recorded_before_the_next_steps_calls(
+        tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    spec = spec_for(ws, "go", snapshot_dir=tmp_path / "snaps",
+                    contract=TaskContract(goal="go", verify=(_FIRST_FAILS,)))
+    lines = [line("done"), line("w", write("b.txt", "y")), line("done again")]
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, scripted(tmp_path, lines), clock=ManualClock()).start(spec)
+        assert (done.status, done.steps) == (RunStatus.FINISHED, 3)
+        # the failed gate left g.txt after step 0; step 1's calls find it first
+        assert _kinds(store, done.run_id) == [
+            (0, "baseline", []), (1, "before", ["g.txt"]), (1, "after", ["b.txt", "g.txt"])]

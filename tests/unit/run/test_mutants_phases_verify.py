@@ -1,11 +1,12 @@
 """The checks at a final answer and the resume that picks a run up, pinned to exact values
 (mutation testing's survivors in `run/_verify.py`, `Verifier`, and `Runner.resume`,
 `_loop`, `_start_hooks`): a stop hook that sends the run on before the gates, a
-`run_start` hook's context and refusal (on a start and on a resume), background handles
-ended before the gates, a run that crashed after its final answer's checks ending as
-they decided without running them again, the output schema a run recorded holding on a
-resume, and the `resume` input each drive records. Real runs of the shipped scripted
-provider over a real SQLite store; hooks and gates are real programs."""
+`run_start` hook's context and refusal (on a start and on a resume), the call a tool
+hook is told of, background handles ended before the gates, a run that crashed after
+its final answer's checks ending as they decided without running them again, the
+output schema a run recorded holding on a resume, and the `resume` input each drive
+records. Real runs of the shipped scripted provider over a real SQLite store; hooks and
+gates are real programs."""
 
 from __future__ import annotations
 
@@ -206,3 +207,26 @@ def test_each_resume_records_its_drive_and_the_step_it_picks_up_at(tmp_path: Pat
                    if o.kind == "resume"]
         assert resumes == [({"drive": 1, "stored_policy": False}, 0),
                            ({"drive": 2, "stored_policy": False}, 1)]
+
+
+def test_tool_hooks_are_told_the_step_and_index_of_the_call(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    seen = tmp_path / "seen.txt"
+    body = f"""
+        with open({str(seen)!r}, "a") as fh:
+            fh.write(call["event"] + " " + str(call["step"]) + " " + str(call["call_index"])
+                     + "\\n")
+        """
+    hooks = (_hook(tmp_path, "pre_tool", "before", body),
+             _hook(tmp_path, "post_tool", "after", body))
+    lines = [line("look", call("list_dir")),
+             line("more", call("list_dir", path="."), call("read_file", path="a.txt")),
+             line("done")]
+    (ws / "a.txt").write_text("a")
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, scripted(tmp_path, lines), clock=ManualClock()).start(
+            spec_for(ws, "go", hooks=hooks))
+        assert done.status is RunStatus.FINISHED
+    assert seen.read_text().splitlines() == [
+        "pre_tool 0 0", "post_tool 0 0", "pre_tool 1 0", "post_tool 1 0",
+        "pre_tool 1 1", "post_tool 1 1"]
