@@ -63,7 +63,8 @@ def test_a_stop_hook_sends_the_run_on_before_the_gates_run(tmp_path: Path) -> No
             RunStatus.FINISHED, 2, "done; every gate passed")
         assert [v.step_index for v in store.verifications(done.run_id)] == [1]
         user = [m.content for m in store.messages(done.run_id) if m.role.value == "user"]
-        assert user[-1] == "A stop hook says the task is not done yet:\n[hook first-no] run the tests"
+        assert user[-1] == ("A stop hook says the task is not done yet:\n"
+                            "[hook first-no] run the tests")
     assert seen.read_text() == "0 first done\n1 really done\n"
 
 
