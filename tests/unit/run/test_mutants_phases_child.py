@@ -1,7 +1,9 @@
 """What a child runner inherits from its parent's, pinned to exact values (mutation
 testing's survivors in `Runner._child`): the approver and the responder (one prompt at
-a time), the caller's extras and toolbox, the run ids, and the clock. A tree driven by
-one scripted replay over a real SQLite store."""
+a time), the caller's extras and toolbox, the run ids, and the clock; a step whose first
+child waits left without a checkpoint; a root's interrupt that stopped its child
+landing at the root's step (mutation testing's survivors in `Actor.run_step` and
+`StepWrites`). A tree driven by one scripted replay over a real SQLite store."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from harness_core import (
     AgentLimits,
     Answer,
     ApprovalDecision,
+    Event,
+    EventKind,
     Policy,
     Runner,
     RunStatus,
@@ -97,3 +101,25 @@ def test_a_step_whose_first_child_waits_is_not_checkpointed_by_its_last_childs_r
         assert first.observation is None  # the waiting child's result has not landed
         assert second.observation is not None  # the second child ended (the replay is out)
         assert store.last_checkpoint(outcome.run_id) is None
+
+
+def test_a_roots_interrupt_that_stopped_its_child_lands_at_the_roots_step(
+        tmp_path: Path) -> None:
+    script = [line("delegate", spawn("write two files")),
+              line("child a", ("write_file", {"path": "a.txt", "content": "x"})),
+              line("child b", ("write_file", {"path": "b.txt", "content": "x"})),
+              line("child: wrote both"), line("all done")]
+    with Store(tmp_path / "state.db") as store:
+
+        def interrupt(event: Event) -> None:
+            if (event.kind is EventKind.CHECKPOINT and event.root_run_id is not None
+                    and event.run_id != event.root_run_id):
+                store.post_inbox(event.root_run_id, "interrupt", {})
+
+        outcome = Runner(store, provider(tmp_path, script), clock=ManualClock(),
+                         on_event=interrupt).start(spec(workspace(tmp_path)))
+        assert (outcome.status, outcome.reason) == (
+            RunStatus.INTERRUPTED, "interrupted while children ran")
+        assert [(o.kind, o.state, o.step, o.void_reason)
+                for o in store.operator_inputs(outcome.run_id)] == [
+            ("interrupt", "landed", 0, None)]
