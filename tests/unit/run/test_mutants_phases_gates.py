@@ -1,8 +1,9 @@
-"""A run's gates read documents under the run's own `[documents]` limits, pinned
-(mutation testing's survivors in `run/_verify.py`, `_run_gates`): a `document_contains`
-gate on a file past the spec's limits fails though the same file passes under the
-default limits. A real run of the shipped scripted provider over a real SQLite store;
-a real .docx written by python-docx."""
+"""A run's gates and document tools read documents under the run's own `[documents]`
+limits, pinned (mutation testing's survivors in `run/_verify.py`, `_run_gates`, and
+`run/_open.py`'s tool context): a `document_contains` gate, or a `docx_read` call, on a
+file past the spec's limits fails though the same file passes under the default limits.
+Real runs of the shipped scripted provider over a real SQLite store; a real .docx
+written by python-docx."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from harness_core import DocumentLimits, Runner, RunStatus, Store, TaskContract
 from harness_core.verification import CriterionKind, VerifyCriterion
 from tests.fakes.clock import ManualClock
-from tests.unit.run.loop_support import line, scripted, workspace
+from tests.unit.run.loop_support import call, line, scripted, workspace
 from tests.unit.session.support import spec_for
 
 
@@ -41,3 +42,19 @@ def test_a_document_gate_reads_under_the_runs_document_limits(tmp_path: Path) ->
     assert _run(tmp_path / "default", None) == (RunStatus.FINISHED, True)
     status, verified = _run(tmp_path / "tight", DocumentLimits(max_members=2))
     assert verified is False and status is not RunStatus.FINISHED
+
+
+def test_a_document_tool_reads_under_the_runs_document_limits(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    _report(ws / "report.docx")
+    lines = [line("read", call("docx_read", path="report.docx")), line("done")]
+    observations: list[tuple[bool, str]] = []
+    for limits in (None, DocumentLimits(max_members=2)):
+        with Store(tmp_path / f"state-{len(observations)}.db") as store:
+            spec = spec_for(ws, "go", **({"documents": limits} if limits is not None else {}))
+            done = Runner(store, scripted(tmp_path, lines), clock=ManualClock()).start(spec)
+            [entry] = store.ledger(done.run_id)
+            observations.append((entry.is_error, entry.observation or ""))
+    (default_error, default_text), (tight_error, tight_text) = observations
+    assert not default_error and "Revenue grew" in default_text
+    assert tight_error and "Revenue grew" not in tight_text
