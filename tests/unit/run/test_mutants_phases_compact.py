@@ -3,7 +3,7 @@ in `run/_ask.py`, `Asker.compact`/`prior_cost`/`complete`, and `run/_open.py`'s
 compactor): the summary asked for before the step that would pass the threshold, its
 tokens drawn with that step, its cost drawn from the cost budget (and again after a
 resume), a `pre_compact` hook's refusal skipping it, a failed summary erroring the run,
-and the cache key every request carries. A provider in the test plays the vendor's part
+the cache key every request carries, and no elision under compaction. A provider in the test plays the vendor's part
 (the usage a real one reports); real SQLite store."""
 
 from __future__ import annotations
@@ -176,3 +176,39 @@ def test_a_pre_compact_hook_that_refuses_skips_the_summary(tmp_path: Path) -> No
     refused = [e.data for e in events.seen if e.kind is EventKind.COMPACTION]
     assert [(d["step"], d["phase"]) for d in refused] == [(3, "started"), (3, "refused")]
     assert "not now" in refused[1]["reason"]
+
+
+class _Reads:
+    """Steps 0-5 each read a different big file; step 6 is done."""
+
+    name = "reader"
+
+    def __init__(self) -> None:
+        self.requests: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest, *, step: int,
+                 on_token: Any = None) -> CompletionResponse:
+        self.requests.append(request)
+        calls = ((ToolCall(f"c{step}", "read_file", {"path": f"b{step}.txt"}),)
+                 if step < 6 else ())
+        return CompletionResponse(text=f"step {step}", tool_calls=calls, usage=Usage(1, 1, 2))
+
+    def close(self) -> None:
+        return None
+
+
+def test_under_compaction_a_context_ceiling_elides_nothing(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    for n in range(6):
+        (ws / f"b{n}.txt").write_text(f"file {n} " * 300)
+    vendor = _Reads()
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, vendor, clock=ManualClock()).start(
+            spec_for(ws, "go", context_strategy="compact", context_window=100_000,
+                     context_max_tokens=500))
+        assert done.status is RunStatus.FINISHED
+        recorded = [m.content for m in store.messages(done.run_id) if m.role.value == "tool"]
+    # every observation reaches the last request whole: none gave way to a marker
+    last = vendor.requests[-1].messages
+    assert [m.content for m in last if m.role.value == "tool"] == recorded
+    assert len(recorded) == 6
