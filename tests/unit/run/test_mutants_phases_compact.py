@@ -3,8 +3,8 @@ in `run/_ask.py`, `Asker.compact`/`prior_cost`/`complete`, and `run/_open.py`'s
 compactor): the summary asked for before the step that would pass the threshold, its
 tokens drawn with that step, its cost drawn from the cost budget (and again after a
 resume), a `pre_compact` hook's refusal skipping it, a failed summary erroring the run,
-the cache key every request carries, and no elision under compaction. A provider in the test plays the vendor's part
-(the usage a real one reports); real SQLite store."""
+the cache key every request carries, and no elision under compaction. A provider in
+the test plays the vendor's part (the usage a real one reports); real SQLite store."""
 
 from __future__ import annotations
 
