@@ -96,6 +96,9 @@ def test_the_summary_is_asked_before_the_step_that_would_pass_and_its_tokens_dra
     assert {r.cache_key for _, r in vendor.requests} == {done.run_id}
     after = vendor.requests[4][1].messages
     assert any("SUMMARY" in (m.content or "") for m in after)
+    # the opening messages (system prompt, goal) stay ahead of the summary
+    opening = vendor.requests[0][1].messages
+    assert after[:len(opening)] == opening and "SUMMARY" in (after[len(opening)].content or "")
     phases = [(e.data["step"], e.data["phase"]) for e in events.seen
               if e.kind is EventKind.COMPACTION]
     assert phases == [(3, "started"), (3, "done")]

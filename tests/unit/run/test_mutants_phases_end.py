@@ -217,3 +217,16 @@ def test_a_resume_with_a_schema_of_its_own_checks_the_answer_against_it(
             paused.run_id, spec_for(ws, "go", answer_schema={"required": ["m"]}),
             approve=True)
         assert (done.status, json.loads(done.answer)) == (RunStatus.FINISHED, {"m": 1})
+
+
+def test_a_run_that_failed_its_schema_has_no_answer_even_under_a_schema_it_fits(
+        tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    bad = [line('{"m": 1}')] * 3
+    with Store(tmp_path / "state.db") as store:
+        failed = Runner(store, scripted(tmp_path, bad), clock=ManualClock()).start(
+            spec_for(ws, "go", answer_schema=_SCHEMA))
+        assert failed.status is RunStatus.FAILED
+        again = Runner(store, scripted(tmp_path, bad), clock=ManualClock()).resume(
+            failed.run_id, spec_for(ws, "go", answer_schema={"required": ["m"]}))
+        assert (again.status, again.answer) == (RunStatus.FAILED, "")
