@@ -3,8 +3,9 @@ in `run/_ask.py`, `Asker.compact`/`prior_cost`/`complete`, and `run/_open.py`'s
 compactor): the summary asked for before the step that would pass the threshold, its
 tokens drawn with that step, its cost drawn from the cost budget (and again after a
 resume), a `pre_compact` hook's refusal skipping it, a failed summary erroring the run,
-the cache key every request carries, and no elision under compaction. A provider in
-the test plays the vendor's part (the usage a real one reports); real SQLite store."""
+the cache key every request carries, no elision under compaction, and a child's
+summary drawn from its tree's cost budget. A provider in the test plays the vendor's
+part (the usage a real one reports); real SQLite store."""
 
 from __future__ import annotations
 
@@ -215,3 +216,42 @@ def test_under_compaction_a_context_ceiling_elides_nothing(tmp_path: Path) -> No
     last = vendor.requests[-1].messages
     assert [m.content for m in last if m.role.value == "tool"] == recorded
     assert len(recorded) == 6
+
+
+class _TreeVendor:
+    """The root spawns one child and is then done; the child is `_Vendor` (a summary
+    at its step 3, done at its step 4)."""
+
+    name = "tree-vendor"
+
+    def __init__(self) -> None:
+        self.child = _Vendor()
+
+    def complete(self, request: CompletionRequest, *, step: int,
+                 on_token: Any = None) -> CompletionResponse:
+        goal = next(m.content for m in request.messages if m.role.value == "user")
+        if "child work" in (goal or ""):
+            return self.child.complete(request, step=step, on_token=on_token)
+        if step == 0:
+            return CompletionResponse(
+                text="delegate", usage=Usage(1, 1, 2), model="m",
+                tool_calls=(ToolCall("s0", "spawn_agent", {"goal": "child work"}),))
+        return CompletionResponse(text="done", usage=Usage(1, 1, 2), model="m")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_childs_summary_is_drawn_from_the_trees_cost_budget(tmp_path: Path) -> None:
+    budget = Budget(max_steps=None, max_tokens=None, wall_seconds=None, max_cost_usd=0.1)
+    vendor = _TreeVendor()
+    with Store(tmp_path / "state.db") as store:
+        stopped = Runner(store, vendor, clock=ManualClock()).start(
+            _spec(workspace(tmp_path), budget=budget, cost_of=_cost))
+        (child,) = [r for r in store.tree_runs(stopped.run_id) if r.depth == 1]
+        assert [c.step_index for c in store.compactions(child.run_id)] == [3]
+        # the child's steps 0-3 (0.0011 + 0.0036 + 0.0061 + 0.0016), its summary (0.107)
+        # and the root's step 0 (0.00002): the root stops at its step 1's boundary
+        assert (stopped.status, stopped.steps) == (RunStatus.STOPPED, 1)
+        assert stopped.reason == ("budget: the tree's cost budget of $0.1 is spent"
+                                  " ($0.1194 derived from [prices])")
