@@ -2,16 +2,16 @@
 in `run/_ask.py`, `Asker.compact`/`prior_cost`/`complete`, and `run/_open.py`'s
 compactor): the summary asked for before the step that would pass the threshold, its
 tokens drawn with that step, its cost drawn from the cost budget (and again after a
-resume), a failed summary erroring the run, and the cache key every request carries.
-A provider in the test plays the vendor's part (the usage a real one reports); real
-SQLite store."""
+resume), a `pre_compact` hook's refusal skipping it, a failed summary erroring the run,
+the cache key every request carries, no elision under compaction, and a child's
+summary drawn from its tree's cost budget. A provider in the test plays the vendor's
+part (the usage a real one reports); real SQLite store."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from harness_core import (
     Budget,
@@ -25,6 +25,7 @@ from harness_core import (
     ToolCall,
     Usage,
 )
+from harness_core.hooks import HookConfig, HookEvent
 from tests.fakes.clock import ManualClock
 from tests.unit.run.loop_support import workspace
 from tests.unit.session.support import Events, spec_for
@@ -94,6 +95,9 @@ def test_the_summary_is_asked_before_the_step_that_would_pass_and_its_tokens_dra
     assert {r.cache_key for _, r in vendor.requests} == {done.run_id}
     after = vendor.requests[4][1].messages
     assert any("SUMMARY" in (m.content or "") for m in after)
+    # the opening messages (system prompt, goal) stay ahead of the summary
+    opening = vendor.requests[0][1].messages
+    assert after[:len(opening)] == opening and "SUMMARY" in (after[len(opening)].content or "")
     phases = [(e.data["step"], e.data["phase"]) for e in events.seen
               if e.kind is EventKind.COMPACTION]
     assert phases == [(3, "started"), (3, "done")]
@@ -152,3 +156,96 @@ def test_a_resume_draws_the_cost_of_a_summary_made_in_the_step_it_paused_in(
         assert (again.status, again.steps) == (RunStatus.STOPPED, 5)
         assert again.reason == ("budget: the cost budget of $0.1205 is spent ($0.1210"
                                 " derived from [prices])")
+
+
+def test_a_pre_compact_hook_that_refuses_skips_the_summary(tmp_path: Path) -> None:
+    program = tmp_path / "no.py"
+    program.write_text("import sys\nprint('not now', file=sys.stderr)\nsys.exit(2)\n")
+    hook = HookConfig(event=HookEvent.PRE_COMPACT, command=(sys.executable, str(program)),
+                      name="keep-all", scope="user")
+    events = Events()
+    vendor = _Vendor()
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, vendor, clock=ManualClock(), on_event=events).start(
+            _spec(workspace(tmp_path), hooks=(hook,)))
+        assert done.status is RunStatus.FINISHED
+        assert store.compactions(done.run_id) == []
+    assert "compact" not in [r.purpose for _, r in vendor.requests]
+    refused = [e.data for e in events.seen if e.kind is EventKind.COMPACTION]
+    assert [(d["step"], d["phase"]) for d in refused] == [(3, "started"), (3, "refused")]
+    assert "not now" in refused[1]["reason"]
+
+
+class _Reads:
+    """Steps 0-5 each read a different big file; step 6 is done."""
+
+    name = "reader"
+
+    def __init__(self) -> None:
+        self.requests: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest, *, step: int,
+                 on_token: Any = None) -> CompletionResponse:
+        self.requests.append(request)
+        calls = ((ToolCall(f"c{step}", "read_file", {"path": f"b{step}.txt"}),)
+                 if step < 6 else ())
+        return CompletionResponse(text=f"step {step}", tool_calls=calls, usage=Usage(1, 1, 2))
+
+    def close(self) -> None:
+        return None
+
+
+def test_under_compaction_a_context_ceiling_elides_nothing(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    for n in range(6):
+        (ws / f"b{n}.txt").write_text(f"file {n} " * 300)
+    vendor = _Reads()
+    with Store(tmp_path / "state.db") as store:
+        done = Runner(store, vendor, clock=ManualClock()).start(
+            spec_for(ws, "go", context_strategy="compact", context_window=100_000,
+                     context_max_tokens=500))
+        assert done.status is RunStatus.FINISHED
+        recorded = [m.content for m in store.messages(done.run_id) if m.role.value == "tool"]
+    # every observation reaches the last request whole: none gave way to a marker
+    last = vendor.requests[-1].messages
+    assert [m.content for m in last if m.role.value == "tool"] == recorded
+    assert len(recorded) == 6
+
+
+class _TreeVendor:
+    """The root spawns one child and is then done; the child is `_Vendor` (a summary
+    at its step 3, done at its step 4)."""
+
+    name = "tree-vendor"
+
+    def __init__(self) -> None:
+        self.child = _Vendor()
+
+    def complete(self, request: CompletionRequest, *, step: int,
+                 on_token: Any = None) -> CompletionResponse:
+        goal = next(m.content for m in request.messages if m.role.value == "user")
+        if "child work" in (goal or ""):
+            return self.child.complete(request, step=step, on_token=on_token)
+        if step == 0:
+            return CompletionResponse(
+                text="delegate", usage=Usage(1, 1, 2), model="m",
+                tool_calls=(ToolCall("s0", "spawn_agent", {"goal": "child work"}),))
+        return CompletionResponse(text="done", usage=Usage(1, 1, 2), model="m")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_childs_summary_is_drawn_from_the_trees_cost_budget(tmp_path: Path) -> None:
+    budget = Budget(max_steps=None, max_tokens=None, wall_seconds=None, max_cost_usd=0.1)
+    vendor = _TreeVendor()
+    with Store(tmp_path / "state.db") as store:
+        stopped = Runner(store, vendor, clock=ManualClock()).start(
+            _spec(workspace(tmp_path), budget=budget, cost_of=_cost))
+        (child,) = [r for r in store.tree_runs(stopped.run_id) if r.depth == 1]
+        assert [c.step_index for c in store.compactions(child.run_id)] == [3]
+        # the child's steps 0-3 (0.0011 + 0.0036 + 0.0061 + 0.0016), its summary (0.107)
+        # and the root's step 0 (0.00002): the root stops at its step 1's boundary
+        assert (stopped.status, stopped.steps) == (RunStatus.STOPPED, 1)
+        assert stopped.reason == ("budget: the tree's cost budget of $0.1 is spent"
+                                  " ($0.1194 derived from [prices])")
