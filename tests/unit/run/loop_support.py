@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from harness_core.policy import ApprovalDecision
 from harness_core.providers._config import ProviderConfig
 from harness_core.providers.scripted import ScriptedProvider
 
@@ -63,3 +64,14 @@ def crash_in_step_1(path: Path, run_id: str) -> None:
                  " tokens_used = 12, owner_pid = 999999999 WHERE run_id = ?", (run_id,))
     conn.commit()
     conn.close()
+
+
+class Approves:
+    """An approver that approves every act and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def decide(self, act: Any, decision: Any) -> ApprovalDecision:
+        self.asked.append(act.describe())
+        return ApprovalDecision.APPROVE

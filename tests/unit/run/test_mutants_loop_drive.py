@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from harness_core import (
-    ApprovalDecision,
     CompletionRequest,
     CompletionResponse,
     Event,
@@ -28,20 +27,12 @@ from harness_core import (
     Usage,
 )
 from tests.fakes.clock import ManualClock
+from tests.unit.run.loop_support import Approves as _Approves
 from tests.unit.run.loop_support import call as _call
 from tests.unit.run.loop_support import line as _line
 from tests.unit.run.loop_support import scripted as _scripted
 from tests.unit.run.loop_support import workspace as _ws
 from tests.unit.session.support import Events, spec_for
-
-
-class _Approves:
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def decide(self, act: Any, decision: Any) -> ApprovalDecision:
-        self.asked.append(act.describe())
-        return ApprovalDecision.APPROVE
 
 
 def test_the_runners_approver_decides_what_the_policy_asks(tmp_path: Path) -> None:

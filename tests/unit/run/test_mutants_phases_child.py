@@ -13,7 +13,6 @@ from typing import Any
 from harness_core import (
     AgentLimits,
     Answer,
-    ApprovalDecision,
     Event,
     EventKind,
     Policy,
@@ -27,16 +26,8 @@ from harness_core import (
 )
 from tests.fakes.clock import ManualClock
 from tests.integration.agents.tree_helpers import line, provider, spawn, spec
+from tests.unit.run.loop_support import Approves as _Approves
 from tests.unit.run.loop_support import workspace
-
-
-class _Approves:
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def decide(self, act: Any, decision: Any) -> ApprovalDecision:
-        self.asked.append(act.describe())
-        return ApprovalDecision.APPROVE
 
 
 class _Oracle:
