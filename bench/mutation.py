@@ -220,6 +220,11 @@ def run_group(sources: list[str], tests: list[str], minutes: float, keep: bool =
             handle.write(_config(sources, tests))
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "IO_TEST_POSTGRES_URL")}
+        # Each mutant is a pytest session with its own base temp; one killed at its
+        # time box keeps its lock and pytest leaves the folder for three days. Thousands
+        # of them filled the disk here: they go in the copy's folder, removed below.
+        (work / "tmp").mkdir()
+        env["TMPDIR"] = str(work / "tmp")
         # its own process group, so the time box ends mutmut's forked children too
         child = subprocess.Popen([sys.executable, "-m", "mutmut", "run", "--max-children", "2"],
                                  cwd=work, env=env, stdout=subprocess.DEVNULL,

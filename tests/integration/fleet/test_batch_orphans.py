@@ -44,11 +44,14 @@ def _slow_workspace(root: Path, marker: str) -> Path:
 
 def _task_processes(run_ids: set[str]) -> list[psutil.Process]:
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "ppid"]):
         argv = proc.info.get("cmdline") or []
         if "io_harness_cli" in argv and run_ids.intersection(argv):
             found.append(proc)
-    return found
+    # A child io has just forked carries io's command line until it execs (a loaded
+    # machine catches it there): the task process is the one whose parent is not io.
+    pids = {proc.pid for proc in found}
+    return [proc for proc in found if proc.info.get("ppid") not in pids]
 
 
 def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
