@@ -44,6 +44,7 @@ from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQue
 from harness_core.store._documents import DOCUMENT_SCHEMA_SQL, address_rows
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
+from harness_core.store._inproc import File, Opening, opening, release
 from harness_core.store._locks import wait_for_flock
 from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
@@ -211,11 +212,18 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         # fails within `_BUSY_TIMEOUT_MS`, not once per connection and statement.
         deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
         self._marker: OpenMarker | None = None
-        exists = inspect_file(self.path) > 0
-        if exists:
+        self._file: File | None = None
+        with opening(self.path) as this:  # see `_inproc`: one open at a time
+            self._open_sqlite(this, deadline)
+
+    def _open_sqlite(self, this: Opening, deadline: float) -> None:
+        # A file this process already holds open was checked then; its checks would
+        # open and close the file, dropping the live connection's locks (`_inproc`).
+        exists = this.held or inspect_file(self.path) > 0
+        if exists and not this.held:
             wait_for_flock(self.path, deadline)
             self._verify(deadline)
-        else:
+        elif not exists:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -231,6 +239,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         except sqlite3.Error as exc:
             self._marker.close(clean=False)
             raise _translate(exc, "opening", self.path) from exc
+        self._file = this.retain()
         try:
             self._conn.execute(f"PRAGMA busy_timeout={int(_remaining(deadline) * 1000)}")
             if not exists:
@@ -239,13 +248,19 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
             self._migrate()
             self._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         except sqlite3.Error as exc:
-            self._conn.close()
-            self._marker.close(clean=False)
+            self._abandon()
             raise _translate(exc, "opening", self.path) from exc
         except StateError:
-            self._conn.close()
-            self._marker.close(clean=False)
+            self._abandon()
             raise
+
+    def _abandon(self) -> None:
+        """Close a connection whose open failed; the next open checks the file."""
+        self._conn.close()
+        release(self._file)
+        self._file = None
+        if self._marker is not None:
+            self._marker.close(clean=False)
 
     def _open_postgres(self, url: str) -> None:
         from harness_core.store._postgres import PgConnection, redact_url
@@ -254,6 +269,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         self.location = redact_url(url)
         self.path = Path("/nonexistent/io-postgresql-store")  # no file: nothing to protect
         self._marker = None
+        self._file = None
         self._conn = PgConnection(url)  # type: ignore[assignment]
         try:
             self._migrate()
@@ -403,7 +419,7 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         twin._opened_with = self._opened_with
         twin._redact = getattr(self, "_redact", None)
         twin.backend, twin.location, twin.path = self.backend, self.location, self.path
-        twin._marker = None
+        twin._marker, twin._file = None, None
         if self.backend == "postgresql":
             from harness_core.store._postgres import PgConnection
 
@@ -411,11 +427,14 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
             return twin
         twin._marker = OpenMarker(self.path)
         try:
-            twin._conn = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000,
-                                         isolation_level=None, check_same_thread=False)
+            with opening(self.path) as this:
+                twin._conn = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_MS / 1000,
+                                             isolation_level=None, check_same_thread=False)
+                twin._file = this.retain()
             twin._conn.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
             twin._conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
+            release(twin._file)
             twin._marker.close(clean=False)
             raise _translate(exc, "opening", self.path) from exc
         return twin
@@ -429,6 +448,8 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
             if self._marker is not None:
                 self._marker.close(clean=False)
             raise _translate(exc, "closing", self.path) from exc
+        release(getattr(self, "_file", None))
+        self._file = None
         if self._marker is not None:
             self._marker.close()
 
