@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from harness_core._held_files import REFUSAL, held
 from harness_core._record import record
 from harness_core.errors import PathEscape, WorkspaceError
 from harness_core.messages import escape_surrogates
@@ -131,11 +132,18 @@ class _Dir:
 
     def open(self, name: str, flags: int, mode: int = 0o666) -> int:
         flags |= _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        self._refuse_held_store(name)
         if self.fd is not None:
             return os.open(name, flags, mode, dir_fd=self.fd)
         if not flags & os.O_CREAT:
             self._refuse_link(name)
         return os.open(self._join(name), flags, mode)
+
+    def _refuse_held_store(self, name: str) -> None:
+        # Closing the descriptor would drop the locks of io's own connection to a store
+        # kept in the workspace (`harness_core._held_files`): refused before opening.
+        if held(name, self.lstat):
+            raise OSError(errno.EBUSY, REFUSAL, self._join(name))
 
     def lstat(self, name: str) -> os.stat_result:
         if self.fd is not None:

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from harness_core._held_files import REFUSAL, held
 from harness_core._record import record
 from harness_core.clock import Clock
 from harness_core.errors import ToolError
@@ -295,6 +296,9 @@ class Execution:
                 if redirect.kind is RedirectKind.STDERR_TO_STDOUT:
                     fds[2] = fds[1]
                     continue
+                if held(self._abs(redirect.path), os.lstat):
+                    self._say(f"{redirect.word}: {REFUSAL}")  # see `harness_core._held_files`
+                    return _Proc(stage, None, 1)
                 try:
                     fd = os.open(self._abs(redirect.path),
                                  _OPEN_FLAGS[redirect.kind] | _O_CLOEXEC | _O_NOFOLLOW, 0o666)
@@ -515,3 +519,4 @@ def run_line(
         blocked=execution.blocked,
         pids=tuple(execution.tracker.pids()),
     )
+

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness_core._held_files import File, Opening, opening, release
 from harness_core.errors import (
     CheckpointFormatError,
     StateError,
@@ -44,7 +45,6 @@ from harness_core.store._compactions import COMPACTION_SCHEMA_SQL, CompactionQue
 from harness_core.store._documents import DOCUMENT_SCHEMA_SQL, address_rows
 from harness_core.store._handles import HANDLE_SCHEMA_SQL, HandleQueries
 from harness_core.store._hooks import HOOK_SCHEMA_SQL, HookQueries
-from harness_core.store._inproc import File, Opening, opening, release
 from harness_core.store._locks import wait_for_flock
 from harness_core.store._operator import OPERATOR_SCHEMA_SQL, OperatorQueries
 from harness_core.store._oversight import OversightQueries
@@ -213,12 +213,12 @@ class Store(RunQueries, StepQueries, CheckpointQueries, OversightQueries, Operat
         deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
         self._marker: OpenMarker | None = None
         self._file: File | None = None
-        with opening(self.path) as this:  # see `_inproc`: one open at a time
+        with opening(self.path) as this:  # see `harness_core._held_files`
             self._open_sqlite(this, deadline)
 
     def _open_sqlite(self, this: Opening, deadline: float) -> None:
         # A file this process already holds open was checked then; its checks would
-        # open and close the file, dropping the live connection's locks (`_inproc`).
+        # open and close the file, dropping the live connection's locks (`_held_files`).
         exists = this.held or inspect_file(self.path) > 0
         if exists and not this.held:
             wait_for_flock(self.path, deadline)

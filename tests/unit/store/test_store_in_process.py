@@ -124,3 +124,43 @@ def test_once_every_connection_is_closed_the_next_open_checks_the_file_again(
         handle.write(b"not sqlite at all")
     with pytest.raises(StoreDamaged):
         Store(path)
+
+
+def test_the_workspace_refuses_to_open_a_store_this_process_holds(tmp_path: Path) -> None:
+    # A store kept in the workspace (`[store] path = ".io/state.db"`): a file tool that
+    # read it inside io would close a descriptor of it and drop the run's locks.
+    from harness_core import Workspace, WorkspaceError
+
+    ws = Workspace(tmp_path)
+    (tmp_path / ".io").mkdir()
+    inside = tmp_path / ".io" / "state.db"
+    with Store(inside) as store:
+        _make_run(store, "r1")
+        assert (tmp_path / ".io" / "state.db-wal").exists()
+        for name in ("state.db", "state.db-wal", "state.db-shm"):
+            with pytest.raises(WorkspaceError) as refused:
+                ws.read_bytes(f".io/{name}")
+            assert str(refused.value) == (
+                f"cannot read '.io/{name}': it is the store io is writing to: reading it"
+                " inside io would drop the store's locks")
+        (tmp_path / "notes.txt").write_text("kept")
+        assert ws.read_text("notes.txt") == "kept"  # every other file reads as before
+        assert "READ" in _my_locks_on(inside)
+    assert ws.read_bytes(".io/state.db").startswith(b"SQLite format 3")  # closed: a file
+
+
+def test_a_shell_redirect_from_a_held_store_is_an_error_not_a_dropped_lock(
+        tmp_path: Path) -> None:
+    from harness_core.tools._shell_tools import Shell
+    from tests.unit.shell.support import context
+
+    inside = tmp_path / "state.db"
+    with Store(inside) as store:
+        _make_run(store, "r1")
+        outcome = Shell().run({"line": "cat < state.db-shm; echo next"},  # type: ignore[arg-type]
+                              context(tmp_path))
+        data = outcome.data.to_json()  # type: ignore[union-attr]
+        assert data["stdout"] == "next\n"
+        assert ("state.db-shm: it is the store io is writing to: reading it inside io would"
+                " drop the store's locks") in str(data["stderr"])
+        assert "READ" in _my_locks_on(inside)
