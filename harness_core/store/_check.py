@@ -26,6 +26,7 @@ import time
 from dataclasses import field
 from pathlib import Path
 
+from harness_core._held_files import opening
 from harness_core._record import record
 from harness_core.errors import CheckpointFormatError, StoreDamaged, StoreUnavailable
 
@@ -340,10 +341,13 @@ def check_store(path: str | os.PathLike[str], *, expected: int,
     target = Path(path)
     if not target.exists() and not target.is_symlink():
         raise StoreUnavailable(str(target), "no such file")
-    try:
-        size = inspect_file(target)
-    except StoreDamaged as exc:
-        return StoreReport(str(target), False, (exc.detail,), _size(target))
+    with opening(target) as this:
+        # A store this process holds open: its header reads would drop the locks
+        # (`harness_core._held_files`); SQLite's own checks below still run.
+        try:
+            size = _size(target) if this.held else inspect_file(target)
+        except StoreDamaged as exc:
+            return StoreReport(str(target), False, (exc.detail,), _size(target))
     problems: list[str] = []
     runs: int | None = None
     try:

@@ -164,3 +164,13 @@ def test_a_shell_redirect_from_a_held_store_is_an_error_not_a_dropped_lock(
         assert ("state.db-shm: it is the store io is writing to: reading it inside io would"
                 " drop the store's locks") in str(data["stderr"])
         assert "READ" in _my_locks_on(inside)
+
+
+def test_checking_a_store_this_process_holds_keeps_its_lock(path: Path) -> None:
+    from harness_core import check_store
+
+    with Store(path) as store:
+        _make_run(store, "r1")
+        report = check_store(path)
+        assert report.ok and report.runs == 2
+        assert "READ" in _my_locks_on(path)
