@@ -102,3 +102,15 @@ def release(known: File | None) -> None:
             _held[known] = left
         else:
             _held.pop(known, None)
+
+
+def _forget_in_child() -> None:
+    """A forked child holds none of its parent's locks (POSIX locks are not inherited),
+    and a lock another thread held at the fork would never be let go in it."""
+    global _lock
+    _lock = threading.RLock()
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
