@@ -39,8 +39,7 @@ from harness_core.errors import ConfigError, StateError
 
 __all__ = ["PgConnection", "PgError", "is_postgres_url", "redact_url"]
 
-_STORE_LOCK = 0x10C5_70E0  # the advisory key that serialises write transactions
-_STORE_LOCK_SQL = f"SELECT pg_advisory_xact_lock({_STORE_LOCK})"
+_STORE_LOCK = 0x10C5_70E0  # the advisory key that serialises a `public` store's writes
 _DEAD_OWNER_GRACE_MS = 2000  # how long a held run lock is waited for before "in use"
 
 
@@ -58,12 +57,25 @@ def redact_url(url: str) -> str:
     return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
-def advisory_key(kind: str, name: str) -> int:
-    """A stable signed 64-bit advisory-lock key for (kind, name)."""
+def advisory_key(kind: str, name: str, schema: str = "public") -> int:
+    """A stable signed 64-bit advisory-lock key for (kind, name) in the store `schema`.
+
+    Advisory locks are shared by the whole database, so two stores in two schemas of one
+    database (a fleet's teams, each test of the suite) would take each other's run
+    locks for equal run ids: the schema is part of the key. A store in ``public`` keeps
+    the key earlier versions used, so drivers of both versions still see each other.
+    """
     high = zlib.crc32(kind.encode())
-    low = zlib.crc32(name.encode("utf-8", "backslashreplace"))
+    scoped = name if schema == "public" else f"{schema}\0{name}"
+    low = zlib.crc32(scoped.encode("utf-8", "backslashreplace"))
     value = (high << 32) | low
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def store_lock_sql(schema: str) -> str:
+    """The statement that takes `schema`'s store-wide writer lock (see the module doc)."""
+    key = _STORE_LOCK if schema == "public" else advisory_key("store", "", schema)
+    return f"SELECT pg_advisory_xact_lock({key})"
 
 
 class _Cursor:
@@ -172,6 +184,11 @@ class PgConnection:
         # its machine may lose the last moments of commits, never corrupt. Without it
         # every commit waits for a WAL flush: measured 48 ms a step here (bench/fleet.py).
         self._conn.execute("SET synchronous_commit = off")
+        # The schema the store's tables live in: it scopes the advisory locks (locks are
+        # the whole database's; a store is one schema of it).
+        found = self._conn.execute("SELECT current_schema()").fetchone()
+        self.schema = str(found[0]) if found and found[0] else "public"
+        self._store_lock_sql = store_lock_sql(self.schema)
         self._keys: dict[str, tuple[str, ...]] = {}
         # A write transaction is queued, rendered client-side, and sent as one
         # multi-statement query when an answer is read or at COMMIT: one round trip
@@ -330,7 +347,7 @@ class PgConnection:
         When another connection holds it, waits up to `_DEAD_OWNER_GRACE_MS`: a driver
         killed a moment ago has a closed socket but a server process still exiting.
         """
-        key = advisory_key(kind, name)
+        key = advisory_key(kind, name, self.schema)
         row = self.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()
         if row and row[0]:
             return True
@@ -382,7 +399,7 @@ class PgConnection:
 
     def unlock(self, kind: str, name: str) -> None:
         """Give back one hold of the advisory lock for (kind, name) (no-op when not held)."""
-        self.execute("SELECT pg_advisory_unlock(?)", (advisory_key(kind, name),))
+        self.execute("SELECT pg_advisory_unlock(?)", (advisory_key(kind, name, self.schema),))
 
     def is_locked_elsewhere(self, kind: str, name: str) -> bool:
         """Whether another connection (a live driver somewhere) holds (kind, name)."""
@@ -399,7 +416,7 @@ class PgConnection:
         self.in_transaction = True
         self._queue, self._waiting = [], []
         self._enqueue("BEGIN")
-        return self._enqueue(_STORE_LOCK_SQL)
+        return self._enqueue(self._store_lock_sql)
 
     def _end(self, word: str) -> _Cursor:
         self.in_transaction = False

@@ -211,14 +211,52 @@ def test_postgresql_commits_are_not_flushed_per_commit_and_writers_are_serialise
             with psycopg.connect(postgres_url, autocommit=True) as watch:
                 waiting: list[tuple[str]] = []
                 for _ in range(400):  # poll until the second writer waits on the lock
-                    waiting = watch.execute(
+                    waiting = watch.execute(  # this store's lock: other tests run beside
                         "SELECT wait_event_type FROM pg_stat_activity WHERE"
-                        " wait_event = 'advisory'").fetchall()
+                        " wait_event = 'advisory' AND position(%s in query) > 0",
+                        (second._conn._store_lock_sql,)).fetchall()
                     if waiting or done.wait(0.025):
                         break
             assert waiting and not done.is_set()  # blocked behind the open transaction
         writer.join(timeout=30)
         assert done.is_set() and second.run("r2").goal == "g"
+
+
+def test_stores_in_two_schemas_of_one_database_lock_only_themselves(
+        postgres_url: str) -> None:
+    """Advisory locks belong to the whole database: a run id in one schema's store held
+    the same id in another's ("in use"), and one store's write transaction held up the
+    other's writes. Each store's locks are keyed by its schema."""
+    import uuid
+
+    import psycopg
+
+    base, _, _ = postgres_url.partition("?")
+    other = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {other}")
+    try:
+        with Store(postgres_url) as first, \
+                Store(f"{base}?options=-csearch_path%3D{other}") as second:
+            for store in (first, second):
+                store.create_run("r1", goal="g", workspace="/w", model=None, settings={},
+                                 policy={}, sandbox=None, messages=[])
+            assert first.acquire_run("r1", 111, 0.0, alive=lambda pid, started: False) >= 0
+            # The same run id in the other store is free, and taken at once (a held lock
+            # would have cost the 2 s grace, then RunInUse).
+            assert second.acquire_run("r1", 222, 0.0, alive=lambda pid, started: True) >= 0
+            with first._tx() as conn:
+                assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (1,)
+                # `first` holds its writer lock on the server: `second` writes anyway.
+                second.create_run("r2", goal="g", workspace="/w", model=None, settings={},
+                                  policy={}, sandbox=None, messages=[])
+            assert second.run("r2").goal == "g"
+            with pytest.raises(RunInUse):  # within one store the lock still holds
+                with Store(postgres_url) as third:
+                    third.acquire_run("r1", 333, 0.0, alive=lambda pid, started: True)
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {other} CASCADE")
 
 
 def test_postgresql_text_holds_no_nul_but_json_payloads_keep_it(postgres_url: str) -> None:
