@@ -88,6 +88,7 @@ TARGETS: dict[str, list[Group]] = {
         ([f"{_STORE}_runs.py", f"{_STORE}_store.py"],
          [*_STORE_TESTS, "tests/unit/store/test_mutants_runs.py",
           "tests/unit/store/test_mutants_more.py"]),
+        (["harness_core/_held_files.py"], ["tests/unit/store/test_store_in_process.py"]),
         ([f"{_STORE}_sessions.py", f"{_STORE}_questions.py"],
          ["tests/unit/session/test_session_api.py",
           "tests/unit/store/test_mutants_sessions.py", "tests/unit/store/test_mutants_more.py",

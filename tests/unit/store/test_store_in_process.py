@@ -174,3 +174,66 @@ def test_checking_a_store_this_process_holds_keeps_its_lock(path: Path) -> None:
         report = check_store(path)
         assert report.ok and report.runs == 2
         assert "READ" in _my_locks_on(path)
+
+
+def test_the_count_follows_every_connection_until_the_last_closes(path: Path) -> None:
+    from harness_core._held_files import opening
+
+    def held_now() -> bool:
+        with opening(path) as this:
+            return this.held
+
+    assert not held_now()  # the file exists, but no connection of this process holds it
+    first = Store(path)
+    second = Store(path)
+    twin = first.reopen()
+    assert held_now()
+    second.close()
+    twin.close()
+    assert held_now()  # `first` is still open: a third open must not read the file
+    Store(path).close()
+    assert "READ" in _my_locks_on(path)
+    first.close()
+    assert not held_now()
+    first.close()  # closing twice counts once
+    assert not held_now()
+
+
+def test_held_names_the_store_and_its_siblings_and_nothing_else(path: Path) -> None:
+    from harness_core._held_files import held, opening
+
+    journal = path.with_name(path.name + "-journal")  # not there: a redirect would make it
+    other = path.with_name("other.db")
+    other.write_bytes(b"x")
+    assert not held(path.name, lambda name: os.lstat(path.parent / name))
+    with Store(path):
+        def lstat(name: str) -> os.stat_result:
+            return os.lstat(path.parent / name)
+
+        for name in (path.name, f"{path.name}-wal", f"{path.name}-shm", journal.name):
+            assert held(name, lstat), name
+        for name in ("other.db", "other.db-wal", "missing.db", "missing.db-shm",
+                     f"{path.name}-other"):
+            assert not held(name, lstat), name
+        with opening(path.parent / "missing.db") as this:
+            assert not this.held and this.retain() is None
+
+
+def test_a_forked_child_holds_nothing_and_can_let_go_of_what_it_inherited(
+        path: Path) -> None:
+    from harness_core import _held_files
+
+    with Store(path) as store:
+        pid = os.fork()
+        if pid == 0:  # the child: report through the exit status only
+            try:
+                with _held_files.opening(path) as this:
+                    code = 1 if this.held else 0
+                _held_files.release(store._file)  # a Store object the child inherited
+                os._exit(code)
+            except BaseException:
+                os._exit(2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        with _held_files.opening(path) as this:
+            assert this.held  # the parent's count is its own
