@@ -49,6 +49,9 @@ def test_a_run_stopped_by_its_budget_has_no_answer_even_when_resumed_ended(
         assert stopped.status is RunStatus.STOPPED
         assert stopped.answer == ""
         assert store.run(stopped.run_id).exit_code == stopped.exit_code == 3
+        again = Runner(store, scripted(tmp_path, [line("x")]), clock=ManualClock()).resume(
+            stopped.run_id, one)
+        assert (again.status, again.answer) == (RunStatus.STOPPED, "")
 
 
 def test_an_answer_under_a_schema_is_the_document_it_validated_as(tmp_path: Path) -> None:
@@ -166,19 +169,6 @@ def test_a_resume_stopped_before_the_approval_applies_stays_paused_for_it(
             RunStatus.PAUSED, stopped.reason, paused.pause)
         assert [e.data["pending"] for e in events.seen if e.kind is EventKind.APPROVAL] == [
             True]
-
-
-def test_a_run_stopped_by_its_budget_still_has_no_answer_when_resumed_ended(
-        tmp_path: Path) -> None:
-    ws = workspace(tmp_path)
-    one = spec_for(ws, "go", budget=Budget(max_steps=1, max_tokens=None, wall_seconds=None))
-    with Store(tmp_path / "state.db") as store:
-        stopped = Runner(store, scripted(tmp_path, [line("still going", call("list_dir")),
-                                                    line("done")]),
-                         clock=ManualClock()).start(one)
-        again = Runner(store, scripted(tmp_path, [line("x")]), clock=ManualClock()).resume(
-            stopped.run_id, one)
-        assert (again.status, again.answer) == (RunStatus.STOPPED, "")
 
 
 def test_a_refused_answer_is_reported_as_an_event_of_its_run(tmp_path: Path) -> None:

@@ -357,3 +357,23 @@ def test_a_steps_last_observation_carries_its_checkpoint(store: Store) -> None:
     assert last is not None and last.step_index == 0 and not last.state.done
     run = store.run("r1")
     assert (run.steps_used, run.tokens_used) == (1, 12)
+
+
+def test_a_store_in_public_keeps_the_lock_keys_earlier_versions_used() -> None:
+    """docs/CONTRACT.md: drivers of an earlier version and this one still exclude each
+    other on a store in `public`; any other schema gets keys of its own."""
+    import zlib
+
+    from harness_core.store._postgres import advisory_key, store_lock_sql
+
+    def earlier(kind: str, name: str) -> int:  # the formula before keys had a schema
+        value = (zlib.crc32(kind.encode()) << 32) | zlib.crc32(name.encode())
+        return value - (1 << 64) if value >= 1 << 63 else value
+
+    for kind, name in (("run", "r1"), ("session", "s-1"), ("run", "b1a5544ef66e-0000")):
+        assert advisory_key(kind, name, "public") == advisory_key(kind, name) == earlier(
+            kind, name)
+        assert advisory_key(kind, name, "team_a") not in (earlier(kind, name),
+                                                          advisory_key(kind, name, "team_b"))
+    assert store_lock_sql("public") == "SELECT pg_advisory_xact_lock(281374944)"
+    assert store_lock_sql("team_a") not in (store_lock_sql("public"), store_lock_sql("team_b"))
