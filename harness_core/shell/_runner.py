@@ -519,4 +519,3 @@ def run_line(
         blocked=execution.blocked,
         pids=tuple(execution.tracker.pids()),
     )
-
