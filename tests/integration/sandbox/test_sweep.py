@@ -97,6 +97,12 @@ def start_and_kill(tmp_path: Path, backend: str, numbers: list[str]) -> tuple[st
     finally:
         launchers = [child for child in psutil.Process(io.pid).children()
                      if child.cmdline()[1:4] == ["-I", "-S", "-c"]]
+        # The launchers are stopped first: on the floor one is io's reaper and, left
+        # running, it could end the commands between io's kill and its own (a loaded
+        # machine schedules it there), leaving nothing for the sweep to find.
+        for launcher in launchers:
+            with contextlib.suppress(psutil.Error):
+                launcher.suspend()
         io.send_signal(signal.SIGKILL)
         for launcher in launchers:
             with contextlib.suppress(psutil.Error):
