@@ -25,6 +25,7 @@ import secrets
 import stat
 import tempfile
 import threading
+import time
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,6 +144,15 @@ class Ledger:
             if store not in self.stores:
                 self.stores.append(store)
                 self._append({"store": store})
+
+    def announce_placeholder(self, path: Path, *, is_dir: bool) -> None:
+        """Record a placeholder this process is about to make, before it exists: a
+        `kill -9` between the making and `note_placeholder` must not leave it unnamed."""
+        record = {"path": str(path), "kind": "dir" if is_dir else "file",
+                  "announced": time.time_ns()}
+        with self._lock:
+            self.placeholders[str(path)] = record
+            self._append({"placeholder": record})
 
     def note_placeholder(self, path: Path, identity: tuple[int, int, int]) -> None:
         """Record a placeholder this process made: its device, inode and change time."""

@@ -7,7 +7,11 @@ directory bound in, so the point exists on the host too: io makes it itself, wit
 `O_EXCL` (a path that appeared meanwhile is never taken for one of its own), and
 records it in the process ledger (`_ledger`) with its device, inode and change time
 before any sandbox covers it (an inode number alone is handed to the next file made
-there: removed and made again, a path often gets the same one).
+there: removed and made again, a path often gets the same one). The ledger names each
+placeholder before it is made, too (its path, its kind and the time), so a `kill -9`
+between the making and the recording cannot leave one that no ledger names; such an
+announced one is taken for io's only if it is of the announced kind, empty, and was made
+within seconds of the announcement.
 
 Each placeholder is removed when the last sandbox of this process that covers it has
 ended. After `kill -9` of `io` nothing runs that clean-up; the sweep of the next `io`
@@ -60,6 +64,23 @@ def _create(path: Path, is_dir: bool) -> os.stat_result | None:
         return None
 
 
+def _create_recorded(path: Path, is_dir: bool) -> os.stat_result | None:
+    """`_create`, named in the ledger before (announced) and after (its identity)."""
+    ledger = current_ledger()
+    if ledger is None:
+        return _create(path, is_dir)
+    ledger.announce_placeholder(path, is_dir=is_dir)
+    info = None
+    try:
+        info = _create(path, is_dir)
+    finally:
+        if info is None:  # not made (something is there, or an error): not io's
+            ledger.forget_placeholder(path)
+        else:
+            ledger.note_placeholder(path, _identity(info))
+    return info
+
+
 def claim_placeholders(dirs: Iterable[Path], files: Iterable[Path]) -> list[Path]:
     """Make the placeholders a new sandbox needs (or count one more user of those this
     process made already), each recorded in the ledger as soon as it exists.
@@ -80,14 +101,11 @@ def claim_placeholders(dirs: Iterable[Path], files: Iterable[Path]) -> list[Path
                     _made[path].users += 1
                     claimed.append(path)
                     continue
-                info = _create(path, is_dir)
+                info = _create_recorded(path, is_dir)
                 if info is None:
                     continue
                 _made[path] = _Made(_identity(info), 1)
                 claimed.append(path)
-            ledger = current_ledger()
-            if ledger is not None:
-                ledger.note_placeholder(path, _identity(info))
     except OSError:
         release_placeholders(claimed)
         raise
@@ -164,7 +182,38 @@ def remove_recorded(records: Iterable[dict[str, Any]]) -> list[str]:
     for entry in records:
         with contextlib.suppress(KeyError, TypeError, ValueError):
             path = Path(str(entry["path"]))
-            identity = (int(entry["device"]), int(entry["inode"]), int(entry["changed"]))
-            if path.is_absolute() and remove_if_untouched(path, identity):
+            if not path.is_absolute():
+                continue
+            if "inode" not in entry:  # announced, then killed before it was noted
+                identity = _announced_identity(path, entry)
+            else:
+                identity = (int(entry["device"]), int(entry["inode"]),
+                            int(entry["changed"]))
+            if identity is not None and remove_if_untouched(path, identity):
                 removed.append(str(path))
     return removed
+
+
+_ANNOUNCED_WITHIN_NS = 10 * 10**9
+"""How long after its announcement a placeholder's making may be taken for io's."""
+
+_CLOCK_SLACK_NS = 50 * 10**6
+"""File times come from a coarse clock that can lag `time_ns()` by a tick or so."""
+
+
+def _announced_identity(path: Path, entry: dict[str, Any]) -> tuple[int, int, int] | None:
+    """The identity of what is at `path` if it can only be the placeholder a dead `io`
+    announced and then made: the announced kind, and changed last between the
+    announcement and `_ANNOUNCED_WITHIN_NS` after it (a file made earlier, or made
+    again later, is not it). None when it is not, or when nothing is there."""
+    announced, kind = int(entry["announced"]), str(entry["kind"])
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    right_kind = stat.S_ISDIR(info.st_mode) if kind == "dir" else stat.S_ISREG(info.st_mode)
+    made = info.st_ctime_ns
+    if not right_kind or not (announced - _CLOCK_SLACK_NS <= made
+                              <= announced + _ANNOUNCED_WITHIN_NS):
+        return None
+    return _identity(info)

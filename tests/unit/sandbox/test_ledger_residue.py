@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from harness_core.sandbox._ledger import Ledger, read_ledger
-from harness_core.sandbox._placeholders import is_untouched
+from harness_core.sandbox._placeholders import is_untouched, remove_recorded
 from harness_core.sandbox._sweep import sweep
 
 
@@ -117,3 +117,53 @@ def test_a_placeholder_with_an_entry_or_another_inode_is_not_untouched(tmp_path:
     link = tmp_path / "l"
     link.symlink_to(folder)
     assert not is_untouched(link, _identity(link))  # a link is never a placeholder
+
+
+def test_a_placeholder_made_but_not_yet_noted_when_io_died_is_still_swept(
+        tmp_path: Path) -> None:
+    """The CI failure of 2026-12-06: kill -9 landed between making `io.local.toml` and
+    noting it, and the next command's sweep left it, so `io undo` saw a file changed
+    outside io. The ledger now names a placeholder before it is made."""
+    folder, workspace = tmp_path / "ledgers", tmp_path / "ws"
+    folder.mkdir()
+    workspace.mkdir()
+    owner = os.fork()
+    if owner == 0:
+        try:
+            ledger = Ledger(folder)
+            ledger.note_run("run-1", str(tmp_path / "s.db"))
+            for name in (".git", "io.local.toml", "never-made"):
+                ledger.announce_placeholder(workspace / name, is_dir=name == ".git")
+            (workspace / ".git").mkdir()
+            (workspace / "io.local.toml").touch()
+        finally:
+            os._exit(0)  # killed here: nothing was noted, nothing released
+    os.waitpid(owner, 0)
+    swept = sweep(folder, store=str(tmp_path / "s.db"))
+    assert [sorted(s.removed) for s in swept] == [[str(workspace / ".git"),
+                                                   str(workspace / "io.local.toml")]]
+    assert list(workspace.iterdir()) == []
+
+
+def test_an_announced_placeholder_is_taken_only_if_made_just_after_the_announcement(
+        tmp_path: Path) -> None:
+    made = tmp_path / "io.local.toml"
+    made.touch()
+    ctime = os.lstat(made).st_ctime_ns
+
+    def entry(kind: str, announced: int) -> dict[str, object]:
+        return {"path": str(made), "kind": kind, "announced": announced}
+
+    second = 10**9
+    assert remove_recorded([entry("file", ctime + second)]) == []  # made before it
+    assert remove_recorded([entry("file", ctime - 60 * second)]) == []  # made long after
+    assert remove_recorded([entry("dir", ctime)]) == []  # another kind
+    made.write_text("x")
+    assert remove_recorded([entry("file", ctime)]) == []  # holds content now
+    made.write_text("")
+    ctime = os.lstat(made).st_ctime_ns
+    assert remove_recorded([{"path": "io.local.toml", "kind": "file",
+                             "announced": ctime}]) == []  # not absolute
+    assert remove_recorded([entry("file", ctime - second)]) == [str(made)]
+    assert not made.exists()
+    assert remove_recorded([entry("file", ctime)]) == []  # nothing there
