@@ -94,6 +94,9 @@ TARGETS: dict[str, list[Group]] = {
           "tests/unit/store/test_mutants_sessions.py", "tests/unit/store/test_mutants_more.py",
           "tests/unit/store/test_mutants_sessions_more.py"]),
     ],
+    "sandbox": [(["harness_core/sandbox/_placeholders.py"],
+                 ["tests/unit/sandbox/test_ledger_residue.py",
+                  "tests/unit/sandbox/test_placeholders.py"])],
     "workspace": [(["harness_core/workspace.py"],
                    ["tests/unit/workspace", "tests/unit/run/test_odd_input.py"])],
 }
