@@ -19,9 +19,9 @@ from harness_core.sandbox._ledger import Ledger, read_ledger
 from harness_core.sandbox._placeholders import (
     claim_placeholders,
     is_untouched,
-    remove_if_untouched,
     pending_placeholders,
     release_placeholders,
+    remove_if_untouched,
     remove_recorded,
 )
 
