@@ -120,7 +120,7 @@ def test_mutation_testing_covers_the_targets_the_page_names() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     targets: dict[str, list[tuple[list[str], list[str]]]] = module.TARGETS
-    assert set(targets) == {"run", "store", "policy", "workspace"}
+    assert set(targets) == {"run", "store", "policy", "sandbox", "workspace"}
     mutated: dict[str, list[str]] = {}
     for name, groups in targets.items():
         for sources, tests in groups:
@@ -132,6 +132,8 @@ def test_mutation_testing_covers_the_targets_the_page_names() -> None:
     for part in ("_check", "_codec", "_steps", "_checkpoints", "_runs", "_store", "_records",
                  "_sessions", "_questions"):
         assert any(f"store/{part}.py" in s for s in mutated["store"]), part
+    assert any("_held_files.py" in s for s in mutated["store"])
+    assert any("sandbox/_placeholders.py" in s for s in mutated["sandbox"])
     bench = (REPO / "bench" / "README.md").read_text()
     for name in targets:
         assert re.search(rf"^\| {name} \| .+\| \d+ \| \d+ \| \d+ \|", bench, re.MULTILINE), name
