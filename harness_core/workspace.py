@@ -31,9 +31,10 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -419,20 +420,50 @@ class Workspace:
         with _translated("write", rel), self._opened_parent(rel, create=True) as (directory, name):
             mode = _existing_file_mode(directory, name)
             temp = f".io-{secrets.token_hex(8)}.tmp"
-            fd = directory.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            temp_rel = f"{rel.rpartition('/')[0]}/{temp}".lstrip("/")
+            recorder = _temporaries
+            if recorder is not None:
+                recorder[0](self._root, temp_rel)
             try:
+                fd = directory.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                 try:
-                    if mode is not None and hasattr(os, "fchmod"):
-                        os.fchmod(fd, mode)
-                    _write_all(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                directory.replace(temp, name)
-            except BaseException:
-                _discard(directory, temp)
-                raise
+                    try:
+                        if mode is not None and hasattr(os, "fchmod"):
+                            os.fchmod(fd, mode)
+                        _write_all(fd, data)
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    directory.replace(temp, name)
+                except BaseException:
+                    _discard(directory, temp)
+                    raise
+            finally:
+                if recorder is not None:
+                    recorder[1](self._root, temp_rel)
             directory.sync()
+
+    def remove_temporary(self, path: str) -> bool:
+        """Remove a temporary file a write of a killed `io` left at `path` (relative to
+        the root, as `record_temporaries` was told it): only a regular file named as
+        `write_bytes` names them, reached without following any link.
+
+        Returns:
+            Whether it was removed (False: another name, nothing there, not a regular
+            file, a link on the way, or it could not be removed).
+        """
+        parent, _, name = path.rpartition("/")
+        if (not _TEMPORARY.fullmatch(name) or path.startswith("/")
+                or ".." in parent.split("/")):
+            return False
+        try:
+            with self._opened_dir(parent, create=False) as directory:
+                if not stat.S_ISREG(directory.lstat(name).st_mode):
+                    return False
+                directory.unlink(name)
+        except OSError:
+            return False
+        return True
 
     def read_text(self, path: str) -> str:
         """The file at `path` decoded as UTF-8.
@@ -700,6 +731,24 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+_TEMPORARY = re.compile(r"\.io-[0-9a-f]{16}\.tmp")
+"""The names `write_bytes` gives its temporary files."""
+
+TemporaryRecorder = tuple[Callable[[Path, str], None], Callable[[Path, str], None]]
+"""(note, forget): told a temporary file's root and relative path before it is made, and
+again once it is renamed over its target or discarded."""
+
+_temporaries: TemporaryRecorder | None = None
+
+
+def record_temporaries(recorder: TemporaryRecorder | None) -> None:
+    """Have every write in this process name its temporary file to `recorder` (the
+    process ledger, so that the next `io` removes one a `kill -9` left mid-write), or
+    stop with None."""
+    global _temporaries
+    _temporaries = recorder
 
 
 def _discard(directory: _Dir, name: str) -> None:

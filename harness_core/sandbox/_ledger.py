@@ -11,7 +11,8 @@ descendant seen while its command line runs that left the command's session or g
 (`note_seen`), so it can be named even after it cleared its environment.
 
 The ledger also names the placeholders the native backend made in a workspace (see
-`_placeholders`). What a later `io` does with a dead owner's ledger is `_sweep`'s job;
+`_placeholders`), and each temporary file a workspace write has open (see
+`Workspace.write_bytes`: a `kill -9` mid-write leaves it beside its target). What a later `io` does with a dead owner's ledger is `_sweep`'s job;
 this module only writes and reads the file.
 """
 
@@ -72,6 +73,7 @@ class Ledger:
     runs: list[str] = field(default_factory=lambda: [])
     stores: list[str] = field(default_factory=lambda: [])
     placeholders: dict[str, dict[str, Any]] = field(default_factory=lambda: {})
+    temporaries: dict[str, dict[str, str]] = field(default_factory=lambda: {})
     _seen: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _entries: dict[int, dict[str, Any]] = field(default_factory=lambda: {})
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -126,6 +128,7 @@ class Ledger:
         lines = [self._header(), *({"run": r} for r in self.runs),
                  *({"store": s} for s in self.stores),
                  *({"placeholder": p} for p in self.placeholders.values()),
+                 *({"temporary": t} for t in self.temporaries.values()),
                  *({"add": e} for e in self._entries.values()),
                  *({"seen": e} for e in self._seen.values())]
         scratch = self.path.with_suffix(".tmp")
@@ -161,6 +164,19 @@ class Ledger:
         with self._lock:
             self.placeholders[str(path)] = record
             self._append({"placeholder": record})
+
+    def note_temporary(self, root: Path, path: str) -> None:
+        """A workspace write is about to make the temporary file `path` under `root`."""
+        record = {"root": str(root), "path": path}
+        with self._lock:
+            self.temporaries[f"{root}\0{path}"] = record
+            self._append({"temporary": record})
+
+    def forget_temporary(self, root: Path, path: str) -> None:
+        """That write has renamed its temporary file over the target, or discarded it."""
+        with self._lock:
+            if self.temporaries.pop(f"{root}\0{path}", None) is not None:
+                self._append({"renamed": {"root": str(root), "path": path}})
 
     def forget_placeholder(self, path: Path) -> None:
         """A placeholder was removed (or is no longer io's to remove)."""
@@ -260,6 +276,7 @@ def read_ledger(text: str) -> dict[str, Any] | None:
     """The state a ledger file's lines describe, or None when it has no owner line."""
     data: dict[str, Any] | None = None
     state: dict[str, Any] = {"runs": [], "stores": [], "entries": {}, "placeholders": {},
+                             "temporaries": {},
                              "seen": {}}
     for line in text.splitlines():
         try:
@@ -279,7 +296,8 @@ def read_ledger(text: str) -> dict[str, Any] | None:
     return {**data, "runs": state["runs"], "stores": state["stores"],
             "entries": list(state["entries"].values()),
             "seen": [e for e in state["seen"].values() if e.get("of") in state["entries"]],
-            "placeholders": list(state["placeholders"].values())}
+            "placeholders": list(state["placeholders"].values()),
+            "temporaries": list(state["temporaries"].values())}
 
 
 def _apply(record: dict[str, Any], state: dict[str, Any]) -> None:
@@ -299,6 +317,21 @@ def _apply(record: dict[str, Any], state: dict[str, Any]) -> None:
         state["placeholders"][placeholder["path"]] = placeholder
     elif isinstance(record.get("released"), str):
         state["placeholders"].pop(record["released"], None)
+    else:
+        _apply_temporary(record, state["temporaries"])
+
+
+def _apply_temporary(record: dict[str, Any], temporaries: dict[str, dict[str, str]]) -> None:
+    """Fold a `temporary` (made) or `renamed` (done with) line into `temporaries`."""
+    for key, made in (("temporary", True), ("renamed", False)):
+        value = record.get(key)
+        if (isinstance(value, dict) and isinstance(value.get("root"), str)
+                and isinstance(value.get("path"), str)):
+            name = f"{value['root']}\0{value['path']}"
+            if made:
+                temporaries[name] = {"root": value["root"], "path": value["path"]}
+            else:
+                temporaries.pop(name, None)
 
 
 _active: Ledger | None = None
@@ -310,8 +343,11 @@ def activate_ledger(folder: Path | None = None) -> Ledger:
     global _active
     with _active_lock:
         if _active is None:
+            from harness_core.workspace import record_temporaries
+
             _active = Ledger(folder or ledger_folder())
             atexit.register(_discard, _active)
+            record_temporaries((_active.note_temporary, _active.forget_temporary))
         return _active
 
 

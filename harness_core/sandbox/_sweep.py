@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_core._record import record
+from harness_core.errors import HarnessError
 from harness_core.sandbox._ledger import TOKEN_VARIABLE, ledger_folder, read_ledger
 from harness_core.sandbox._placeholders import remove_recorded
 from harness_core.sandbox._started import process_started
@@ -63,7 +64,8 @@ class Swept:
         runs: The runs it drove.
         killed: One row per process signalled: pid, name, why it was a leftover, and
             `ended` (False, with `error`, for one that could not be ended).
-        removed: Placeholders it left in a workspace that were removed.
+        removed: Placeholders, and temporary files of writes it was killed in, that it
+            left in a workspace and that were removed.
     """
 
     owner_pid: int
@@ -306,13 +308,29 @@ def sweep(
 
 
 def _remove_placeholders(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
-    """Remove a dead `io`'s placeholders that are untouched; note each in its ledger so
-    no later sweep looks at them again."""
+    """Remove a dead `io`'s placeholders that are untouched and the temporary files of
+    the writes it was killed in; note each in its ledger so no later sweep looks at them
+    again."""
     records = data.get("placeholders") or []
-    if not records:
+    temporaries = data.get("temporaries") or []
+    if not records and not temporaries:
         return ()
-    removed = remove_recorded(records)
+    removed = [*remove_recorded(records), *_remove_temporaries(temporaries)]
     with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as handle:
         handle.write("".join(json.dumps({"released": str(r.get("path"))}) + "\n"
                              for r in records))
+        handle.write("".join(json.dumps({"renamed": t}) + "\n" for t in temporaries))
     return tuple(removed)
+
+
+def _remove_temporaries(records: list[dict[str, str]]) -> list[str]:
+    """Remove what `Workspace.remove_temporary` takes for a write's temporary file."""
+    from harness_core.workspace import Workspace
+
+    removed: list[str] = []
+    for entry in records:
+        with contextlib.suppress(HarnessError, OSError, KeyError, TypeError, ValueError):
+            root = Path(entry["root"])
+            if root.is_absolute() and Workspace(root).remove_temporary(entry["path"]):
+                removed.append(str(root / entry["path"]))
+    return removed

@@ -95,8 +95,8 @@ def open_store(config: Config) -> Store:
                               for k in swept.not_ended)
             say(f"io: could not end what io process {swept.owner_pid} left running: {names}")
         if swept.removed:
-            say(f"io: removed the sandbox placeholders io process {swept.owner_pid} left"
-                f" after it died: {', '.join(swept.removed)}")
+            say(f"io: removed the sandbox placeholders and unfinished writes io process"
+                f" {swept.owner_pid} left after it died: {', '.join(swept.removed)}")
     return store
 
 

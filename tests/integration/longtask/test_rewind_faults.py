@@ -265,3 +265,42 @@ def test_links_swapped_while_a_run_works_never_end_it(tmp_path: Path) -> None:
     snaps = Path(os.environ["IO_STORE"]).parent / "snapshots"
     blobs = [p for p in snaps.rglob("*") if p.is_file()]
     assert blobs and all(b"OUTSIDE-SECRET" not in p.read_bytes() for p in blobs)
+
+
+def test_a_write_killed_midway_leaves_nothing_that_blocks_undo(tmp_path: Path) -> None:
+    """`kill -9` inside a workspace write leaves its temporary file beside the target;
+    the process ledger names it, so the next `io` command removes it and `io undo` does
+    not refuse it as a file changed outside io. The kill is injected at a chosen byte in
+    a forked process holding a real ledger (no outside timing hits a write that short)."""
+    import signal
+
+    from harness_core import workspace as workspace_module
+    from harness_core.sandbox._ledger import Ledger, ledger_folder
+    from harness_core.workspace import Workspace, record_temporaries
+
+    ws = _workspace(tmp_path, [{"text": "edit", "tool_calls": [_write("a.txt", "v1\n")]},
+                               {"text": "done"}])
+    run_id, _ = _run(ws)
+    owner = os.fork()
+    if owner == 0:
+        try:
+            ledger = Ledger(ledger_folder())
+            ledger.note_run(run_id, os.environ["IO_STORE"])
+            record_temporaries((ledger.note_temporary, ledger.forget_temporary))
+
+            def killed_midway(fd: int, data: bytes) -> None:
+                os.write(fd, data[:3])
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            workspace_module._write_all = killed_midway  # pyright: ignore[reportPrivateUsage]
+            Workspace(ws).write_bytes("a.txt", b"v2 never written\n")
+        finally:
+            os._exit(0)
+    os.waitpid(owner, 0)
+    left = sorted(ws.glob(".io-*.tmp"))
+    assert len(left) == 1
+    undone = run_io(["undo", run_id, "--json"])
+    assert undone.returncode == 0, undone.stderr
+    assert f"unfinished writes io process {owner} left after it died: {left[0]}" in undone.stderr
+    assert json.loads(undone.stdout)["undone_step"] == 0
+    assert (ws / "a.txt").read_text() == "v0\n" and not left[0].exists()
