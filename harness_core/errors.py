@@ -109,17 +109,28 @@ class WorkspaceChanged(UsageError):
     recorded for the run, and restoring would throw that work away.
 
     When the run was rewound, its newest branch (a run of its own) may be what changed
-    the files: the message names it instead of blaming a change outside io.
+    the files: the message names it instead of blaming a change outside io. When the
+    run's process died inside a step (`kill -9`, a crash), that step's own changes were
+    never recorded: the message names the step and says to resume the run first.
 
     Attributes:
         paths: The workspace paths that changed, sorted.
         branch: The id of the run's newest rewound branch, or None.
+        stopped_in: The step the run's process died in, or None.
     """
 
-    def __init__(self, paths: list[str], branch: str | None = None) -> None:
+    def __init__(self, paths: list[str], branch: str | None = None, *,
+                 run_id: str | None = None, stopped_in: int | None = None) -> None:
         shown = ", ".join(paths[:20]) + (f" (and {len(paths) - 20} more)" if len(paths) > 20
                                          else "")
-        if branch is None:
+        if branch is None and stopped_in is not None:
+            super().__init__(
+                f"files changed since the run's last recorded state: {shown}; the run's"
+                f" process died inside step {stopped_in}, whose changes io never recorded"
+                " (or a change outside io made them)",
+                hint=f"resume the run first (io resume {run_id}), which records that step,"
+                     " then undo or rewind; or commit, move or revert those changes")
+        elif branch is None:
             super().__init__(
                 f"files changed outside io since the run's last recorded state: {shown}",
                 hint="commit, move or revert those changes, then run the command again")
@@ -131,6 +142,7 @@ class WorkspaceChanged(UsageError):
                      f"io rewind {branch} --to STEP")
         self.paths = tuple(paths)
         self.branch = branch
+        self.stopped_in = stopped_in
 class AmbiguousId(UsageError):
     """A shortened id that starts more than one run's (or session's) id.
 

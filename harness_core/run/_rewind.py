@@ -33,7 +33,7 @@ from harness_core.run._snapshots import (
     run_snapshot_dir,
     sweep_snapshots,
 )
-from harness_core.store import RunRecord, Store
+from harness_core.store import RunRecord, RunStatus, Store
 from harness_core.store._snapshots import Manifest, SnapshotRecord
 from harness_core.store._store import AliveCheck
 
@@ -139,6 +139,15 @@ def _newest_branch(store: Store, run_id: str) -> str | None:
     return branches[-1] if branches else None
 
 
+def _stopped_in(store: Store, run_id: str) -> int | None:
+    """The step whose process died before the run ended (its status is still running;
+    a live owner was refused earlier), or None: the newest step with a recorded call."""
+    if store.run(run_id).status is not RunStatus.RUNNING:
+        return None
+    entries = store.ledger(run_id)
+    return entries[-1].step_index if entries else None
+
+
 def _check(store: Store, run_id: str, workspace: Path, usable: _Usable, target: Manifest,
            paths: set[str] | None, exclude: frozenset[str]) -> Manifest:
     """The workspace now, after refusing if a path differs from both the last recorded
@@ -169,7 +178,8 @@ def _check(store: Store, run_id: str, workspace: Path, usable: _Usable, target: 
             continue
         changed.append(path)
     if changed:
-        raise WorkspaceChanged(changed, _newest_branch(store, run_id))
+        raise WorkspaceChanged(changed, _newest_branch(store, run_id), run_id=run_id,
+                               stopped_in=_stopped_in(store, run_id))
     if unread:
         raise UsageError(f"io cannot tell whether {', '.join(unread[:20])} changed: it"
                          " changed while io read it; no file was changed",

@@ -11,13 +11,16 @@ import json
 import os
 import shlex
 import shutil
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_io
+from tests.conftest import REPO, io_cmd, run_io
 from tests.integration.cli.helpers import json_lines
 
 _TOML = """\
@@ -272,8 +275,6 @@ def test_a_write_killed_midway_leaves_nothing_that_blocks_undo(tmp_path: Path) -
     the process ledger names it, so the next `io` command removes it and `io undo` does
     not refuse it as a file changed outside io. The kill is injected at a chosen byte in
     a forked process holding a real ledger (no outside timing hits a write that short)."""
-    import signal
-
     from harness_core import workspace as workspace_module
     from harness_core.sandbox._ledger import Ledger, ledger_folder
     from harness_core.workspace import Workspace, record_temporaries
@@ -304,3 +305,38 @@ def test_a_write_killed_midway_leaves_nothing_that_blocks_undo(tmp_path: Path) -
     assert f"unfinished writes io process {owner} left after it died: {left[0]}" in undone.stderr
     assert json.loads(undone.stdout)["undone_step"] == 0
     assert (ws / "a.txt").read_text() == "v0\n" and not left[0].exists()
+
+
+def test_undo_after_a_kill_inside_a_changing_step_names_the_step_and_resume(
+        tmp_path: Path) -> None:
+    """A step's command changed a file, then `io` was killed before the step ended: io
+    never recorded that change, so `io undo` refuses, but it says the run died inside
+    that step and to resume it first; after `io resume`, undo works."""
+    ws = _workspace(tmp_path, [{"text": "a", "tool_calls": [_write("a.txt", "v1\n")]},
+                               {"text": "c", "tool_calls": [
+                                   _exec("sh", "-c", "echo c > c.txt; exec sleep 300")]},
+                               {"text": "done"}])
+    proc = subprocess.Popen([*io_cmd(), "run", "do it", "-w", str(ws), "--json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (ws / "c.txt").exists() and proc.poll() is None:
+            assert time.monotonic() < deadline, "the command never wrote c.txt"
+            time.sleep(0.02)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+    refused = run_io(["undo", run_id])
+    assert refused.returncode == 2, refused.stderr
+    assert ("files changed since the run's last recorded state: c.txt; the run's process"
+            " died inside step 1") in refused.stderr
+    assert f"io resume {run_id}" in refused.stderr and "Traceback" not in refused.stderr
+    assert (ws / "a.txt").read_text() == "v1\n"  # nothing was restored
+    resumed = run_io(["resume", run_id, "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    undone = run_io(["undo", run_id, "--json"])
+    assert undone.returncode == 0, undone.stderr
+    assert (ws / "a.txt").read_text() == "v0\n"
