@@ -11,7 +11,9 @@ walked from `/` one component at a time, each folder opened without following li
 - the file itself must be a regular file with no other hard link when it lies inside
   the workspace, and a regular file anywhere (a FIFO would hang the write);
 - the data goes to a new file beside the target that is then renamed over it, so a
-  link planted at the name after the check is replaced, never written through.
+  link planted at the name after the check is replaced, never written through; the
+  process ledger names that file while it exists, so the next `io` removes one that a
+  `kill -9` mid-write left.
 
 Appending (`$GITHUB_STEP_SUMMARY`) opens the file itself with `O_NOFOLLOW` after the
 same walk. Nothing here follows a link the agent could plant.
@@ -26,6 +28,7 @@ import stat
 from pathlib import Path
 
 from harness_core.errors import HostBoundaryError
+from harness_core.sandbox._ledger import current_ledger
 
 __all__ = ["write_operator_file"]
 
@@ -77,7 +80,8 @@ def write_operator_file(path: Path, data: bytes, *, workspace: Path | None,
                 continue
             if info is not None:
                 _check_existing(path, info, inside=inside, exclusive=exclusive)
-            _write(folder_fd, name, data, append=append, exclusive=exclusive, shown=path)
+            _write(folder_fd, name, data, append=append, exclusive=exclusive, shown=path,
+                   folder=folder)
             return Path(folder) / name
         finally:
             os.close(folder_fd)
@@ -153,7 +157,7 @@ def _check_existing(path: Path, info: os.stat_result, *, inside: bool, exclusive
 
 
 def _write(folder_fd: int, name: str, data: bytes, *, append: bool, exclusive: bool,
-           shown: Path) -> None:
+           shown: Path, folder: str) -> None:
     try:
         if append or exclusive:
             flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC | (
@@ -166,19 +170,26 @@ def _write(folder_fd: int, name: str, data: bytes, *, append: bool, exclusive: b
             finally:
                 os.close(fd)
             return
-        temp = f".{name}.io-{secrets.token_hex(6)}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644,
-                     dir_fd=folder_fd)
+        temp = f".io-{secrets.token_hex(8)}.tmp"  # the name a workspace write's has
+        ledger = current_ledger()  # names it while it exists (`kill -9` mid-write)
+        if ledger is not None:
+            ledger.note_temporary(Path(folder), temp)
         try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                         0o644, dir_fd=folder_fd)
             try:
-                _write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(temp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=folder_fd)
-            raise
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+                os.replace(temp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=folder_fd)
+                raise
+        finally:
+            if ledger is not None:
+                ledger.forget_temporary(Path(folder), temp)
     except FileExistsError:
         raise _refused(shown, "it already exists; io never overwrites it", exists=True) from None
     except OSError as exc:

@@ -157,3 +157,36 @@ def test_remove_temporary_never_follows_a_link_or_leaves_the_root(tmp_path: Path
     assert not ws.remove_temporary(f"../outside/{NAME}")
     assert not ws.remove_temporary(str(outside / NAME))
     assert (outside / NAME).read_text() == "not io's" and (root / NAME).is_symlink()
+
+
+def test_an_operator_file_killed_midway_is_swept_too(tmp_path: Path) -> None:
+    """A report written for the operator (`host.write_operator_file`) goes through a
+    temporary file of the same kind, named in the ledger the same way."""
+    from harness_core.host import _files as host_files
+    from harness_core.sandbox._ledger import activate_ledger
+
+    folder, reports = tmp_path / "ledgers", tmp_path / "reports"
+    folder.mkdir()
+    reports.mkdir()
+    (reports / "io-gates.xml").write_text("<old/>\n")
+    owner = os.fork()
+    if owner == 0:
+        try:
+            activate_ledger(folder).note_run("run-1", str(tmp_path / "s.db"))
+
+            def write_half(fd: int, data: bytes) -> None:
+                os.write(fd, data[: len(data) // 2])
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            host_files._write_all = write_half  # pyright: ignore[reportPrivateUsage]
+            host_files.write_operator_file(reports / "io-gates.xml", b"<new/>\n" * 100,
+                                           workspace=None)
+        finally:
+            os._exit(0)
+    _, status = os.waitpid(owner, 0)
+    assert os.WIFSIGNALED(status)
+    left = _temporaries(reports)
+    assert len(left) == 1
+    swept = sweep(folder, store=str(tmp_path / "s.db"))
+    assert [s.removed for s in swept] == [(str(left[0]),)]
+    assert _temporaries(reports) == [] and (reports / "io-gates.xml").read_text() == "<old/>\n"
