@@ -78,9 +78,18 @@ def _start_and_kill(tmp_path: Path, seconds: str) -> tuple[Path, str, dict[str, 
     return ws, run_id, {"IO_STORE": env["IO_STORE"]}
 
 
+def _alive(process: psutil.Process) -> bool:
+    """Whether `process` still runs (one that ended between the listing and this
+    look is gone, not an error)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _wait_for_sandbox_gone(seconds: str) -> None:
     deadline = time.monotonic() + 10
-    while [p for p in _sleeping(seconds) if p.status() != psutil.STATUS_ZOMBIE]:
+    while [p for p in _sleeping(seconds) if _alive(p)]:
         assert time.monotonic() < deadline, "the sandbox outlived io"
         time.sleep(0.05)
 

@@ -47,6 +47,14 @@ def marked(*seconds: str) -> list[psutil.Process]:
     return found
 
 
+def _running(process: psutil.Process) -> bool:
+    """Not ended (one that ended after `marked` listed it is not an error)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def wait_for(sleeps: list[str], timeout: float = 60) -> None:
     """Until a `sleep N` runs for every N in `sleeps`."""
     deadline = time.monotonic() + timeout
@@ -124,9 +132,9 @@ def test_leftovers_of_a_killed_io_are_swept_and_recorded(
     assert result.returncode == 0, result.stderr
     assert "swept" in result.stderr
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and [p for p in marked(*numbers) if p.status() != "zombie"]:
+    while time.monotonic() < deadline and [p for p in marked(*numbers) if _running(p)]:
         time.sleep(0.05)
-    assert [p for p in marked(*numbers) if p.status() != "zombie"] == []
+    assert [p for p in marked(*numbers) if _running(p)] == []
     with Store(store) as opened:
         sweeps = opened.sweeps(run_id)
     killed = {k["pid"] for s in sweeps for k in s["killed"]}
@@ -139,6 +147,6 @@ def test_native_leaves_nothing_after_kill_9(
     start_and_kill(tmp_path, "native", numbers)
     run_io(["runs"], cwd=tmp_path, env={"IO_STORE": str(tmp_path / "state.db")})
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and [p for p in marked(*numbers) if p.status() != "zombie"]:
+    while time.monotonic() < deadline and [p for p in marked(*numbers) if _running(p)]:
         time.sleep(0.05)
-    assert [p for p in marked(*numbers) if p.status() != "zombie"] == []
+    assert [p for p in marked(*numbers) if _running(p)] == []
