@@ -72,22 +72,21 @@ def test_a_finished_or_failed_write_leaves_nothing_named(
     ledger.folder.mkdir()
     root = tmp_path / "ws"
     root.mkdir()
-    record_temporaries((ledger.note_temporary, ledger.forget_temporary))
-    try:
-        ws = Workspace(root)
-        ws.write_text("a.txt", "one\n")
-        ws.write_text("d/b.txt", "two\n")
-        with pytest.raises(WorkspaceError, match="directory"):
-            ws.write_text("d", "refused before any temporary file is made\n")
+    # The worker's own recorder (a run an earlier test started) comes back afterwards.
+    monkeypatch.setattr(workspace_module, "_temporaries",
+                        (ledger.note_temporary, ledger.forget_temporary))
+    ws = Workspace(root)
+    ws.write_text("a.txt", "one\n")
+    ws.write_text("d/b.txt", "two\n")
+    with pytest.raises(WorkspaceError, match="directory"):
+        ws.write_text("d", "refused before any temporary file is made\n")
 
-        def disk_full(fd: int, data: bytes) -> None:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    def disk_full(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        monkeypatch.setattr(workspace_module, "_write_all", disk_full)
-        with pytest.raises(WorkspaceError, match="no space left on device"):
-            ws.write_text("a.txt", "three\n")  # its temporary is discarded, and said so
-    finally:
-        record_temporaries(None)
+    monkeypatch.setattr(workspace_module, "_write_all", disk_full)
+    with pytest.raises(WorkspaceError, match="no space left on device"):
+        ws.write_text("a.txt", "three\n")  # its temporary is discarded, and said so
     text = ledger.path.read_text()
     assert text.count('"temporary"') == 3 and text.count('"renamed"') == 3
     data = read_ledger(text)
@@ -163,7 +162,7 @@ def test_an_operator_file_killed_midway_is_swept_too(tmp_path: Path) -> None:
     """A report written for the operator (`host.write_operator_file`) goes through a
     temporary file of the same kind, named in the ledger the same way."""
     from harness_core.host import _files as host_files
-    from harness_core.sandbox._ledger import activate_ledger
+    from harness_core.sandbox import _ledger
 
     folder, reports = tmp_path / "ledgers", tmp_path / "reports"
     folder.mkdir()
@@ -172,7 +171,9 @@ def test_an_operator_file_killed_midway_is_swept_too(tmp_path: Path) -> None:
     owner = os.fork()
     if owner == 0:
         try:
-            activate_ledger(folder).note_run("run-1", str(tmp_path / "s.db"))
+            # This process's ledger, whatever an earlier test in this worker activated.
+            _ledger._active = Ledger(folder)  # pyright: ignore[reportPrivateUsage]
+            _ledger._active.note_run("run-1", str(tmp_path / "s.db"))  # pyright: ignore[reportPrivateUsage]
 
             def write_half(fd: int, data: bytes) -> None:
                 os.write(fd, data[: len(data) // 2])
