@@ -47,7 +47,9 @@ allow_exec = ["sh*", "true*"]
 
 _STEPS: list[dict[str, object]] = [
     {"text": "a", "tool_calls": [{"name": "write_file",
-                                  "arguments": {"path": "a.txt", "content": "v1\n" * 2000}}]},
+                                  "arguments": {"path": "a.txt", "content": "v1\n" * 2000}},
+                                 {"name": "write_file",  # long enough for a kill to land in
+                                  "arguments": {"path": "big.txt", "content": "x" * 4_000_000}}]},
     {"text": "c", "tool_calls": [{"name": "exec",
                                   "arguments": {"argv": ["sh", "-c", "echo c > c.txt"]}}]},
     {"text": "b", "tool_calls": [{"name": "write_file",
@@ -87,6 +89,13 @@ def _residue(ws: Path) -> list[str]:
     return left + [name for name in _IO_MADE if (ws / name).exists()]
 
 
+def _count_swept(stderr: str, counts: dict[str, int]) -> None:
+    """Count what the sweep said it removed (placeholders, write temporaries)."""
+    line = next((x for x in stderr.splitlines() if "left after it died:" in x), "")
+    counts["placeholders swept"] += any(n in line for n in _IO_MADE)
+    counts["temporaries swept"] += ".io-" in line
+
+
 def _interrupted_files(env: dict[str, str]) -> set[str]:
     """The files the calls the ledger marks interrupted would have written."""
     import sqlite3
@@ -121,7 +130,8 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     base = Path(tempfile.mkdtemp(prefix="io-kill-anywhere-"))
-    counts = {"rounds": 0, "no run yet": 0, "resumed": 0, "undone": 0, "broken": 0}
+    counts = {"rounds": 0, "no run yet": 0, "resumed": 0, "undone": 0,
+              "placeholders swept": 0, "temporaries swept": 0, "broken": 0}
     try:
         ws, env = _fresh(base, -1)
         proc = _start(ws, env)
@@ -150,6 +160,7 @@ def main() -> int:
             if n % 2 == 0:
                 counts["resumed"] += 1
                 resumed = _io(["resume", run_id, "--json"], env)
+                _count_swept(resumed.stderr, counts)
                 if resumed.returncode != 0 and "already" not in resumed.stderr:
                     problems.append(f"resume exit {resumed.returncode}: {resumed.stderr[-400:]}")
                 got, spared = _files(ws), _interrupted_files(env)
@@ -159,6 +170,7 @@ def main() -> int:
             else:
                 counts["undone"] += 1
                 undone = _io(["undo", run_id], env)
+                _count_swept(undone.stderr, counts)
                 if undone.returncode != 0 and not any(
                         why in undone.stderr for why in ("no step left to undo",
                                                          "has no workspace snapshots",
