@@ -292,5 +292,7 @@ def _link_blobs(source: Path, dest: Path, manifest: Manifest) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(source / digest[:2] / digest, target)
-        except OSError:
-            shutil.copyfile(source / digest[:2] / digest, target)
+        except OSError:  # a copy is named by its digest only once whole (a kill mid-copy)
+            partial = target.with_name(f".tmp-{digest}")
+            shutil.copyfile(source / digest[:2] / digest, partial)
+            os.replace(partial, target)

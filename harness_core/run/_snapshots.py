@@ -17,6 +17,7 @@ run goes on. Nothing here writes to the terminal or changes a workspace file
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -60,6 +61,28 @@ def sweep_snapshots(root: Path, store: Store) -> list[str]:
     return gone
 
 
+def clear_partial_blobs(blobs: Path) -> list[Path]:
+    """Remove the `.tmp-*` files a killed drive left while writing blobs (a blob is
+    written to one, then renamed to its digest). Only the run's own driver writes its
+    blob folder, and a new drive holds the run, so none of them is being written.
+
+    Returns:
+        What was removed.
+    """
+    removed: list[Path] = []
+    folders = [blobs]
+    with contextlib.suppress(OSError), os.scandir(blobs) as top:
+        folders += [Path(e.path) for e in top if e.is_dir(follow_symlinks=False)]
+    for folder in folders:
+        with contextlib.suppress(OSError), os.scandir(folder) as listing:
+            for entry in listing:
+                if entry.name.startswith(".tmp-") and entry.is_file(follow_symlinks=False):
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+                        removed.append(Path(entry.path))
+    return removed
+
+
 class SnapshotKeeper:
     """Takes a run's snapshots during a drive (`start`, then `before`/`after` a step).
 
@@ -94,6 +117,7 @@ class SnapshotKeeper:
         if rows and rows[-1].kind == "capped":
             return
         blobs = run_snapshot_dir(root, store, run_id) / "blobs"
+        clear_partial_blobs(blobs)
         mine = [p for p in own_outputs() if relative_paths(workspace, [p]) - operator]
         if mine:  # `io run ... > events.jsonl`: the run's own output is never a change
             operator |= note_operator_paths(store, run_id, 0, relative_paths(workspace, mine) - operator)

@@ -332,3 +332,30 @@ def test_a_kill_in_the_middle_of_an_undo_or_a_rewind_is_finished_by_running_it_a
     with sqlite3.connect(os.environ["IO_STORE"]) as db:
         assert db.execute("SELECT COUNT(*) FROM runs WHERE parent_run_id = ?",
                           (run_id,)).fetchone()[0] == 1
+
+
+def test_blobs_a_killed_drive_left_half_written_are_removed_when_the_run_resumes(
+        tmp_path: Path) -> None:
+    """A blob is written to a `.tmp-*` file, then renamed to its digest; `kill -9` in
+    between leaves the temporary file. The run's next drive (it holds the run, and only
+    the run's driver writes its blob folder) removes them, and nothing else."""
+    sleep = {"text": "wait", "tool_calls": [
+        {"name": "exec", "arguments": {"argv": ["sleep", "300"]}}]}
+    ws = _workspace(tmp_path, [_STEPS[0], sleep, _STEPS[1], _STEPS[2]])
+    _kill_when(["run", "do it", "-w", str(ws), "--json"],
+               "SELECT COUNT(*) FROM ledger WHERE step_index = 1 AND observation IS NULL")
+    with sqlite3.connect(os.environ["IO_STORE"]) as db:
+        run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+    blobs = _snapshot_root() / _store_id() / run_id / "blobs"
+    kept = sorted(p for p in blobs.rglob("*") if p.is_file())
+    assert kept  # step 0's blobs
+    (blobs / ".tmp-half").write_bytes(b"half a large blob")
+    (kept[0].parent / ".tmp-small").write_bytes(b"half a small one")
+    (blobs / ".tmp-folder").mkdir()  # not a file io writes: left alone
+    resumed = run_io(["resume", run_id, "--json"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert not (blobs / ".tmp-half").exists() and not (kept[0].parent / ".tmp-small").exists()
+    assert (blobs / ".tmp-folder").is_dir() and all(p.is_file() for p in kept)
+    undone = run_io(["undo", run_id, "--json"])  # the blobs kept still restore
+    assert undone.returncode == 0, undone.stderr
+    assert not (ws / "b.txt").exists()
