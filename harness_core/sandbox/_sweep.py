@@ -289,13 +289,13 @@ def sweep(
         stores = data.get("stores") or []
         if (store is not None and stores and store not in stores and data.get("entries")
                 and not _stores_gone(stores)):
-            removed = _remove_placeholders(path, data)
+            removed = _remove_leftovers(path, data)
             if removed:  # the commands wait for their store; the placeholders are done
                 out.append(Swept(int(data.get("owner_pid", 0)), (), (), removed))
             continue  # commands of another store's runs: that store records their sweep
         killed = _sweep_one(data)
         # After the kill: a surviving sandbox still has its mounts on the placeholders.
-        removed = _remove_placeholders(path, data)
+        removed = _remove_leftovers(path, data)
         if killed or removed:
             swept = Swept(int(data.get("owner_pid", 0)), tuple(data.get("runs", [])),
                           tuple(killed), removed)
@@ -307,7 +307,7 @@ def sweep(
     return out
 
 
-def _remove_placeholders(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
+def _remove_leftovers(path: Path, data: dict[str, Any]) -> tuple[str, ...]:
     """Remove a dead `io`'s placeholders that are untouched and the temporary files of
     the writes it was killed in; note each in its ledger so no later sweep looks at them
     again."""

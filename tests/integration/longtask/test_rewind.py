@@ -166,7 +166,9 @@ def _kill_when(args: list[str], query: str) -> None:
         proc.communicate()
 
 
-def test_snapshots_survive_a_kill_and_undo_then_rewind_resume(tmp_path: Path) -> None:
+def _killed_in_step_1(tmp_path: Path) -> tuple[Path, str]:
+    """A run killed while step 1's command (`sleep 300`) runs, after step 0 wrote a.txt:
+    its workspace and run id."""
     sleep = {"text": "wait", "tool_calls": [
         {"name": "exec", "arguments": {"argv": ["sleep", "300"]}}]}
     ws = _workspace(tmp_path, [_STEPS[0], sleep, _STEPS[1], _STEPS[2]])
@@ -174,6 +176,11 @@ def test_snapshots_survive_a_kill_and_undo_then_rewind_resume(tmp_path: Path) ->
                "SELECT COUNT(*) FROM ledger WHERE step_index = 1 AND observation IS NULL")
     with sqlite3.connect(os.environ["IO_STORE"]) as db:
         run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+    return ws, str(run_id)
+
+
+def test_snapshots_survive_a_kill_and_undo_then_rewind_resume(tmp_path: Path) -> None:
+    ws, run_id = _killed_in_step_1(tmp_path)
     assert (ws / "a.txt").read_text() == "v1\n"
     undone = run_io(["undo", run_id, "--json"])
     assert undone.returncode == 0, undone.stderr
@@ -339,13 +346,7 @@ def test_blobs_a_killed_drive_left_half_written_are_removed_when_the_run_resumes
     """A blob is written to a `.tmp-*` file, then renamed to its digest; `kill -9` in
     between leaves the temporary file. The run's next drive (it holds the run, and only
     the run's driver writes its blob folder) removes them, and nothing else."""
-    sleep = {"text": "wait", "tool_calls": [
-        {"name": "exec", "arguments": {"argv": ["sleep", "300"]}}]}
-    ws = _workspace(tmp_path, [_STEPS[0], sleep, _STEPS[1], _STEPS[2]])
-    _kill_when(["run", "do it", "-w", str(ws), "--json"],
-               "SELECT COUNT(*) FROM ledger WHERE step_index = 1 AND observation IS NULL")
-    with sqlite3.connect(os.environ["IO_STORE"]) as db:
-        run_id, = db.execute("SELECT run_id FROM runs").fetchone()
+    ws, run_id = _killed_in_step_1(tmp_path)
     blobs = _snapshot_root() / _store_id() / run_id / "blobs"
     kept = sorted(p for p in blobs.rglob("*") if p.is_file())
     assert kept  # step 0's blobs
