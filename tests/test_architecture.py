@@ -81,8 +81,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the placeholder ledger in io's state folder (0600)",
     ("harness_core/sandbox/_ledger.py", "Ledger._compact", "write"):
         "the placeholder ledger's compaction, beside the ledger in io's state folder",
-    ("harness_core/sandbox/_sweep.py", "_remove_placeholders", "write"):
-        "appends 'released' lines to the placeholder ledger in io's state folder",
+    ("harness_core/sandbox/_sweep.py", "_remove_leftovers", "write"):
+        "appends 'released' and 'renamed' lines to the ledger in io's state folder",
     ("harness_core/sandbox/_cgroup.py", "PidsCgroup.create", "write"):
         "cgroupfs control files (pids.max), not a file the agent can name",
     ("harness_core/sandbox/_cgroup.py", "PidsCgroup.admit", "write"):
